@@ -1,0 +1,374 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// options is the daemon's configuration after flags and the YAML file have
+// been merged and checked.
+type options struct {
+	listen   string
+	backend  string
+	admin    string
+	kvListen string
+	config   string
+
+	tlsCert       string
+	tlsKey        string
+	tlsSelfSigned bool
+	serverTLS     *tls.Config // loaded from tlsCert/tlsKey or generated; nil means no client TLS
+
+	backendTLS     string
+	backendCA      string
+	connectTimeout time.Duration
+
+	memcached           []string
+	memcachedTimeout    time.Duration
+	cacheMemory         int64
+	maxResultBytes      int64
+	compressMinBytes    int64
+	defaultTTL          time.Duration
+	cacheInTransactions string
+
+	policy        []string
+	policyTimeout time.Duration
+
+	adminUsers  []string
+	kvPrefix    string
+	kvMaxBytes  int64
+	kvUsers     []string
+	kvPerUser   bool
+	kvUsersFile string
+
+	maxPacket       int64
+	shutdownTimeout time.Duration
+	logFormat       string
+	logLevel        string
+}
+
+// flagDef is one flag: where it is listed in --help, its value, what it does.
+type flagDef struct {
+	group string
+	name  string
+	arg   string // the placeholder shown in --help; empty for booleans
+	value flag.Value
+	usage string
+	unset string // what the empty default means, for --help
+}
+
+// defaultOptions returns the options before any flag or YAML key is applied.
+func defaultOptions() options {
+	return options{
+		listen:              "127.0.0.1:3307",
+		backend:             "127.0.0.1:3306",
+		backendTLS:          "preferred",
+		connectTimeout:      5 * time.Second,
+		memcachedTimeout:    50 * time.Millisecond,
+		cacheMemory:         256 << 20,
+		maxResultBytes:      16 << 20,
+		defaultTTL:          60 * time.Second,
+		cacheInTransactions: "until-write",
+		policyTimeout:       5 * time.Millisecond,
+		adminUsers:          []string{"root"},
+		kvPrefix:            "kv:",
+		kvMaxBytes:          8 << 20,
+		maxPacket:           1 << 30,
+		shutdownTimeout:     30 * time.Second,
+		logFormat:           "text",
+		logLevel:            "info",
+	}
+}
+
+// flagDefs binds every flag to a field of o, in the order --help lists them.
+func flagDefs(o *options) []flagDef {
+	return []flagDef{
+		{"Listeners", "listen", "ADDR", stringValue{&o.listen}, "accept MySQL clients on this host:port", ""},
+		{"Listeners", "admin", "ADDR", stringValue{&o.admin}, "serve /metrics and /healthz over HTTP on this host:port", "off"},
+		{"Listeners", "kv-listen", "ADDR", stringValue{&o.kvListen}, "serve key/value pairs over the memcached text protocol", "off"},
+
+		{"Backend", "backend", "ADDR", stringValue{&o.backend}, "the MySQL or MariaDB server, host:port", ""},
+		{"Backend", "backend-tls", "MODE", enumValue{&o.backendTLS, []string{"off", "preferred", "required", "verify"}}, "TLS to the backend: off, preferred (if offered), required, verify", ""},
+		{"Backend", "backend-ca", "FILE", stringValue{&o.backendCA}, "PEM file of CAs for --backend-tls verify", "the system roots"},
+		{"Backend", "connect-timeout", "DURATION", durationValue{&o.connectTimeout}, "bound on dialing the backend", ""},
+
+		{"Client TLS", "tls-cert", "FILE", stringValue{&o.tlsCert}, "PEM certificate for clients that ask for TLS; needs --tls-key", "no client TLS"},
+		{"Client TLS", "tls-key", "FILE", stringValue{&o.tlsKey}, "PEM private key of --tls-cert", "none"},
+		{"Client TLS", "tls-self-signed", "", boolValue{&o.tlsSelfSigned}, "offer a self-signed certificate for 127.0.0.1 and localhost", ""},
+
+		{"Cache", "memcached", "ADDR,...", &listValue{p: &o.memcached}, "memcached servers shared by every sidecar", "in-process cache only"},
+		{"Cache", "memcached-timeout", "DURATION", durationValue{&o.memcachedTimeout}, "bound on each memcached operation; then the backend answers", ""},
+		{"Cache", "cache-memory", "SIZE", sizeValue{&o.cacheMemory}, "in-process cache size; 0 turns it off", ""},
+		{"Cache", "max-result-bytes", "SIZE", sizeValue{&o.maxResultBytes}, "largest response that is cached", ""},
+		{"Cache", "compress-min-bytes", "SIZE", sizeValue{&o.compressMinBytes}, "compress memcached values at least this large; 0: never", ""},
+		{"Cache", "default-ttl", "DURATION", durationValue{&o.defaultTTL}, "lifetime of entries cached by the built-in policy", ""},
+		{"Cache", "cache-in-transactions", "MODE", enumValue{&o.cacheInTransactions, []string{"until-write", "read-only", "never"}}, "cache reads in transactions: until-write, read-only, never", ""},
+
+		{"Policy", "policy", "FILE,...", &listValue{p: &o.policy}, "Lua policy scripts, loaded in order", "the built-in default.lua"},
+		{"Policy", "policy-timeout", "DURATION", durationValue{&o.policyTimeout}, "deadline of each Lua hook call; then the query is not cached", ""},
+
+		{"Access", "admin-users", "USER,...", &listValue{p: &o.adminUsers}, "users who may run admin pseudo-queries; empty: nobody", ""},
+		{"Access", "kv-users", "USER,...", &listValue{p: &o.kvUsers}, "users who may use key/value pseudo-queries", "every user"},
+		{"Access", "kv-users-file", "FILE", stringValue{&o.kvUsersFile}, "file of more --kv-users, one per line, # comments", "none"},
+		{"Access", "kv-per-user", "", boolValue{&o.kvPerUser}, "give each user a private key/value namespace", ""},
+		{"Access", "kv-prefix", "PREFIX", stringValue{&o.kvPrefix}, "namespace of key/value pairs in the cache", ""},
+		{"Access", "kv-max-bytes", "SIZE", sizeValue{&o.kvMaxBytes}, "largest key/value value accepted", ""},
+
+		{"Limits and lifecycle", "max-packet", "SIZE", sizeValue{&o.maxPacket}, "largest client command accepted, reassembled", ""},
+		{"Limits and lifecycle", "shutdown-timeout", "DURATION", durationValue{&o.shutdownTimeout}, "on SIGTERM or SIGINT, time for in-flight statements to finish", ""},
+
+		{"Logging", "log-format", "FORMAT", enumValue{&o.logFormat, []string{"text", "json"}}, "log to stderr as text or json", ""},
+		{"Logging", "log-level", "LEVEL", enumValue{&o.logLevel, []string{"debug", "info", "warn", "error"}}, "least severe level logged: debug, info, warn, error", ""},
+
+		{"Configuration", "config", "FILE", stringValue{&o.config}, "YAML file of settings keyed by flag name (see below)", "none"},
+	}
+}
+
+// parseOptions parses the command line and the YAML file it names, and
+// checks the result. On --help it writes the usage to helpOut and returns
+// flag.ErrHelp. Every other error is one line that names the bad value.
+func parseOptions(args []string, helpOut io.Writer) (options, error) {
+	o := defaultOptions()
+	defs := flagDefs(&o)
+
+	fs := flag.NewFlagSet("mycached", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by the caller, in one line
+	fs.Usage = func() {}
+	// The flag package wraps a Set error in its own words; keep ours, which
+	// name the flag the way the user typed it.
+	var setErr error
+	for _, d := range defs {
+		fs.Var(recordErr{d.value, "--" + d.name, &setErr}, d.name, d.usage)
+	}
+	if err := fs.Parse(args); err != nil {
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			writeUsage(helpOut)
+			return options{}, err
+		case setErr != nil:
+			return options{}, setErr
+		}
+		return options{}, flagError(err)
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected argument %q; flags start with --", fs.Arg(0))
+	}
+
+	if o.config != "" {
+		onCommandLine := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
+		if err := applyYAML(o.config, defs, onCommandLine); err != nil {
+			return options{}, err
+		}
+	}
+	if err := o.check(); err != nil {
+		return options{}, err
+	}
+	return o, nil
+}
+
+// recordErr keeps the first Set error, prefixed with the flag's name.
+type recordErr struct {
+	flag.Value
+	name string
+	err  *error
+}
+
+func (r recordErr) Set(s string) error {
+	err := r.Value.Set(s)
+	if err != nil && *r.err == nil {
+		*r.err = fmt.Errorf("%s: %w", r.name, err)
+	}
+	return err
+}
+
+func (r recordErr) IsBoolFlag() bool {
+	b, ok := r.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// flagError rewrites the flag package's own errors in the double-dash style.
+func flagError(err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return fmt.Errorf("unknown flag --%s (see mycached --help)", name)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return fmt.Errorf("--%s needs a value", name)
+	}
+	return errors.New(msg)
+}
+
+// applyYAML sets, from the YAML file at path, every flag that was not given
+// on the command line.
+func applyYAML(path string, defs []flagDef, onCommandLine map[string]bool) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if len(doc.Content) == 0 {
+		return nil // an empty file
+	}
+	top := doc.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return fmt.Errorf("%s:%d: want a mapping of flag names to values", path, top.Line)
+	}
+	byName := make(map[string]flag.Value, len(defs))
+	for _, d := range defs {
+		byName[d.name] = d.value
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i], top.Content[i+1]
+		where := fmt.Sprintf("%s:%d: %s", path, k.Line, k.Value)
+		value, ok := byName[k.Value]
+		switch {
+		case !ok:
+			return fmt.Errorf("%s:%d: unknown key %q (keys are flag names without --)", path, k.Line, k.Value)
+		case k.Value == "config":
+			return fmt.Errorf("%s: a config file cannot name another", where)
+		case seen[k.Value]:
+			return fmt.Errorf("%s: given twice", where)
+		}
+		seen[k.Value] = true
+		s, err := yamlScalar(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if onCommandLine[k.Value] {
+			continue
+		}
+		if err := value.Set(s); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+	}
+	return nil
+}
+
+// yamlScalar turns a scalar, or a list of scalars, into the flag's text.
+func yamlScalar(n *yaml.Node) (string, error) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "", nil
+		}
+		return n.Value, nil
+	case yaml.SequenceNode:
+		items := make([]string, 0, len(n.Content))
+		for _, item := range n.Content {
+			if item.Kind != yaml.ScalarNode {
+				return "", fmt.Errorf("list items must be plain values")
+			}
+			items = append(items, item.Value)
+		}
+		return strings.Join(items, ","), nil
+	}
+	return "", fmt.Errorf("want a value or a list of values")
+}
+
+// check validates what each flag cannot check alone, and loads files.
+func (o *options) check() error {
+	addrs := []struct{ flag, addr string }{{"listen", o.listen}, {"backend", o.backend}, {"admin", o.admin}, {"kv-listen", o.kvListen}}
+	for _, m := range o.memcached {
+		addrs = append(addrs, struct{ flag, addr string }{"memcached", m})
+	}
+	for _, a := range addrs {
+		if a.addr == "" && (a.flag == "admin" || a.flag == "kv-listen") {
+			continue // off
+		}
+		if err := checkAddr(a.addr); err != nil {
+			return fmt.Errorf("--%s: %w", a.flag, err)
+		}
+	}
+
+	switch {
+	case o.tlsCert != "" && o.tlsKey == "":
+		return fmt.Errorf("--tls-cert: %q needs --tls-key", o.tlsCert)
+	case o.tlsKey != "" && o.tlsCert == "":
+		return fmt.Errorf("--tls-key: %q needs --tls-cert", o.tlsKey)
+	case o.tlsCert != "" && o.tlsSelfSigned:
+		return fmt.Errorf("--tls-self-signed: cannot be used with --tls-cert %q", o.tlsCert)
+	}
+	var err error
+	if o.serverTLS, err = serverTLSConfig(o.tlsCert, o.tlsKey, o.tlsSelfSigned); err != nil {
+		return err
+	}
+
+	if o.backendCA != "" {
+		pem, err := os.ReadFile(o.backendCA)
+		if err != nil {
+			return fmt.Errorf("--backend-ca: %w", err)
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--backend-ca: no PEM certificate in %q", o.backendCA)
+		}
+	}
+	if o.kvUsersFile != "" {
+		users, err := readUsersFile(o.kvUsersFile)
+		if err != nil {
+			return fmt.Errorf("--kv-users-file: %w", err)
+		}
+		o.kvUsers = append(o.kvUsers, users...)
+	}
+
+	ints := []struct {
+		flag string
+		n    int64
+	}{{"compress-min-bytes", o.compressMinBytes}, {"kv-max-bytes", o.kvMaxBytes}, {"max-packet", o.maxPacket}}
+	for _, i := range ints {
+		if i.n > 1<<31-1 {
+			return fmt.Errorf("--%s: %s is more than 2GiB", i.flag, formatSize(i.n))
+		}
+	}
+	if o.maxPacket == 0 {
+		return errors.New("--max-packet: must be more than 0")
+	}
+	return nil
+}
+
+// checkAddr accepts host:port with a numeric port.
+func checkAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q has no valid port number", addr)
+	}
+	return nil
+}
+
+// readUsersFile reads user names, one per line; blank lines and lines
+// starting with # are skipped.
+func readUsersFile(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var users []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line != "" && !strings.HasPrefix(line, "#") {
+			users = append(users, line)
+		}
+	}
+	return users, sc.Err()
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeFile writes content to name in dir and returns its path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func parse(t *testing.T, args ...string) options {
+	t.Helper()
+	o, err := parseOptions(args, &strings.Builder{})
+	if err != nil {
+		t.Fatalf("parseOptions(%q): %v", args, err)
+	}
+	return o
+}
+
+func TestParseOptionsDefaults(t *testing.T) {
+	got := parse(t)
+	want := defaultOptions()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("defaults:\ngot  %+v\nwant %+v", got, want)
+	}
+}
+
+func TestParseOptions(t *testing.T) {
+	dir := t.TempDir()
+	yamlFile := writeFile(t, dir, "mycached.yaml", `
+listen: 127.0.0.1:4000
+backend: 127.0.0.1:4001
+memcached: [127.0.0.1:11211, 127.0.0.1:11212]
+policy: a.lua,b.lua
+cache-memory: 64MB
+default-ttl: 30s
+kv-per-user: true
+admin-users:
+  - root
+  - ops
+log-format: json
+`)
+	users := writeFile(t, dir, "users", "# kv users\nalice\n\n  bob  \n")
+
+	tests := []struct {
+		name  string
+		args  []string
+		check func(o options) (got, want any)
+	}{
+		{"flag", []string{"--listen", "127.0.0.1:5000"}, func(o options) (any, any) { return o.listen, "127.0.0.1:5000" }},
+		{"single dash", []string{"-backend=127.0.0.1:1"}, func(o options) (any, any) { return o.backend, "127.0.0.1:1" }},
+		{"comma list", []string{"--memcached", "127.0.0.1:1, 127.0.0.1:2"}, func(o options) (any, any) {
+			return o.memcached, []string{"127.0.0.1:1", "127.0.0.1:2"}
+		}},
+		{"repeated list flag appends", []string{"--memcached", "127.0.0.1:1", "--memcached", "127.0.0.1:2"}, func(o options) (any, any) {
+			return o.memcached, []string{"127.0.0.1:1", "127.0.0.1:2"}
+		}},
+		{"size MiB", []string{"--cache-memory", "256MiB"}, func(o options) (any, any) { return o.cacheMemory, int64(256 << 20) }},
+		{"size MB is binary", []string{"--max-result-bytes", "64MB"}, func(o options) (any, any) { return o.maxResultBytes, int64(64 << 20) }},
+		{"size G", []string{"--kv-max-bytes", "1G"}, func(o options) (any, any) { return o.kvMaxBytes, int64(1 << 30) }},
+		{"size plain", []string{"--compress-min-bytes", "1500"}, func(o options) (any, any) { return o.compressMinBytes, int64(1500) }},
+		{"duration", []string{"--memcached-timeout", "20ms"}, func(o options) (any, any) { return o.memcachedTimeout, 20 * time.Millisecond }},
+		{"enum", []string{"--backend-tls", "verify"}, func(o options) (any, any) { return o.backendTLS, "verify" }},
+		{"bool", []string{"--kv-per-user"}, func(o options) (any, any) { return o.kvPerUser, true }},
+		{"empty admin users", []string{"--admin-users="}, func(o options) (any, any) { return len(o.adminUsers), 0 }},
+		{"kv users file adds", []string{"--kv-users", "carol", "--kv-users-file", users}, func(o options) (any, any) {
+			return o.kvUsers, []string{"carol", "alice", "bob"}
+		}},
+		{"self-signed TLS", []string{"--tls-self-signed"}, func(o options) (any, any) { return o.serverTLS != nil, true }},
+		{"yaml scalar", []string{"--config", yamlFile}, func(o options) (any, any) { return o.listen, "127.0.0.1:4000" }},
+		{"yaml list", []string{"--config", yamlFile}, func(o options) (any, any) {
+			return o.memcached, []string{"127.0.0.1:11211", "127.0.0.1:11212"}
+		}},
+		{"yaml comma string", []string{"--config", yamlFile}, func(o options) (any, any) { return o.policy, []string{"a.lua", "b.lua"} }},
+		{"yaml size", []string{"--config", yamlFile}, func(o options) (any, any) { return o.cacheMemory, int64(64 << 20) }},
+		{"yaml bool", []string{"--config", yamlFile}, func(o options) (any, any) { return o.kvPerUser, true }},
+		{"yaml block list", []string{"--config", yamlFile}, func(o options) (any, any) { return o.adminUsers, []string{"root", "ops"} }},
+		{"yaml leaves the rest default", []string{"--config", yamlFile}, func(o options) (any, any) { return o.shutdownTimeout, 30 * time.Second }},
+		{"flag overrides yaml", []string{"--listen", "127.0.0.1:6000", "--config", yamlFile}, func(o options) (any, any) { return o.listen, "127.0.0.1:6000" }},
+		{"flag after config overrides yaml", []string{"--config", yamlFile, "--log-format", "text"}, func(o options) (any, any) { return o.logFormat, "text" }},
+		{"flag list replaces yaml list", []string{"--config", yamlFile, "--memcached", "127.0.0.1:9"}, func(o options) (any, any) {
+			return o.memcached, []string{"127.0.0.1:9"}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, want := tt.check(parse(t, tt.args...))
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestParseOptionsErrors(t *testing.T) {
+	dir := t.TempDir()
+	badKey := writeFile(t, dir, "badkey.yaml", "listen: 127.0.0.1:1\nlistne: 127.0.0.1:2\n")
+	badValue := writeFile(t, dir, "badvalue.yaml", "\nbackend-tls: sometimes\n")
+	badSyntax := writeFile(t, dir, "badsyntax.yaml", "listen: [\n")
+	nested := writeFile(t, dir, "nested.yaml", "memcached: {a: b}\n")
+	notCert := writeFile(t, dir, "cert.pem", "not a certificate\n")
+	noCA := writeFile(t, dir, "ca.pem", "nothing here\n")
+
+	tests := []struct {
+		name string
+		args []string
+		want string // a fragment the error must contain, naming the bad value
+	}{
+		{"unknown flag", []string{"--listne", "x"}, "--listne"},
+		{"bad enum", []string{"--backend-tls", "sometimes"}, `--backend-tls: "sometimes" is not one of off, preferred, required, verify`},
+		{"bad cache mode", []string{"--cache-in-transactions", "always"}, `"always"`},
+		{"bad log level", []string{"--log-level", "loud"}, `--log-level: "loud"`},
+		{"bad duration", []string{"--policy-timeout", "5"}, `--policy-timeout: "5"`},
+		{"negative duration", []string{"--default-ttl", "-1s"}, `"-1s"`},
+		{"bad size", []string{"--cache-memory", "lots"}, `--cache-memory: "lots"`},
+		{"bad size unit", []string{"--max-packet", "12XB"}, `"12XB"`},
+		{"size too big", []string{"--max-packet", "4G"}, "--max-packet: 4GiB"},
+		{"bad bool", []string{"--tls-self-signed=maybe"}, `"maybe"`},
+		{"missing value", []string{"--backend"}, "--backend"},
+		{"listen without port", []string{"--listen", "127.0.0.1"}, `--listen: "127.0.0.1"`},
+		{"backend bad port", []string{"--backend", "127.0.0.1:mysql"}, `"127.0.0.1:mysql"`},
+		{"memcached without port", []string{"--memcached", "127.0.0.1:11211,127.0.0.2"}, `--memcached: "127.0.0.2"`},
+		{"admin without port", []string{"--admin", "localhost"}, `--admin: "localhost"`},
+		{"positional", []string{"serve"}, `"serve"`},
+		{"cert without key", []string{"--tls-cert", "c.pem"}, `--tls-cert: "c.pem" needs --tls-key`},
+		{"key without cert", []string{"--tls-key", "k.pem"}, `--tls-key: "k.pem"`},
+		{"cert and self-signed", []string{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-self-signed"}, "--tls-self-signed"},
+		{"unreadable cert", []string{"--tls-cert", filepath.Join(dir, "none.pem"), "--tls-key", notCert}, "none.pem"},
+		{"not a cert", []string{"--tls-cert", notCert, "--tls-key", notCert}, "cert.pem"},
+		{"no CA", []string{"--backend-ca", noCA}, "ca.pem"},
+		{"unreadable users file", []string{"--kv-users-file", filepath.Join(dir, "nousers")}, "nousers"},
+		{"unreadable yaml", []string{"--config", filepath.Join(dir, "none.yaml")}, "none.yaml"},
+		{"unknown yaml key", []string{"--config", badKey}, `badkey.yaml:2: unknown key "listne"`},
+		{"bad yaml value", []string{"--config", badValue}, `badvalue.yaml:2: backend-tls: "sometimes" is not one of`},
+		{"yaml syntax", []string{"--config", badSyntax}, "badsyntax.yaml"},
+		{"yaml nested value", []string{"--config", nested}, "nested.yaml:1: memcached"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseOptions(tt.args, &strings.Builder{})
+			if err == nil {
+				t.Fatalf("parseOptions(%q): got no error, want one containing %q", tt.args, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("parseOptions(%q): got %q, want it to contain %q", tt.args, err, tt.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("parseOptions(%q): got a multi-line error %q, want one line", tt.args, err)
+			}
+		})
+	}
+}
+
+func TestParseOptionsHelp(t *testing.T) {
+	var out strings.Builder
+	// A flag before --help must not change the defaults that --help shows.
+	_, err := parseOptions([]string{"--listen", "127.0.0.1:9", "--help"}, &out)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("got %v, want flag.ErrHelp", err)
+	}
+	if !strings.Contains(out.String(), "(default 127.0.0.1:3307)") {
+		t.Errorf("help does not show the listen default:\n%s", out.String())
+	}
+}
+
+func TestSizes(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"1048576", 1 << 20, true},
+		{"512k", 512 << 10, true},
+		{"512KiB", 512 << 10, true},
+		{"64MB", 64 << 20, true},
+		{"64 mb", 64 << 20, true},
+		{"256MiB", 256 << 20, true},
+		{"1G", 1 << 30, true},
+		{"2TiB", 2 << 40, true},
+		{"100B", 100, true},
+		{"", 0, false},
+		{"MiB", 0, false},
+		{"1.5G", 0, false},
+		{"-1", 0, false},
+		{"99999999999T", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := parseSize(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("parseSize(%q): got %d, %v; want %d, ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+		if tt.ok {
+			if back, _ := parseSize(formatSize(got)); back != got {
+				t.Errorf("parseSize(formatSize(%d)) = %d, want %d", got, back, got)
+			}
+		}
+	}
+}

@@ -1,0 +1,215 @@
+// Command mycached is the caching MySQL sidecar: it parses its flags and
+// YAML file, starts the proxy and its admin endpoint, and handles signals.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mycached/mycached/mysqlproxy"
+)
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// realMain returns the exit status: 0 for a clean stop or --help, 1 when
+// serving fails, 2 for bad configuration.
+func realMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "check-policy" {
+		return checkPolicy(args[1:])
+	}
+	opts, err := parseOptions(args, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mycached: %s\n", oneLine(err))
+		return 2
+	}
+	if err := run(context.Background(), opts, stderr); err != nil {
+		fmt.Fprintf(stderr, "mycached: %s\n", oneLine(err))
+		return 1
+	}
+	return 0
+}
+
+// oneLine keeps an error on one line, so that a supervisor's log shows it whole.
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}
+
+// proxy is what the daemon needs of a mysqlproxy.Server; tests use a fake.
+type proxy interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+	AdminHandler() http.Handler
+	ReloadPolicy() error
+}
+
+// newProxy is the one place the daemon constructs the proxy.
+func newProxy(cfg mysqlproxy.Config) (proxy, error) {
+	s, err := mysqlproxy.NewServer(cfg)
+	if err != nil {
+		return nil, err // not s: a nil *Server in an interface is not nil
+	}
+	return s, nil
+}
+
+// proxyConfig maps the options onto mysqlproxy.Config.
+func proxyConfig(o options, logger *slog.Logger) mysqlproxy.Config {
+	cacheMemory := o.cacheMemory
+	if cacheMemory == 0 {
+		cacheMemory = -1 // on the command line 0 means off; in Config it means the default
+	}
+	return mysqlproxy.Config{
+		Backend:             o.backend,
+		ConnectTimeout:      o.connectTimeout,
+		BackendTLS:          mysqlproxy.BackendTLS(o.backendTLS),
+		BackendCA:           o.backendCA,
+		TLS:                 o.serverTLS,
+		Memcached:           o.memcached,
+		MemcachedTimeout:    o.memcachedTimeout,
+		CacheMemory:         cacheMemory,
+		MaxResultBytes:      o.maxResultBytes,
+		CompressMinBytes:    int(o.compressMinBytes),
+		DefaultTTL:          o.defaultTTL,
+		CacheInTransactions: mysqlproxy.CacheInTransactions(o.cacheInTransactions),
+		Policy:              o.policy,
+		PolicyTimeout:       o.policyTimeout,
+		// Never nil: an empty --admin-users means nobody, not the default root.
+		AdminUsers:      append([]string{}, o.adminUsers...),
+		KVPrefix:        o.kvPrefix,
+		KVMaxBytes:      int(o.kvMaxBytes),
+		KVUsers:         o.kvUsers,
+		KVPerUser:       o.kvPerUser,
+		MaxPacket:       int(o.maxPacket),
+		ShutdownTimeout: o.shutdownTimeout,
+		Logger:          logger,
+	}
+}
+
+// newLogger returns the slog logger that --log-format and --log-level ask for.
+func newLogger(o options, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(o.logLevel)) // parseOptions allowed only valid names
+	hopts := &slog.HandlerOptions{Level: level}
+	if o.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, hopts))
+	}
+	return slog.New(slog.NewTextHandler(w, hopts))
+}
+
+// run starts the proxy and serves until ctx ends or a stop signal arrives.
+func run(ctx context.Context, o options, stderr io.Writer) error {
+	logger := newLogger(o, stderr)
+	if o.kvListen != "" {
+		// TODO: wire the memcached-protocol kv listener when mysqlproxy offers one.
+		return errors.New("--kv-listen: not available in this build")
+	}
+	// Listen before building the proxy, so that a port in use fails fast and
+	// leaves nothing of the proxy to tear down.
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return err
+	}
+	var adminLn net.Listener
+	if o.admin != "" {
+		if adminLn, err = net.Listen("tcp", o.admin); err != nil {
+			ln.Close()
+			return fmt.Errorf("--admin: %w", err)
+		}
+	}
+	p, err := newProxy(proxyConfig(o, logger))
+	if err != nil {
+		ln.Close()
+		if adminLn != nil {
+			adminLn.Close()
+		}
+		return err
+	}
+	logger.Info("mycached starting", "listen", ln.Addr().String(), "backend", o.backend,
+		"memcached", strings.Join(o.memcached, ","), "admin", o.admin,
+		"tls", o.serverTLS != nil, "backend_tls", o.backendTLS)
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	return serve(ctx, logger, p, ln, adminLn, sigs, o.shutdownTimeout)
+}
+
+// serve runs p on ln, and its admin handler on adminLn when that is not nil,
+// until ctx ends, a SIGTERM or SIGINT arrives on sigs, or serving fails.
+// SIGHUP reloads the policy and carries on.
+func serve(ctx context.Context, logger *slog.Logger, p proxy, ln, adminLn net.Listener, sigs <-chan os.Signal, drain time.Duration) error {
+	serveErr := make(chan error, 2)
+	go func() { serveErr <- p.Serve(ln) }()
+	var admin *http.Server
+	if adminLn != nil {
+		admin = &http.Server{
+			Handler: p.AdminHandler(),
+			// A scraper or health check needs seconds, not minutes; the
+			// bounds keep a stuck client from holding a goroutine forever.
+			ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout:       10 * time.Second,
+			WriteTimeout:      30 * time.Second,
+			IdleTimeout:       60 * time.Second,
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		}
+		go func() {
+			if err := admin.Serve(adminLn); !errors.Is(err, http.ErrServerClosed) {
+				serveErr <- fmt.Errorf("admin: %w", err)
+			}
+		}()
+	}
+
+	var failed error
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			logger.Info("stopping", "reason", context.Cause(ctx))
+			break wait
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				if err := p.ReloadPolicy(); err != nil {
+					logger.Error("policy reload failed; the previous policy stays in force", "err", err)
+				} else {
+					logger.Info("policy reloaded")
+				}
+				continue
+			}
+			logger.Info("stopping", "signal", sig.String(), "drain", drain.String())
+			break wait
+		case err := <-serveErr:
+			failed = err
+			logger.Error("serving failed", "err", err)
+			break wait
+		}
+	}
+
+	// The drain gets its own context: ctx may be the reason we are stopping.
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	if err := p.Shutdown(sctx); err != nil {
+		logger.Warn("drain cut short; remaining connections closed", "err", err)
+	}
+	if admin != nil {
+		if err := admin.Shutdown(sctx); err != nil {
+			admin.Close()
+		}
+	}
+	logger.Info("stopped")
+	return failed
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mycached/mycached/mysqlproxy"
+)
+
+// buildBinary compiles mycached into a temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go tool not on PATH")
+	}
+	bin := filepath.Join(t.TempDir(), "mycached")
+	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func runBinary(t *testing.T, bin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run %s: %v", bin, err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+func TestBinary(t *testing.T) {
+	bin := buildBinary(t)
+
+	t.Run("help", func(t *testing.T) {
+		out, _, code := runBinary(t, bin, "--help")
+		if code != 0 {
+			t.Errorf("exit: got %d, want 0", code)
+		}
+		o := defaultOptions()
+		for _, d := range flagDefs(&o) {
+			if !strings.Contains(out, "--"+d.name+" ") && !strings.Contains(out, "--"+d.name+"\n") {
+				t.Errorf("help does not mention --%s", d.name)
+			}
+		}
+		for _, want := range []string{"(default 127.0.0.1:3307)", "(default 256MiB)", "listen: 127.0.0.1:3307"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("help does not contain %q", want)
+			}
+		}
+	})
+
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad enum", []string{"--backend-tls", "sometimes"}, `mycached: --backend-tls: "sometimes" is not one of off, preferred, required, verify`},
+		{"unknown flag", []string{"--nope"}, "mycached: unknown flag --nope"},
+		{"bad size", []string{"--cache-memory=12XB"}, `mycached: --cache-memory: "12XB"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := runBinary(t, bin, tt.args...)
+			if code != 2 {
+				t.Errorf("exit: got %d, want 2", code)
+			}
+			if out != "" {
+				t.Errorf("stdout: got %q, want nothing", out)
+			}
+			lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], tt.want) {
+				t.Errorf("stderr: got %q, want one line starting %q", errOut, tt.want)
+			}
+		})
+	}
+
+	t.Run("check-policy", func(t *testing.T) {
+		_, errOut, code := runBinary(t, bin, "check-policy", "scripts/default.lua")
+		if code != 2 || !strings.Contains(errOut, "not available") {
+			t.Errorf("got exit %d, stderr %q; want 2 and not available", code, errOut)
+		}
+	})
+}
+
+func TestProxyConfig(t *testing.T) {
+	o := parse(t, "--backend", "127.0.0.1:1", "--memcached", "127.0.0.1:2", "--cache-memory", "0",
+		"--backend-tls", "off", "--cache-in-transactions", "never", "--policy", "a.lua", "--admin-users=",
+		"--kv-users", "u", "--kv-per-user", "--compress-min-bytes", "1k", "--tls-self-signed")
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	got := proxyConfig(o, logger)
+	want := mysqlproxy.Config{
+		Backend:             "127.0.0.1:1",
+		ConnectTimeout:      5 * time.Second,
+		BackendTLS:          mysqlproxy.BackendTLSOff,
+		TLS:                 o.serverTLS,
+		Memcached:           []string{"127.0.0.1:2"},
+		MemcachedTimeout:    50 * time.Millisecond,
+		CacheMemory:         -1,
+		MaxResultBytes:      16 << 20,
+		CompressMinBytes:    1024,
+		DefaultTTL:          time.Minute,
+		CacheInTransactions: mysqlproxy.CacheNever,
+		Policy:              []string{"a.lua"},
+		PolicyTimeout:       5 * time.Millisecond,
+		AdminUsers:          []string{},
+		KVPrefix:            "kv:",
+		KVMaxBytes:          8 << 20,
+		KVUsers:             []string{"u"},
+		KVPerUser:           true,
+		MaxPacket:           1 << 30,
+		ShutdownTimeout:     30 * time.Second,
+		Logger:              logger,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("proxyConfig:\ngot  %+v\nwant %+v", got, want)
+	}
+	if got.TLS == nil {
+		t.Errorf("TLS: got nil, want the self-signed config")
+	}
+}
+
+// fakeProxy records what serve asks of it.
+type fakeProxy struct {
+	mu       sync.Mutex // protects reloads and shutdown
+	reloads  int
+	shutdown bool
+	served   chan struct{}
+	stop     chan struct{}
+}
+
+func newFakeProxy() *fakeProxy {
+	return &fakeProxy{served: make(chan struct{}), stop: make(chan struct{})}
+}
+
+func (f *fakeProxy) Serve(ln net.Listener) error {
+	close(f.served)
+	<-f.stop
+	return mysqlproxy.ErrServerClosed
+}
+
+func (f *fakeProxy) Shutdown(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.shutdown {
+		f.shutdown = true
+		close(f.stop)
+	}
+	return nil
+}
+
+func (f *fakeProxy) AdminHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok "+r.URL.Path) })
+}
+
+func (f *fakeProxy) ReloadPolicy() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reloads++
+	return nil
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+func TestServeSignals(t *testing.T) {
+	f := newFakeProxy()
+	ln, adminLn := listen(t), listen(t)
+	sigs := make(chan os.Signal)
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	done := make(chan error, 1)
+	go func() { done <- serve(context.Background(), logger, f, ln, adminLn, sigs, time.Minute) }()
+	<-f.served
+
+	resp, err := http.Get("http://" + adminLn.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatalf("admin GET: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "ok /metrics" {
+		t.Errorf("admin body: got %q, want %q", body, "ok /metrics")
+	}
+
+	// The channel is unbuffered, so each send returns only once serve has
+	// taken the signal; the second send proves the first was handled.
+	sigs <- syscall.SIGHUP
+	sigs <- syscall.SIGTERM
+	if err := <-done; err != nil {
+		t.Errorf("serve: got %v, want nil", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.reloads != 1 || !f.shutdown {
+		t.Errorf("got reloads=%d shutdown=%v, want 1 and true", f.reloads, f.shutdown)
+	}
+	if _, err := http.Get("http://" + adminLn.Addr().String() + "/healthz"); err == nil {
+		t.Errorf("admin still serving after shutdown")
+	}
+	if !strings.Contains(logs.String(), "policy reloaded") {
+		t.Errorf("logs: got %q, want a policy reloaded line", logs.String())
+	}
+}
+
+func TestServeContextCancel(t *testing.T) {
+	f := newFakeProxy()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), f, listen(t), nil, nil, time.Minute)
+	}()
+	<-f.served
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve: got %v, want nil", err)
+	}
+}
