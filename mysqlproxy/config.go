@@ -1,0 +1,136 @@
+package mysqlproxy
+
+import (
+	"crypto/tls"
+
+	"github.com/mycached/mycached/cachepolicy"
+	"log/slog"
+	"time"
+)
+
+// BackendTLS says whether mycached uses TLS on its connection to the backend.
+type BackendTLS string
+
+// The backend TLS modes, as named on the command line.
+const (
+	BackendTLSOff       BackendTLS = "off"       // never, even when the backend offers it
+	BackendTLSPreferred BackendTLS = "preferred" // when the backend offers it, without verifying its certificate
+	BackendTLSRequired  BackendTLS = "required"  // always; fail when the backend does not offer it
+	BackendTLSVerify    BackendTLS = "verify"    // always, and verify the certificate against the system roots (or BackendCA)
+)
+
+// CacheInTransactions says which reads inside a transaction may use the cache.
+type CacheInTransactions string
+
+// The modes of --cache-in-transactions.
+const (
+	CacheUntilWrite CacheInTransactions = "until-write" // until the transaction has written
+	CacheReadOnly   CacheInTransactions = "read-only"   // only in transactions started READ ONLY
+	CacheNever      CacheInTransactions = "never"       // never inside a transaction
+)
+
+// Config is everything a Server needs. NewServer fills zero values with the
+// defaults documented on each field.
+type Config struct {
+	// Backend is the MySQL or MariaDB server, host:port. Required.
+	Backend string
+	// ConnectTimeout bounds dialing the backend (default 5s).
+	ConnectTimeout time.Duration
+	// BackendTLS is the TLS mode to the backend (default preferred).
+	BackendTLS BackendTLS
+	// BackendCA is a PEM file of CAs for BackendTLSVerify; empty means system roots.
+	BackendCA string
+
+	// TLS is the server certificate offered to clients that ask for SSL.
+	// Nil means CLIENT_SSL is masked from the greeting.
+	TLS *tls.Config
+
+	// Memcached lists memcached servers (host:port). Empty means L1 only.
+	Memcached []string
+	// MemcachedTimeout bounds every memcached operation (default 50ms).
+	MemcachedTimeout time.Duration
+	// CacheMemory bounds the in-process L1 cache in bytes (default 256 MiB; 0 keeps the default, negative disables L1).
+	CacheMemory int64
+	// MaxResultBytes is the largest response that is cached (default 16 MiB).
+	MaxResultBytes int64
+	// CompressMinBytes compresses memcached values at least this large (default 0: off).
+	CompressMinBytes int
+	// DefaultTTL is the ttl of the built-in policy (default 60s).
+	DefaultTTL time.Duration
+	// CacheInTransactions is the mode for reads in transactions (default until-write).
+	CacheInTransactions CacheInTransactions
+
+	// Policy lists Lua policy scripts, loaded in order. Empty means scripts/default.lua's built-in copy.
+	Policy []string
+	// PolicyEngine decides what is cached; nil means the built-in default
+	// (every cacheable SELECT for DefaultTTL, per user). It takes
+	// precedence over Policy.
+	PolicyEngine cachepolicy.Policy
+	// PolicyTimeout is the deadline of each Lua hook call (default 5ms).
+	PolicyTimeout time.Duration
+
+	// AdminUsers may run the admin pseudo-queries (default ["root"]).
+	AdminUsers []string
+
+	// KVPrefix namespaces key/value pairs in the cache tier (default "kv:").
+	KVPrefix string
+	// KVMaxBytes is the largest kv value accepted (default 8 MiB).
+	KVMaxBytes int
+	// KVUsers restricts kv to these users; empty means every authenticated user.
+	KVUsers []string
+	// KVPerUser gives each user their own kv namespace (prefix + user + ":").
+	KVPerUser bool
+
+	// MaxPacket bounds a client's command packet, reassembled (default 1 GiB, MySQL's own ceiling).
+	MaxPacket int
+	// ShutdownTimeout bounds the drain on Shutdown (default 30s).
+	ShutdownTimeout time.Duration
+
+	// Logger receives connection errors and lifecycle events (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (c *Config) fillDefaults() {
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = 5 * time.Second
+	}
+	if c.BackendTLS == "" {
+		c.BackendTLS = BackendTLSPreferred
+	}
+	if c.MemcachedTimeout == 0 {
+		c.MemcachedTimeout = 50 * time.Millisecond
+	}
+	if c.CacheMemory == 0 {
+		c.CacheMemory = 256 << 20
+	}
+	if c.MaxResultBytes == 0 {
+		c.MaxResultBytes = 16 << 20
+	}
+	if c.DefaultTTL == 0 {
+		c.DefaultTTL = 60 * time.Second
+	}
+	if c.CacheInTransactions == "" {
+		c.CacheInTransactions = CacheUntilWrite
+	}
+	if c.PolicyTimeout == 0 {
+		c.PolicyTimeout = 5 * time.Millisecond
+	}
+	if c.AdminUsers == nil {
+		c.AdminUsers = []string{"root"}
+	}
+	if c.KVPrefix == "" {
+		c.KVPrefix = "kv:"
+	}
+	if c.KVMaxBytes == 0 {
+		c.KVMaxBytes = 8 << 20
+	}
+	if c.MaxPacket == 0 {
+		c.MaxPacket = 1 << 30
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}

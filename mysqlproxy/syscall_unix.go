@@ -1,0 +1,5 @@
+package mysqlproxy
+
+import "syscall"
+
+const syscallEMFILE = syscall.EMFILE
