@@ -1,0 +1,438 @@
+package sqlinfo
+
+import (
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/format"
+)
+
+// analyzeStmts builds the Info of a parsed COM_QUERY text.
+func analyzeStmts(stmts []ast.StmtNode) *Info {
+	info := &Info{}
+	for i, s := range stmts {
+		st := analyzeStmt(s)
+		if i == 0 {
+			info.Kind = st.Kind
+			info.Cacheable = st.Cacheable
+			info.WhyNot = st.WhyNot
+			info.ReadOnlyTx = st.ReadOnlyTx
+		}
+		for _, t := range st.Reads {
+			info.Reads = appendTable(info.Reads, t)
+		}
+		for _, t := range st.Writes {
+			info.Writes = appendTable(info.Writes, t)
+		}
+		info.MayWrite = info.MayWrite || st.MayWrite
+		info.Unmapped = info.Unmapped || st.Unmapped
+		info.Global = info.Global || st.Global
+		for _, db := range st.DBWide {
+			info.DBWide = appendString(info.DBWide, db)
+		}
+		info.NoCacheHint = info.NoCacheHint || st.NoCacheHint
+		info.Sets = append(info.Sets, st.Sets...)
+		if st.UseDB != "" {
+			info.UseDB = st.UseDB
+		}
+		info.Temporary = info.Temporary || st.Temporary
+	}
+	if len(stmts) > 1 {
+		info.Cacheable = false
+		info.WhyNot = "multi-statement"
+	}
+	if len(stmts) == 0 {
+		info.WhyNot = "empty"
+	}
+	return info
+}
+
+func appendString(ss []string, s string) []string {
+	for _, u := range ss {
+		if u == s {
+			return ss
+		}
+	}
+	return append(ss, s)
+}
+
+// analyzeStmt analyzes one statement.
+func analyzeStmt(s ast.StmtNode) *Info {
+	info := analyzeOne(s)
+	if info.Kind != Select && info.WhyNot == "" {
+		info.WhyNot = "not-select"
+	}
+	return info
+}
+
+func analyzeOne(s ast.StmtNode) *Info {
+	info := &Info{}
+	w := &walker{}
+	switch x := s.(type) {
+	case *ast.SelectStmt, *ast.SetOprStmt:
+		info.Kind = Select
+	case *ast.ShowStmt:
+		info.Kind = Show
+	case *ast.InsertStmt:
+		info.Kind = Insert
+		if x.IsReplace {
+			info.Kind = Replace
+		}
+		info.MayWrite = true
+		if x.Table != nil {
+			for _, t := range joinTables(x.Table.TableRefs) {
+				info.Writes = appendTable(info.Writes, tableOf(t.name))
+				w.skip = append(w.skip, t.name)
+			}
+		}
+	case *ast.UpdateStmt:
+		info.Kind = Update
+		info.MayWrite = true
+		info.Writes = updateTargets(x)
+	case *ast.DeleteStmt:
+		info.Kind = Delete
+		info.MayWrite = true
+		info.Writes = deleteTargets(x)
+		if x.Tables != nil {
+			// The names before FROM are aliases, not further reads.
+			w.skip = append(w.skip, x.Tables.Tables...)
+		}
+	case *ast.LoadDataStmt:
+		info.Kind = LoadData
+		info.MayWrite = true
+		if x.Table != nil {
+			info.Writes = []Table{tableOf(x.Table)}
+			w.skip = append(w.skip, x.Table)
+		}
+	case *ast.CallStmt:
+		info.Kind = Call
+		unmappedGlobal(info)
+		if x.Procedure != nil {
+			info.DBWide = []string{x.Procedure.Schema.O}
+		}
+	case *ast.BeginStmt:
+		info.Kind = Begin
+		info.ReadOnlyTx = x.ReadOnly
+	case *ast.CommitStmt:
+		info.Kind = Commit
+	case *ast.RollbackStmt:
+		info.Kind = Rollback
+		if x.SavepointName != "" {
+			info.Kind = Savepoint
+		}
+	case *ast.SavepointStmt, *ast.ReleaseSavepointStmt:
+		info.Kind = Savepoint
+	case *ast.SetStmt:
+		info.Kind = Set
+		info.Sets = setVars(x)
+	case *ast.SetRoleStmt, *ast.SetDefaultRoleStmt:
+		info.Kind = Set
+		info.Sets = []SetVar{{Name: "role", Value: restore(x)}}
+	case *ast.UseStmt:
+		info.Kind = Use
+		info.UseDB = x.DBName
+	case *ast.ExplainStmt:
+		if x.Analyze {
+			// EXPLAIN ANALYZE runs the statement.
+			inner := analyzeStmt(x.Stmt)
+			inner.Kind = Other
+			inner.Cacheable = false
+			inner.WhyNot = "not-select"
+			return inner
+		}
+		info.Kind = Show
+	case *ast.HelpStmt, *ast.DoStmt, *ast.LockTablesStmt, *ast.UnlockTablesStmt,
+		*ast.PrepareStmt, *ast.DeallocateStmt, *ast.KillStmt, *ast.FlushStmt,
+		*ast.AnalyzeTableStmt:
+		// Known not to change data. DO may call a stored function that
+		// writes, like any SELECT may; that is out of reach here.
+		info.Kind = Other
+	case *ast.CreateDatabaseStmt:
+		info.Kind = DDL
+		unmappedDB(info, x.Name.O)
+	case *ast.AlterDatabaseStmt:
+		info.Kind = DDL
+		unmappedDB(info, x.Name.O)
+	case *ast.DropDatabaseStmt:
+		info.Kind = DDL
+		unmappedDB(info, x.Name.O)
+	case *ast.ProcedureInfo:
+		info.Kind = DDL
+		unmappedDB(info, routineDB(x.ProcedureName))
+		// The body is not run now; its tables are not this statement's.
+		return info
+	case *ast.DropProcedureStmt:
+		info.Kind = DDL
+		unmappedDB(info, routineDB(x.ProcedureName))
+		return info
+	case *ast.CreateTableStmt:
+		info.Kind = DDL
+		info.MayWrite = true
+		info.Temporary = x.TemporaryKeyword != ast.TemporaryNone
+		info.Writes = []Table{tableOf(x.Table)}
+		w.skip = append(w.skip, x.Table)
+		// Foreign keys name tables whose data does not change.
+		for _, c := range x.Constraints {
+			if c.Refer != nil && c.Refer.Table != nil {
+				w.skip = append(w.skip, c.Refer.Table)
+			}
+		}
+	case *ast.CreateViewStmt:
+		info.Kind = DDL
+		info.Writes = []Table{tableOf(x.ViewName)}
+		w.skip = append(w.skip, x.ViewName)
+		unmappedDB(info, x.ViewName.Schema.O)
+	case *ast.DropTableStmt:
+		info.Kind = DDL
+		info.MayWrite = true
+		info.Temporary = x.TemporaryKeyword != ast.TemporaryNone
+		for _, t := range x.Tables {
+			info.Writes = appendTable(info.Writes, tableOf(t))
+			if x.IsView {
+				unmappedDB(info, t.Schema.O)
+			}
+		}
+		return info
+	case ast.DDLNode:
+		// Every other DDL (ALTER, TRUNCATE, RENAME, indexes, sequences,
+		// OPTIMIZE, REPAIR) changes every table it names.
+		info.Kind = DDL
+		info.MayWrite = true
+		info.Writes = allTables(s)
+		return info
+	case *ast.SetPwdStmt, *ast.CreateUserStmt, *ast.AlterUserStmt, *ast.DropUserStmt,
+		*ast.RenameUserStmt, *ast.GrantStmt, *ast.GrantRoleStmt, *ast.GrantProxyStmt,
+		*ast.RevokeStmt, *ast.RevokeRoleStmt:
+		// A privilege change can turn any cached result into an error.
+		info.Kind = Other
+		unmappedGlobal(info)
+		return info
+	default:
+		// EXECUTE and everything unknown: may write anything.
+		info.Kind = Other
+		unmappedGlobal(info)
+	}
+	s.Accept(w)
+	info.Reads = w.reads
+	info.NoCacheHint = w.noHint
+	switch {
+	case info.Kind != Select:
+		info.WhyNot = "not-select"
+	case w.whyNot != "":
+		info.WhyNot = w.whyNot
+	default:
+		info.Cacheable = true
+	}
+	if info.MayWrite && !info.Unmapped && len(info.Writes) == 0 {
+		// A write that names no table must still invalidate something.
+		unmappedGlobal(info)
+	}
+	return info
+}
+
+func unmappedGlobal(info *Info) {
+	info.MayWrite = true
+	info.Unmapped = true
+	info.Global = true
+}
+
+func unmappedDB(info *Info, db string) {
+	info.MayWrite = true
+	info.Unmapped = true
+	info.DBWide = appendString(info.DBWide, db)
+}
+
+func routineDB(t *ast.TableName) string {
+	if t == nil {
+		return ""
+	}
+	return t.Schema.O
+}
+
+// tableCollector gathers every table name under a node.
+type tableCollector struct{ ts []Table }
+
+func (c *tableCollector) Enter(n ast.Node) (ast.Node, bool) {
+	if t, ok := n.(*ast.TableName); ok {
+		c.ts = appendTable(c.ts, tableOf(t))
+	}
+	return n, false
+}
+
+func (c *tableCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+func allTables(n ast.Node) []Table {
+	c := &tableCollector{}
+	n.Accept(c)
+	return c.ts
+}
+
+// joinTable is one base table of a FROM clause and the name it goes by.
+type joinTable struct {
+	name  *ast.TableName
+	alias string
+}
+
+// joinTables lists the base tables at the top level of a join, not inside
+// derived tables, which are not writable.
+func joinTables(n ast.ResultSetNode) []joinTable {
+	var out []joinTable
+	var walk func(n ast.ResultSetNode)
+	walk = func(n ast.ResultSetNode) {
+		switch x := n.(type) {
+		case *ast.Join:
+			if x.Left != nil {
+				walk(x.Left)
+			}
+			if x.Right != nil {
+				walk(x.Right)
+			}
+		case *ast.TableSource:
+			if t, ok := x.Source.(*ast.TableName); ok {
+				alias := x.AsName.O
+				if alias == "" {
+					alias = t.Name.O
+				}
+				out = append(out, joinTable{name: t, alias: alias})
+			} else if j, ok := x.Source.(*ast.Join); ok {
+				walk(j)
+			}
+		case *ast.TableName:
+			out = append(out, joinTable{name: x, alias: x.Name.O})
+		}
+	}
+	if n != nil {
+		walk(n)
+	}
+	return out
+}
+
+// resolve finds the join table that a qualifier (db.)name refers to.
+func resolve(jts []joinTable, db, name string) (Table, bool) {
+	for _, jt := range jts {
+		if db == "" && jt.alias == name {
+			return tableOf(jt.name), true
+		}
+		if db != "" && jt.name.Schema.O == db && jt.name.Name.O == name && jt.alias == name {
+			return tableOf(jt.name), true
+		}
+	}
+	return Table{}, false
+}
+
+func allJoin(jts []joinTable) []Table {
+	var out []Table
+	for _, jt := range jts {
+		out = appendTable(out, tableOf(jt.name))
+	}
+	return out
+}
+
+// updateTargets returns the tables an UPDATE changes: those named by its SET
+// columns, or every table of the join when a column is unqualified and the
+// join has more than one.
+func updateTargets(x *ast.UpdateStmt) []Table {
+	if x.TableRefs == nil {
+		return nil
+	}
+	jts := joinTables(x.TableRefs.TableRefs)
+	if len(jts) <= 1 {
+		return allJoin(jts)
+	}
+	var out []Table
+	for _, a := range x.List {
+		if a.Column == nil || a.Column.Table.O == "" {
+			return allJoin(jts)
+		}
+		t, ok := resolve(jts, a.Column.Schema.O, a.Column.Table.O)
+		if !ok {
+			return allJoin(jts)
+		}
+		out = appendTable(out, t)
+	}
+	return out
+}
+
+// deleteTargets returns the tables a DELETE removes rows from.
+func deleteTargets(x *ast.DeleteStmt) []Table {
+	if x.TableRefs == nil {
+		return nil
+	}
+	jts := joinTables(x.TableRefs.TableRefs)
+	if !x.IsMultiTable || x.Tables == nil {
+		return allJoin(jts)
+	}
+	var out []Table
+	for _, tn := range x.Tables.Tables {
+		t, ok := resolve(jts, tn.Schema.O, tn.Name.O)
+		if !ok {
+			return allJoin(jts)
+		}
+		out = appendTable(out, t)
+	}
+	return out
+}
+
+// setVars lists the assignments of a SET statement, expanding SET NAMES and
+// SET CHARACTER SET into the variables they set.
+func setVars(x *ast.SetStmt) []SetVar {
+	var out []SetVar
+	for _, v := range x.Variables {
+		switch v.Name {
+		case ast.SetNames:
+			cs := restoreValue(v.Value)
+			out = append(out,
+				SetVar{Name: "character_set_client", Value: cs},
+				SetVar{Name: "character_set_connection", Value: cs},
+				SetVar{Name: "character_set_results", Value: cs})
+			if v.ExtendValue != nil {
+				out = append(out, SetVar{Name: "collation_connection", Value: restoreValue(v.ExtendValue)})
+			} else {
+				// The connection collation follows the charset's default.
+				out = append(out, SetVar{Name: "collation_connection", Value: cs})
+			}
+		case ast.SetCharset:
+			cs := restoreValue(v.Value)
+			out = append(out,
+				SetVar{Name: "character_set_client", Value: cs},
+				SetVar{Name: "character_set_results", Value: cs},
+				// The connection charset becomes character_set_database's.
+				SetVar{Name: "character_set_connection", Value: "@@character_set_database"})
+		default:
+			name := strings.ToLower(v.Name)
+			if strings.HasSuffix(name, "_one_shot") {
+				name = "transaction"
+			}
+			out = append(out, SetVar{
+				Name:   name,
+				Value:  restoreValue(v.Value),
+				Global: v.IsGlobal,
+				User:   !v.IsSystem,
+			})
+		}
+	}
+	return out
+}
+
+func restoreValue(e ast.ExprNode) string {
+	if e == nil {
+		return "DEFAULT"
+	}
+	if d, ok := e.(*ast.DefaultExpr); ok && d.Name == nil {
+		return "DEFAULT"
+	}
+	return restore(e)
+}
+
+// restoreFlags renders SQL text canonically, so equal settings give equal
+// text whatever the client's spelling.
+const restoreFlags = format.RestoreStringSingleQuotes | format.RestoreStringWithoutCharset | format.RestoreKeyWordUppercase |
+	format.RestoreNameBackQuotes | format.RestoreSpacesAroundBinaryOperation
+
+func restore(n ast.Node) string {
+	var sb strings.Builder
+	if err := n.Restore(format.NewRestoreCtx(restoreFlags, &sb)); err != nil {
+		return ""
+	}
+	return sb.String()
+}

@@ -1,0 +1,321 @@
+package sqlinfo
+
+import (
+	"hash/maphash"
+	"sync"
+
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	// The parser needs a value-expression driver; this is the one the
+	// parser ships for use outside TiDB.
+	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
+)
+
+// Options configures an Analyzer. Zero fields take their defaults.
+type Options struct {
+	// ExactCap bounds the memo keyed by exact statement text. Default 10000.
+	ExactCap int
+	// DigestCap bounds the memo keyed by normalized digest. Default 10000.
+	DigestCap int
+	// MaxTextLen is the longest statement text memoized; longer texts (bulk
+	// INSERTs) are analysed every time. Default 64 KiB.
+	MaxTextLen int
+}
+
+// Analyzer analyzes statements and memoizes the results, first by exact
+// text, then by normalized digest. It is safe for concurrent use.
+type Analyzer struct {
+	maxText int
+	exact   shardedMemo[*Info]
+	digest  shardedMemo[*shapes]
+	parsers sync.Pool // of *parser.Parser, which is not safe for concurrent use
+	bufs    sync.Pool // of *[]byte, shape signature scratch
+}
+
+// shapes holds the analyses of one digest, one per identifier shape (see
+// appendShape). It is immutable once published; an update replaces it.
+type shapes struct {
+	sigs  []string
+	infos []*Info
+}
+
+// maxShapes bounds the variants kept per digest.
+const maxShapes = 8
+
+// NewAnalyzer returns an Analyzer with opts' zero fields set to defaults.
+func NewAnalyzer(opts Options) *Analyzer {
+	if opts.ExactCap <= 0 {
+		opts.ExactCap = 10000
+	}
+	if opts.DigestCap <= 0 {
+		opts.DigestCap = 10000
+	}
+	if opts.MaxTextLen <= 0 {
+		opts.MaxTextLen = 64 << 10
+	}
+	a := &Analyzer{maxText: opts.MaxTextLen}
+	a.exact.init(opts.ExactCap)
+	a.digest.init(opts.DigestCap)
+	a.parsers.New = func() any { return parser.New() }
+	a.bufs.New = func() any { b := make([]byte, 0, 256); return &b }
+	return a
+}
+
+// Analyze returns the analysis of one COM_QUERY text. A repeated text is
+// answered from memory without allocating. sql is not retained, so it may
+// alias a buffer the caller reuses.
+func (a *Analyzer) Analyze(sql string) *Info {
+	if info, ok := a.exact.get(sql); ok {
+		return info
+	}
+	info := a.analyzeMiss(sql)
+	if len(sql) <= a.maxText {
+		a.exact.put(cloneString(sql), info)
+	}
+	return info
+}
+
+func cloneString(s string) string {
+	return string(append([]byte(nil), s...))
+}
+
+func (a *Analyzer) analyzeMiss(sql string) *Info {
+	digest, ok := normalize(sql)
+	if !ok {
+		return a.parse(sql, "")
+	}
+	hint := hasNoCacheHint(sql)
+	bp := a.bufs.Get().(*[]byte)
+	sig := (*bp)[:0]
+	if hint {
+		sig = append(sig, '+')
+	}
+	sig = appendShape(sig, sql)
+	defer func() { *bp = sig[:0]; a.bufs.Put(bp) }()
+
+	if sh, ok := a.digest.get(digest); ok {
+		for i, s := range sh.sigs {
+			if s == string(sig) {
+				return sh.infos[i]
+			}
+		}
+	}
+	info := a.parse(sql, digest)
+	info.NoCacheHint = info.NoCacheHint || hint
+	if shapeLevel(info) && len(digest) <= a.maxText {
+		a.digest.update(digest, func(old *shapes) *shapes {
+			n := &shapes{}
+			if old != nil && len(old.sigs) < maxShapes {
+				n.sigs = append(n.sigs, old.sigs...)
+				n.infos = append(n.infos, old.infos...)
+			}
+			n.sigs = append(n.sigs, string(sig))
+			n.infos = append(n.infos, info)
+			return n
+		})
+	}
+	return info
+}
+
+// shapeLevel reports whether info holds only what every statement of its
+// digest shares. SET values are literals, which the digest drops.
+func shapeLevel(info *Info) bool {
+	return len(info.Sets) == 0 && info.Kind != Set
+}
+
+// normalize returns the parser's normalized text, recovering from any panic
+// on hostile input.
+func normalize(sql string) (digest string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			digest, ok = "", false
+		}
+	}()
+	return parser.Normalize(sql, "ON"), true
+}
+
+// parse runs the full parser and analyses the result. It never panics.
+func (a *Analyzer) parse(sql, digest string) (info *Info) {
+	p := a.parsers.Get().(*parser.Parser)
+	var stmts []ast.StmtNode
+	var err error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				err = errPanic
+				// A parser that panicked may hold broken state.
+				p = parser.New()
+			}
+		}()
+		stmts, _, err = p.Parse(sql, "", "")
+		if err == nil {
+			info = analyzeStmts(stmts)
+		}
+	}()
+	a.parsers.Put(p)
+	if err != nil || info == nil {
+		info = fallback(sql)
+	}
+	info.Digest = digest
+	if info.NoCacheHint || hasNoCacheHint(sql) {
+		info.NoCacheHint = true
+	}
+	return info
+}
+
+type panicError struct{}
+
+func (panicError) Error() string { return "sqlinfo: parser panic" }
+
+var errPanic error = panicError{}
+
+// fallback classifies a statement the parser rejected by its first keywords.
+// It is conservative: anything that might write is an unmapped global write.
+func fallback(sql string) *Info {
+	info := &Info{ParseError: true, WhyNot: "parse-error"}
+	switch FirstKeyword(sql) {
+	case "SELECT", "TABLE", "VALUES", "":
+		info.Kind = Select
+		if FirstKeyword(sql) == "" && !startsWithParen(sql) {
+			info.Kind = Other
+			unmappedGlobal(info)
+		}
+	case "SHOW":
+		info.Kind = Show
+	case "DESC", "DESCRIBE", "EXPLAIN", "HELP":
+		info.Kind = Show
+	case "SET":
+		if secondKeyword(sql) == "STATEMENT" {
+			// SET STATEMENT ... FOR <statement> runs the statement.
+			info.Kind = Other
+			unmappedGlobal(info)
+			break
+		}
+		info.Kind = Set
+		info.Sets = []SetVar{{Verbatim: true, Value: sql}}
+	case "USE":
+		info.Kind = Use
+	case "BEGIN":
+		info.Kind = Begin
+	case "START":
+		info.Kind = Begin
+	case "COMMIT":
+		info.Kind = Commit
+	case "ROLLBACK":
+		info.Kind = Rollback
+		if containsFold(sql, "savepoint") {
+			info.Kind = Savepoint
+		}
+	case "SAVEPOINT", "RELEASE":
+		info.Kind = Savepoint
+	case "XA":
+		switch secondKeyword(sql) {
+		case "START", "BEGIN":
+			info.Kind = Begin
+		case "COMMIT":
+			info.Kind = Commit
+		case "ROLLBACK":
+			info.Kind = Rollback
+		default:
+			info.Kind = Savepoint
+		}
+	case "INSERT":
+		info.Kind = Insert
+		unmappedGlobal(info)
+	case "REPLACE":
+		info.Kind = Replace
+		unmappedGlobal(info)
+	case "UPDATE":
+		info.Kind = Update
+		unmappedGlobal(info)
+	case "DELETE":
+		info.Kind = Delete
+		unmappedGlobal(info)
+	case "CALL":
+		info.Kind = Call
+		unmappedGlobal(info)
+	case "LOAD":
+		info.Kind = LoadData
+		unmappedGlobal(info)
+	case "CREATE", "ALTER", "DROP", "TRUNCATE", "RENAME":
+		info.Kind = DDL
+		unmappedGlobal(info)
+	default:
+		info.Kind = Other
+		unmappedGlobal(info)
+	}
+	return info
+}
+
+func startsWithParen(sql string) bool {
+	i := skipSpaceAndComments(sql, 0)
+	return i < len(sql) && sql[i] == '('
+}
+
+// shardedMemo is a bounded map split into shards so that concurrent readers
+// of different statements do not share a lock's cache line.
+type shardedMemo[V any] struct {
+	seed   maphash.Seed
+	shards [memoShards]memoShard[V]
+}
+
+const memoShards = 32
+
+type memoShard[V any] struct {
+	mu  sync.RWMutex // protects m
+	m   map[string]V
+	cap int
+}
+
+func (m *shardedMemo[V]) init(capacity int) {
+	m.seed = maphash.MakeSeed()
+	per := capacity / memoShards
+	if per < 1 {
+		per = 1
+	}
+	for i := range m.shards {
+		m.shards[i].m = make(map[string]V)
+		m.shards[i].cap = per
+	}
+}
+
+func (m *shardedMemo[V]) shard(k string) *memoShard[V] {
+	return &m.shards[maphash.String(m.seed, k)%memoShards]
+}
+
+func (m *shardedMemo[V]) get(k string) (V, bool) {
+	s := m.shard(k)
+	s.mu.RLock()
+	v, ok := s.m[k]
+	s.mu.RUnlock()
+	return v, ok
+}
+
+func (m *shardedMemo[V]) put(k string, v V) {
+	m.update(k, func(V) V { return v })
+}
+
+// update stores f(old) under k, evicting half the shard when it is full.
+// Dropping a random half (map iteration order is random) keeps the bound
+// with O(1) amortized cost and no per-entry bookkeeping on the read path.
+func (m *shardedMemo[V]) update(k string, f func(old V) V) {
+	s := m.shard(k)
+	s.mu.Lock()
+	old, ok := s.m[k]
+	if !ok && len(s.m) >= s.cap {
+		n := len(s.m) / 2
+		if n < 1 {
+			n = 1
+		}
+		for key := range s.m {
+			if n == 0 {
+				break
+			}
+			delete(s.m, key)
+			n--
+		}
+	}
+	s.m[k] = f(old)
+	s.mu.Unlock()
+}

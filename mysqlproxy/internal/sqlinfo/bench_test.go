@@ -1,0 +1,77 @@
+package sqlinfo
+
+import (
+	"strconv"
+	"testing"
+)
+
+const hibernateLoad = "select user0_.id as id1_0_0_, user0_.email as email2_0_0_, user0_.name as name3_0_0_, " +
+	"user0_.created as created4_0_0_ from users user0_ where user0_.id=?"
+
+func BenchmarkAnalyzeExactHit(b *testing.B) {
+	a := NewAnalyzer(Options{})
+	q := "SELECT c FROM sbtest1 WHERE id=4242"
+	a.Analyze(q)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		a.Analyze(q)
+	}
+}
+
+func BenchmarkAnalyzeExactHitParallel(b *testing.B) {
+	a := NewAnalyzer(Options{})
+	q := "SELECT c FROM sbtest1 WHERE id=4242"
+	a.Analyze(q)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			a.Analyze(q)
+		}
+	})
+}
+
+// benchDigestHit measures new literal values of a known shape. The exact
+// memo is kept tiny so every text misses it.
+func benchDigestHit(b *testing.B, prefix, suffix string) {
+	a := NewAnalyzer(Options{ExactCap: 1})
+	qs := make([]string, 1024)
+	for i := range qs {
+		qs[i] = prefix + strconv.Itoa(i*7919) + suffix
+	}
+	a.Analyze(qs[0])
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		a.Analyze(qs[i%len(qs)])
+	}
+}
+
+func BenchmarkAnalyzeDigestHitSysbench(b *testing.B) {
+	benchDigestHit(b, "SELECT c FROM sbtest1 WHERE id=", "")
+}
+
+func BenchmarkAnalyzeDigestHitHibernate(b *testing.B) {
+	benchDigestHit(b, hibernateLoad[:len(hibernateLoad)-1], "")
+}
+
+func BenchmarkAnalyzeFullParseSysbench(b *testing.B) {
+	a := NewAnalyzer(Options{ExactCap: 1, DigestCap: 1})
+	qs := make([]string, 1024)
+	for i := range qs {
+		// A distinct table per text defeats the digest memo.
+		qs[i] = "SELECT c FROM sbtest" + strconv.Itoa(i) + " WHERE id=5"
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		a.Analyze(qs[i%len(qs)])
+	}
+}
+
+func BenchmarkFirstKeyword(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		FirstKeyword("/* trace=abc */ select c from sbtest1 where id=1")
+	}
+}

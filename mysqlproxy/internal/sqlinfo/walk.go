@@ -1,0 +1,149 @@
+package sqlinfo
+
+import (
+	"github.com/pingcap/tidb/pkg/parser/ast"
+)
+
+// walker collects the tables a statement reads and the reasons it cannot be
+// cached, walking every node of the AST.
+type walker struct {
+	reads  []Table
+	whyNot string
+	noHint bool // SQL_NO_CACHE seen
+	// skip holds table nodes that are write targets only, not reads.
+	skip []*ast.TableName
+	// ctes holds the CTE names in scope; scopes records its length at each
+	// node that may own a WITH clause, to restore on Leave.
+	ctes   []string
+	scopes []int
+}
+
+func (w *walker) reject(why string) {
+	if w.whyNot == "" {
+		w.whyNot = why
+	}
+}
+
+// Enter implements ast.Visitor.
+func (w *walker) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.SelectStmt:
+		w.scopes = append(w.scopes, len(w.ctes))
+		if x.LockInfo != nil && x.LockInfo.LockType != ast.SelectLockNone {
+			w.reject("locking-read")
+		}
+		if x.SelectIntoOpt != nil {
+			w.reject("select-into")
+		}
+		if x.SelectStmtOpts != nil && !x.SelectStmtOpts.SQLCache {
+			w.noHint = true
+		}
+		if x.With != nil {
+			w.enterWith(x.With)
+		}
+	case *ast.SetOprStmt:
+		w.scopes = append(w.scopes, len(w.ctes))
+		if x.With != nil {
+			w.enterWith(x.With)
+		}
+	case *ast.UpdateStmt:
+		w.scopes = append(w.scopes, len(w.ctes))
+		if x.With != nil {
+			w.enterWith(x.With)
+		}
+	case *ast.DeleteStmt:
+		w.scopes = append(w.scopes, len(w.ctes))
+		if x.With != nil {
+			w.enterWith(x.With)
+		}
+	case *ast.WithClause:
+		// Already walked by enterWith, in scope order.
+		return n, true
+	case *ast.TableName:
+		w.table(x)
+	case *ast.FuncCallExpr:
+		w.funcCall(x)
+	case *ast.VariableExpr:
+		if x.IsSystem {
+			w.reject("system-variable")
+		} else {
+			w.reject("user-variable")
+		}
+	}
+	return n, false
+}
+
+// Leave implements ast.Visitor.
+func (w *walker) Leave(n ast.Node) (ast.Node, bool) {
+	switch n.(type) {
+	case *ast.SelectStmt, *ast.SetOprStmt, *ast.UpdateStmt, *ast.DeleteStmt:
+		if k := len(w.scopes); k > 0 {
+			w.ctes = w.ctes[:w.scopes[k-1]]
+			w.scopes = w.scopes[:k-1]
+		}
+	}
+	return n, true
+}
+
+// enterWith walks the CTE bodies. A CTE's name is visible to the bodies after
+// it, to its own body only under WITH RECURSIVE, and to the rest of the
+// statement.
+func (w *walker) enterWith(with *ast.WithClause) {
+	for _, cte := range with.CTEs {
+		if with.IsRecursive {
+			w.ctes = append(w.ctes, cte.Name.O)
+		}
+		if cte.Query != nil {
+			cte.Query.Accept(w)
+		}
+		if !with.IsRecursive {
+			w.ctes = append(w.ctes, cte.Name.O)
+		}
+	}
+}
+
+func (w *walker) table(x *ast.TableName) {
+	for _, s := range w.skip {
+		if s == x {
+			return
+		}
+	}
+	if x.Schema.O == "" {
+		for _, c := range w.ctes {
+			if c == x.Name.O {
+				return
+			}
+		}
+	}
+	if systemSchema(x.Schema.O) {
+		w.reject("system-schema")
+	}
+	w.reads = appendTable(w.reads, tableOf(x))
+}
+
+func (w *walker) funcCall(x *ast.FuncCallExpr) {
+	name := x.FnName.L
+	switch {
+	case x.Schema.O != "":
+		w.reject("stored-function:" + x.Schema.L + "." + name)
+	case nondeterministic[name]:
+		w.reject("nondeterministic:" + name)
+	case !builtins[name]:
+		w.reject("stored-function:" + name)
+	}
+}
+
+func tableOf(x *ast.TableName) Table {
+	return Table{DB: x.Schema.O, Name: x.Name.O}
+}
+
+// appendTable appends t unless ts already holds it. Statements name few
+// tables, so a linear scan beats a map.
+func appendTable(ts []Table, t Table) []Table {
+	for _, u := range ts {
+		if u == t {
+			return ts
+		}
+	}
+	return append(ts, t)
+}
