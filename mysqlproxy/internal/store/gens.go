@@ -1,0 +1,308 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/bradfitz/gomemcache/memcache"
+)
+
+// Generations. Every dependency name has a generation number; an entry
+// records the generations of its deps as read before its query ran, and is
+// valid only while all of them still equal the current ones. Generations
+// only grow: a missing one (never seen, evicted, or lost in a memcached
+// restart) is created from the clock in microseconds, which exceeds any
+// value that increments could have reached since it was last created.
+
+// Prefixes of the three reserved namespaces.
+const (
+	queryPrefix    = "q:"
+	genPrefix      = "g:"
+	internalPrefix = "i:"
+)
+
+// timeSeed returns a fresh generation for a missing dependency.
+func (s *Store) timeSeed() uint64 {
+	return uint64(s.now().UnixNano() / 1000)
+}
+
+// genKeyCache memoizes dependency name -> memcached key, so that a lookup
+// does not build the same strings on every query.
+type genKeyCache struct {
+	mu sync.RWMutex // protects m
+	m  map[string]string
+}
+
+// maxGenKeys bounds genKeyCache; past it the map is dropped and refilled.
+const maxGenKeys = 1 << 16
+
+func (c *genKeyCache) key(dep string) string {
+	c.mu.RLock()
+	k, ok := c.m[dep]
+	c.mu.RUnlock()
+	if ok {
+		return k
+	}
+	k = genKey(dep)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxGenKeys {
+		c.m = make(map[string]string)
+	}
+	c.m[dep] = k
+	c.mu.Unlock()
+	return k
+}
+
+// genKey maps a dependency name into the "g:" namespace. A name that would
+// make an illegal memcached key is hashed; should a hashed key ever equal
+// another dep's key the two merely share a generation, which can only
+// cause extra misses, never a stale hit.
+func genKey(dep string) string {
+	k := genPrefix + dep
+	if legalKey(k) {
+		return k
+	}
+	sum := sha256.Sum256([]byte(dep))
+	return genPrefix + "h:" + hex.EncodeToString(sum[:])
+}
+
+// legalKey reports whether k is a valid memcached text-protocol key.
+func legalKey(k string) bool {
+	if len(k) == 0 || len(k) > 250 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] <= ' ' || k[i] == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func parseGen(v []byte) (uint64, bool) {
+	// memcached may space-pad a counter whose length shrank.
+	g, err := strconv.ParseUint(strings.TrimRight(string(v), " "), 10, 64)
+	return g, err == nil
+}
+
+// localGens holds generations in L1-only mode. Reads are lock-free (the
+// L1 hit path reads one generation per dep); creation and bumps take mu.
+type localGens struct {
+	m  sync.Map   // dep -> *atomic.Uint64
+	mu sync.Mutex // serializes writers; protects n and hwm
+	n  int        // entries in m
+	// hwm is the highest generation ever issued. New generations start
+	// above it, so the map can be dropped (to bound it) without a
+	// recreated generation ever equalling an old one.
+	hwm uint64
+}
+
+// maxLocalGens bounds localGens.m.
+const maxLocalGens = 1 << 20
+
+// get returns dep's generation, creating it if missing.
+func (g *localGens) get(dep string, seed uint64) uint64 {
+	if v, ok := g.lookup(dep); ok {
+		return v
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if v, ok := g.lookup(dep); ok {
+		return v
+	}
+	return g.create(dep, seed)
+}
+
+// lookup returns dep's generation without creating it.
+func (g *localGens) lookup(dep string) (uint64, bool) {
+	p, ok := g.m.Load(dep)
+	if !ok {
+		return 0, false
+	}
+	return p.(*atomic.Uint64).Load(), true
+}
+
+// create adds dep; g.mu must be held.
+func (g *localGens) create(dep string, seed uint64) uint64 {
+	if g.n >= maxLocalGens {
+		g.m.Clear()
+		g.n = 0
+	}
+	v := max(seed, g.hwm+1)
+	p := new(atomic.Uint64)
+	p.Store(v)
+	g.m.Store(dep, p)
+	g.n++
+	g.hwm = v
+	return v
+}
+
+func (g *localGens) bump(dep string, seed uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, ok := g.m.Load(dep)
+	if !ok {
+		g.create(dep, seed)
+		return
+	}
+	v := p.(*atomic.Uint64).Add(1)
+	g.hwm = max(g.hwm, v)
+}
+
+// Snapshot returns the current generations of deps, creating missing ones.
+// The proxy calls it before sending a cacheable query to the backend and
+// stores the result with the entry. ok is false when a dep has a pending
+// bump or memcached failed: then the caller must not use the cache.
+func (s *Store) Snapshot(ctx context.Context, deps []string) (gens []uint64, ok bool) {
+	if s.pending.any(deps) {
+		s.stats.bypasses.Add(1)
+		return nil, false
+	}
+	if s.mc == nil {
+		gens = make([]uint64, len(deps))
+		for i, d := range deps {
+			gens[i] = s.local.get(d, s.timeSeed())
+		}
+		return gens, true
+	}
+	keys := make([]string, len(deps))
+	for i, d := range deps {
+		keys[i] = s.keys.key(d)
+	}
+	items, err := s.getMulti(ctx, keys)
+	if err != nil {
+		return nil, false
+	}
+	gens, err = s.currentGens(ctx, keys, items)
+	if err != nil {
+		return nil, false
+	}
+	return gens, true
+}
+
+// currentGens extracts the generations of genKeys from items, creating
+// missing (or unparsable) ones in memcached.
+func (s *Store) currentGens(ctx context.Context, genKeys []string, items map[string]*memcache.Item) ([]uint64, error) {
+	gens := make([]uint64, len(genKeys))
+	for i, k := range genKeys {
+		if it := items[k]; it != nil {
+			if g, ok := parseGen(it.Value); ok {
+				gens[i] = g
+				continue
+			}
+		}
+		g, err := s.ensureGen(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		gens[i] = g
+	}
+	return gens, nil
+}
+
+// ensureGen creates a missing generation with a time seed. add, not set:
+// if another sidecar created or bumped it meanwhile, its value wins and is
+// read back.
+func (s *Store) ensureGen(ctx context.Context, key string) (uint64, error) {
+	for range 3 {
+		seed := s.timeSeed()
+		err := s.mcDo(ctx, func() error {
+			return s.mc.Add(&memcache.Item{Key: key, Value: strconv.AppendUint(nil, seed, 10)})
+		})
+		if err == nil {
+			return seed, nil
+		}
+		if !errors.Is(err, memcache.ErrNotStored) {
+			return 0, err
+		}
+		var it *memcache.Item
+		err = s.mcDo(ctx, func() (err error) {
+			it, err = s.mc.Get(key)
+			return err
+		})
+		switch {
+		case errors.Is(err, memcache.ErrCacheMiss):
+			continue // evicted again between add and get
+		case err != nil:
+			return 0, err
+		}
+		if g, ok := parseGen(it.Value); ok {
+			return g, nil
+		}
+		// Not a number: only a foreign writer could have put it there.
+		// Overwrite it with a seed, which exceeds any real generation.
+		err = s.mcDo(ctx, func() error {
+			return s.mc.Set(&memcache.Item{Key: key, Value: strconv.AppendUint(nil, seed, 10)})
+		})
+		if err != nil {
+			return 0, err
+		}
+		return seed, nil
+	}
+	return 0, ErrCorrupt
+}
+
+// Bump invalidates every entry that depends on any of deps. A bump that
+// cannot reach memcached is never dropped: it stays pending (Lookup and
+// Snapshot of its deps return Bypass) and a background goroutine retries
+// it with backoff until it lands.
+func (s *Store) Bump(ctx context.Context, deps []string) {
+	s.bump(ctx, deps)
+}
+
+// bump is Bump, reporting whether every bump landed.
+func (s *Store) bump(ctx context.Context, deps []string) error {
+	var first error
+	for _, d := range deps {
+		s.stats.bumps.Add(1)
+		if s.mc == nil {
+			s.local.bump(d, s.timeSeed())
+			continue
+		}
+		if err := s.bumpOne(ctx, d); err != nil {
+			s.pending.add(d)
+			s.log.Warn("store: bump failed; pending", "dep", d, "err", err)
+			if first == nil {
+				first = ErrPending
+			}
+		}
+	}
+	return first
+}
+
+// bumpOne increments dep's generation in memcached, creating it with a
+// time seed if it is missing.
+func (s *Store) bumpOne(ctx context.Context, dep string) error {
+	key := s.keys.key(dep)
+	for range 3 {
+		err := s.mcDo(ctx, func() error {
+			_, err := s.mc.Increment(key, 1)
+			return err
+		})
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, memcache.ErrCacheMiss):
+			err = s.mcDo(ctx, func() error {
+				return s.mc.Add(&memcache.Item{Key: key, Value: strconv.AppendUint(nil, s.timeSeed(), 10)})
+			})
+			if errors.Is(err, memcache.ErrNotStored) {
+				continue // created meanwhile: increment that
+			}
+			return err
+		case strings.Contains(err.Error(), "non-numeric"):
+			return s.mcDo(ctx, func() error {
+				return s.mc.Set(&memcache.Item{Key: key, Value: strconv.AppendUint(nil, s.timeSeed(), 10)})
+			})
+		default:
+			return err
+		}
+	}
+	return ErrPending
+}

@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// pendingSet records bumps that failed to reach memcached. While a dep is
+// in it, no entry depending on it may be served or stored.
+type pendingSet struct {
+	mu sync.Mutex        // protects m and seq
+	m  map[string]uint64 // dep -> sequence number of its latest failure
+	// seq numbers failures, so that a retry that started before a newer
+	// failure does not clear it.
+	seq  uint64
+	n    atomic.Int64 // len(m), read without the lock on the hot path
+	wake chan struct{}
+}
+
+func (p *pendingSet) init() {
+	p.m = make(map[string]uint64)
+	p.wake = make(chan struct{}, 1)
+}
+
+func (p *pendingSet) add(dep string) {
+	p.mu.Lock()
+	p.seq++
+	p.m[dep] = p.seq
+	p.n.Store(int64(len(p.m)))
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// any reports whether any of deps has a pending bump.
+func (p *pendingSet) any(deps []string) bool {
+	if p.n.Load() == 0 {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, d := range deps {
+		if _, ok := p.m[d]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *pendingSet) snapshot() map[string]uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := make(map[string]uint64, len(p.m))
+	for k, v := range p.m {
+		m[k] = v
+	}
+	return m
+}
+
+// landed clears dep if no failure newer than seq was recorded.
+func (p *pendingSet) landed(dep string, seq uint64) {
+	p.mu.Lock()
+	if p.m[dep] == seq {
+		delete(p.m, dep)
+		p.n.Store(int64(len(p.m)))
+	}
+	p.mu.Unlock()
+}
+
+func (p *pendingSet) names() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.m))
+	for k := range p.m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Retry backoff bounds for pending bumps.
+const (
+	retryMin = 10 * time.Millisecond
+	retryMax = 2 * time.Second
+)
+
+// retryPending lands pending bumps. It runs for the life of the store.
+func (s *Store) retryPending() {
+	defer s.wg.Done()
+	backoff := retryMin
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		if s.pending.n.Load() == 0 {
+			backoff = retryMin
+			select {
+			case <-s.stop:
+				return
+			case <-s.pending.wake:
+			}
+		}
+		timer.Reset(backoff)
+		select {
+		case <-s.stop:
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+		for dep, seq := range s.pending.snapshot() {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*s.opts.Timeout)
+			err := s.bumpOne(ctx, dep)
+			cancel()
+			if err != nil {
+				break
+			}
+			s.pending.landed(dep, seq)
+			s.log.Info("store: pending bump landed", "dep", dep)
+		}
+		backoff = min(2*backoff, retryMax)
+	}
+}

@@ -1,0 +1,202 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+)
+
+// Raw keys hold plain values with no header, so that any memcached client
+// (nginx's memcached_pass, for one) can read them. They may use any legal
+// memcached key outside the reserved prefixes.
+
+// metadumpTimeout bounds "lru_crawler metadump all" when ctx has no
+// deadline: it walks every item, so it takes far longer than one get.
+const metadumpTimeout = 10 * time.Second
+
+func checkRawKey(key string) error {
+	if !legalKey(key) {
+		return ErrBadKey
+	}
+	if isReserved(key) {
+		return ErrReservedKey
+	}
+	return nil
+}
+
+func isReserved(key string) bool {
+	return strings.HasPrefix(key, queryPrefix) || strings.HasPrefix(key, genPrefix) ||
+		strings.HasPrefix(key, internalPrefix)
+}
+
+// RawGet returns the values of the keys that exist.
+func (s *Store) RawGet(ctx context.Context, keys []string) (map[string][]byte, error) {
+	for _, k := range keys {
+		if err := checkRawKey(k); err != nil {
+			return nil, err
+		}
+	}
+	out := make(map[string][]byte, len(keys))
+	if s.mc == nil {
+		if s.l1 == nil {
+			return out, nil
+		}
+		now := s.now()
+		for _, k := range keys {
+			if e := s.l1.get(k); e != nil && !expired(e, now) {
+				out[k] = e.Payload
+			}
+		}
+		return out, nil
+	}
+	items, err := s.getMulti(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for k, it := range items {
+		out[k] = it.Value
+	}
+	return out, nil
+}
+
+// RawSet stores val under key with ttl (0 = none). Raw values are never
+// chunked or compressed; one over the item size limit is ErrTooLarge.
+func (s *Store) RawSet(ctx context.Context, key string, val []byte, ttl time.Duration) error {
+	if err := checkRawKey(key); err != nil {
+		return err
+	}
+	var exp time.Time
+	if ttl > 0 {
+		exp = s.now().Add(ttl)
+	}
+	if s.mc == nil {
+		if s.l1 == nil {
+			return nil
+		}
+		s.l1.set(key, &Entry{Payload: bytes.Clone(val), Expires: exp})
+		return nil
+	}
+	if len(val)+len(key) > s.ItemSizeMax(ctx)-itemOverhead {
+		return ErrTooLarge
+	}
+	e, _ := mcExpiration(exp, s.now())
+	err := s.mcDo(ctx, func() error {
+		return s.mc.Set(&memcache.Item{Key: key, Value: val, Expiration: e})
+	})
+	if isTooLarge(err) {
+		s.forgetItemSizeMax()
+		return ErrTooLarge
+	}
+	return err
+}
+
+// RawDelete removes key and reports whether it existed.
+func (s *Store) RawDelete(ctx context.Context, key string) (existed bool, err error) {
+	if err := checkRawKey(key); err != nil {
+		return false, err
+	}
+	if s.mc == nil {
+		if s.l1 == nil {
+			return false, nil
+		}
+		return s.l1.delete(key), nil
+	}
+	err = s.mcDo(ctx, func() error { return s.mc.Delete(key) })
+	if isMiss(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// RawKeys lists the raw keys that start with prefix. With memcached it
+// runs "lru_crawler metadump hash" on every server (falling back to
+// "metadump all" on servers older than 1.6.10 or so), so it is an
+// administrative call, not a hot-path one. Reserved keys are never listed.
+func (s *Store) RawKeys(ctx context.Context, prefix string) ([]string, error) {
+	if s.mc == nil {
+		if s.l1 == nil {
+			return nil, nil
+		}
+		return s.l1.keys(s.now(), func(k string) bool {
+			return strings.HasPrefix(k, prefix) && !isReserved(k)
+		}), nil
+	}
+	if s.mcErr != nil {
+		return nil, s.mcErr
+	}
+	seen := make(map[string]struct{})
+	var out []string
+	now := time.Now().Unix()
+	for _, addr := range s.ring.Addrs() {
+		if err := s.metadump(ctx, addr, prefix, now, seen, &out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// metadump lists addr's keys. It walks the hash table where the server
+// can: the LRU walk of "metadump all" misses items that move between the
+// LRU segments during the crawl (a fresh item that is read moves from hot
+// to warm) and repeats others.
+func (s *Store) metadump(ctx context.Context, addr net.Addr, prefix string, now int64, seen map[string]struct{}, out *[]string) error {
+	cmd := "lru_crawler metadump hash"
+	for attempt := 0; ; attempt++ {
+		err := s.metadumpCmd(ctx, addr, cmd, prefix, now, seen, out)
+		switch {
+		case errors.Is(err, errCommand) && cmd != "lru_crawler metadump all":
+			cmd = "lru_crawler metadump all"
+		case errors.Is(err, errBusy) && attempt < busyRetries:
+			// The crawler runs one job at a time; wait for it.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(busyWait):
+			}
+		default:
+			return err
+		}
+	}
+}
+
+// How long RawKeys waits for a busy crawler: busyRetries * busyWait.
+const (
+	busyRetries = 50
+	busyWait    = 20 * time.Millisecond
+)
+
+func (s *Store) metadumpCmd(ctx context.Context, addr net.Addr, cmd, prefix string, now int64, seen map[string]struct{}, out *[]string) error {
+	return s.command(ctx, addr, metadumpTimeout, cmd, func(line []byte) {
+		// key=<url-escaped key> exp=<unix or -1> la=... cas=... ...
+		var key string
+		exp := int64(-1)
+		for _, f := range bytes.Fields(line) {
+			if v, ok := bytes.CutPrefix(f, []byte("key=")); ok {
+				k, err := url.QueryUnescape(string(v))
+				if err != nil {
+					return
+				}
+				key = k
+			} else if v, ok := bytes.CutPrefix(f, []byte("exp=")); ok {
+				if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+					exp = n
+				}
+			}
+		}
+		if key == "" || isReserved(key) || !strings.HasPrefix(key, prefix) {
+			return
+		}
+		if _, dup := seen[key]; dup || (exp > 0 && exp <= now) {
+			return
+		}
+		seen[key] = struct{}{}
+		*out = append(*out, key)
+	})
+}

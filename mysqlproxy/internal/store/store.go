@@ -1,0 +1,254 @@
+// Package store holds mycached's cache tiers: an in-process L1 and shared
+// memcached servers, with per-dependency generations that invalidate
+// entries when the tables they read are written.
+//
+// Three namespaces share memcached and can never collide: query entries
+// ("q:"), generations ("g:") and internal items such as chunks ("i:").
+// Raw keys (the kv namespace) may use any other memcached-legal key.
+package store
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/store/ring"
+)
+
+// Errors returned by the store.
+var (
+	// ErrBadKey means a key is not memcached-legal (over 250 bytes, or
+	// containing spaces or control characters), or a query key lacks the
+	// "q:" prefix.
+	ErrBadKey = errors.New("store: invalid key")
+	// ErrReservedKey means a raw key uses a prefix the store reserves
+	// ("q:", "g:" or "i:").
+	ErrReservedKey = errors.New("store: key uses a reserved prefix")
+	// ErrBadEntry means an entry's Gens do not match its Deps.
+	ErrBadEntry = errors.New("store: entry gens do not match deps")
+	// ErrTooLarge means a raw value exceeds memcached's item size limit.
+	ErrTooLarge = errors.New("store: value too large")
+	// ErrPending means a bump did not reach memcached; it stays pending
+	// and is retried until it lands.
+	ErrPending = errors.New("store: bump pending")
+	// ErrCorrupt means a stored value could not be decoded.
+	ErrCorrupt = errors.New("store: corrupt value")
+	// ErrClosed means the store was closed.
+	ErrClosed = errors.New("store: closed")
+)
+
+var errCorrupt = ErrCorrupt
+
+// Defaults for Options.
+const (
+	DefaultTimeout      = 50 * time.Millisecond
+	DefaultMaxIdleConns = 64
+	DefaultL1Bytes      = 256 << 20
+)
+
+// Options configures a Store. Zero values get the documented defaults.
+type Options struct {
+	// Servers is the memcached host:port list. Empty means L1 only.
+	Servers []string
+	// Timeout bounds every memcached operation (default 50ms).
+	Timeout time.Duration
+	// MaxIdleConns is the idle connection pool per server (default 64;
+	// gomemcache's own default of 2 churns connections under load).
+	MaxIdleConns int
+	// L1Bytes bounds the in-process cache (default 256 MiB; < 0 means no
+	// L1 entry cache).
+	L1Bytes int64
+	// CompressMinBytes makes memcached values whose payload is at least
+	// this long flate-compressed (0 = off).
+	CompressMinBytes int
+	// Logger receives warnings about memcached trouble (default
+	// slog.Default()).
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Tier says where a Lookup found its entry.
+type Tier uint8
+
+// Tiers.
+const (
+	TierNone Tier = iota
+	TierL1
+	TierMemcached
+)
+
+// String returns "l1", "memcached" or "none", for logs and metrics labels.
+func (t Tier) String() string {
+	switch t {
+	case TierL1:
+		return "l1"
+	case TierMemcached:
+		return "memcached"
+	}
+	return "none"
+}
+
+// Status is the outcome of a Lookup.
+type Status uint8
+
+// Statuses.
+const (
+	// Miss: no valid entry; cur holds the current generations for a Put.
+	Miss Status = iota
+	// Hit: the entry is valid; serve it.
+	Hit
+	// Stale: the entry is valid but past its soft ttl; serve it and
+	// refresh it in the background. Only one caller per key gets Stale
+	// until it Puts (or refreshClaim passes); the others get Hit.
+	Stale
+	// Bypass: a dependency has a pending bump; do not use the cache.
+	Bypass
+	// Error: the cache failed; serve from MySQL.
+	Error
+)
+
+// String returns the status in lower case, for logs and metrics labels.
+func (s Status) String() string {
+	if int(s) >= len(statusNames) {
+		return "unknown"
+	}
+	return statusNames[s]
+}
+
+var statusNames = [...]string{"miss", "hit", "stale", "bypass", "error"}
+
+// Stats are counters for metrics. Counters only grow; L1Bytes, L1Entries
+// and PendingBumps are current values.
+type Stats struct {
+	L1Bytes, L1Entries int64  // held in L1 now
+	L1Hits, L1Misses   uint64 // lookups answered, or not, from L1
+	MemcachedHits      uint64 // lookups answered from memcached
+	MemcachedMisses    uint64 // lookups that found no valid entry in memcached
+	Stale              uint64 // lookups that returned Stale (refreshes asked for)
+	Bypasses           uint64 // lookups and snapshots refused for a pending bump
+	MemcachedErrors    uint64 // failed memcached operations
+	PendingBumps       int64  // deps whose bump has not landed yet
+	Bumps              uint64 // generations bumped (one per dep)
+	Stores             uint64 // entries Put
+	ChunkedStores      uint64 // entries stored in chunks
+}
+
+type counters struct {
+	l1Hits, l1Misses, mcHits, mcMisses atomic.Uint64
+	stale, bypasses, mcErrors          atomic.Uint64
+	bumps, stores, chunked             atomic.Uint64
+}
+
+// Store is the cache. Its methods are safe for concurrent use.
+type Store struct {
+	opts Options
+	log  *slog.Logger
+	now  func() time.Time
+
+	l1    *l1 // nil when L1Bytes < 0
+	local localGens
+	keys  genKeyCache
+
+	mc      *memcache.Client // nil in L1-only mode
+	ring    *ring.Ring
+	mcErr   error          // set when the servers could not be resolved
+	itemMax []atomic.Int64 // per server, 0 = not read yet
+
+	pending    pendingSet
+	refreshing refreshSet
+	stats      counters
+
+	stop      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+}
+
+// New returns a Store. A server list that cannot be resolved is logged,
+// and every memcached operation then fails (so the proxy fails open to
+// MySQL) rather than silently caching per process.
+func New(opts Options) *Store {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.MaxIdleConns <= 0 {
+		opts.MaxIdleConns = DefaultMaxIdleConns
+	}
+	if opts.L1Bytes == 0 {
+		opts.L1Bytes = DefaultL1Bytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Store{
+		opts: opts,
+		log:  opts.Logger,
+		now:  opts.Now,
+		stop: make(chan struct{}),
+	}
+	s.pending.init()
+	if opts.L1Bytes > 0 {
+		s.l1 = newL1(opts.L1Bytes)
+	}
+	if len(opts.Servers) > 0 {
+		r, err := ring.New(0, opts.Servers...)
+		if err != nil {
+			s.log.Error("store: memcached servers unusable; caching disabled", "servers", opts.Servers, "err", err)
+			s.mcErr = err
+			r, _ = ring.New(0)
+		}
+		s.ring = r
+		s.mc = memcache.NewFromSelector(r)
+		s.mc.Timeout = opts.Timeout
+		s.mc.MaxIdleConns = opts.MaxIdleConns
+		s.itemMax = make([]atomic.Int64, len(opts.Servers))
+		s.wg.Add(1)
+		go s.retryPending()
+	}
+	return s
+}
+
+// Close stops the background retry of pending bumps and closes idle
+// memcached connections. Bumps still pending are logged: they can no
+// longer land, and entries in memcached for their deps may be stale until
+// their ttl.
+func (s *Store) Close() {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+		if n := s.pending.n.Load(); n > 0 {
+			s.log.Warn("store: closing with pending bumps", "deps", s.pending.names())
+		}
+		if s.mc != nil {
+			s.mc.Close()
+		}
+	})
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Store) Stats() Stats {
+	st := Stats{
+		L1Hits:          s.stats.l1Hits.Load(),
+		L1Misses:        s.stats.l1Misses.Load(),
+		MemcachedHits:   s.stats.mcHits.Load(),
+		MemcachedMisses: s.stats.mcMisses.Load(),
+		Stale:           s.stats.stale.Load(),
+		Bypasses:        s.stats.bypasses.Load(),
+		MemcachedErrors: s.stats.mcErrors.Load(),
+		PendingBumps:    s.pending.n.Load(),
+		Bumps:           s.stats.bumps.Load(),
+		Stores:          s.stats.stores.Load(),
+		ChunkedStores:   s.stats.chunked.Load(),
+	}
+	if s.l1 != nil {
+		st.L1Bytes, st.L1Entries = s.l1.usage()
+	}
+	return st
+}

@@ -1,0 +1,548 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
+
+// startMemcached starts a private memcached for one test.
+func startMemcached(t testing.TB, opts testenv.MemcachedOptions) *testenv.Memcached {
+	t.Helper()
+	mc, err := testenv.StartMemcached(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mc.Close() })
+	return mc
+}
+
+func newStore(t testing.TB, opts Options) *Store {
+	t.Helper()
+	if opts.Timeout == 0 {
+		// Generous, so that a loaded test machine does not turn a slow
+		// reply into a spurious cache error.
+		opts.Timeout = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := New(opts)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// mode is one way of running the store: L1 only, or with memcached.
+type mode struct {
+	name string
+	opts func(t *testing.T) Options
+}
+
+var modes = []mode{
+	{"l1", func(t *testing.T) Options { return Options{} }},
+	{"memcached", func(t *testing.T) Options {
+		return Options{Servers: []string{startMemcached(t, testenv.MemcachedOptions{}).Addr}}
+	}},
+	{"memcached-no-l1", func(t *testing.T) Options {
+		return Options{Servers: []string{startMemcached(t, testenv.MemcachedOptions{}).Addr}, L1Bytes: -1}
+	}},
+}
+
+// forEachMode runs fn against every mode, like gomemcache's testWithClient.
+func forEachMode(t *testing.T, fn func(t *testing.T, opts Options)) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { fn(t, m.opts(t)) })
+	}
+}
+
+func qkey(n int) string {
+	var h [16]byte
+	copy(h[:], strconv.Itoa(n))
+	return QueryKey(h)
+}
+
+// fill looks key up (expecting a miss) and puts an entry built from the
+// returned generations, as the proxy does around a backend query.
+func fill(t *testing.T, s *Store, key string, check, payload []byte, deps []string) *Entry {
+	t.Helper()
+	ctx := context.Background()
+	_, _, cur, st := s.Lookup(ctx, key, check, deps)
+	if st != Miss {
+		t.Fatalf("fill %s: got status %v, want miss", key, st)
+	}
+	e := &Entry{Check: check, Payload: payload, Deps: deps, Gens: cur, Expires: time.Now().Add(time.Hour)}
+	if err := s.Put(ctx, key, e); err != nil {
+		t.Fatalf("put %s: %v", key, err)
+	}
+	return e
+}
+
+func wantLookup(t *testing.T, s *Store, key string, check []byte, deps []string, want Status, payload []byte) Tier {
+	t.Helper()
+	e, tier, _, st := s.Lookup(context.Background(), key, check, deps)
+	if st != want {
+		t.Fatalf("lookup %s: got status %v, want %v", key, st, want)
+	}
+	if (want == Hit || want == Stale) && !bytes.Equal(e.Payload, payload) {
+		t.Fatalf("lookup %s: got payload of %d bytes, want %d bytes", key, len(e.Payload), len(payload))
+	}
+	return tier
+}
+
+var deps1 = []string{"*", "db.*", "db.t1"}
+
+func TestLookupHitMiss(t *testing.T) {
+	forEachMode(t, func(t *testing.T, opts Options) {
+		s := newStore(t, opts)
+		check := []byte("alice|SELECT 1 FROM t1")
+		fill(t, s, qkey(1), check, []byte("rows"), deps1)
+		tier := wantLookup(t, s, qkey(1), check, deps1, Hit, []byte("rows"))
+		wantTier := TierL1
+		if opts.L1Bytes < 0 {
+			wantTier = TierMemcached
+		}
+		if tier != wantTier {
+			t.Errorf("got tier %v, want %v", tier, wantTier)
+		}
+		// A hash collision: same key, another statement.
+		wantLookup(t, s, qkey(1), []byte("alice|SELECT 2 FROM t1"), deps1, Miss, nil)
+		// Other deps than stored: never trusted.
+		wantLookup(t, s, qkey(1), check, []string{"*", "db.*", "db.t2"}, Miss, nil)
+		wantLookup(t, s, qkey(2), check, deps1, Miss, nil)
+		if err := s.Delete(context.Background(), qkey(1)); err != nil {
+			t.Fatal(err)
+		}
+		wantLookup(t, s, qkey(1), check, deps1, Miss, nil)
+	})
+}
+
+func TestExpiryAndSoftTTL(t *testing.T) {
+	forEachMode(t, func(t *testing.T, opts Options) {
+		var mu sync.Mutex
+		now := time.Now()
+		opts.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+		s := newStore(t, opts)
+		ctx := context.Background()
+		check := []byte("c")
+		_, _, cur, _ := s.Lookup(ctx, qkey(1), check, deps1)
+		e := &Entry{Check: check, Payload: []byte("p"), Deps: deps1, Gens: cur,
+			Soft: now.Add(10 * time.Second), Expires: now.Add(time.Hour)}
+		if err := s.Put(ctx, qkey(1), e); err != nil {
+			t.Fatal(err)
+		}
+		wantLookup(t, s, qkey(1), check, deps1, Hit, []byte("p"))
+		advance(11 * time.Second)
+		wantLookup(t, s, qkey(1), check, deps1, Stale, []byte("p"))
+		// One caller refreshes; the others are served meanwhile.
+		wantLookup(t, s, qkey(1), check, deps1, Hit, []byte("p"))
+		advance(refreshClaim)
+		wantLookup(t, s, qkey(1), check, deps1, Stale, []byte("p"))
+		advance(time.Hour)
+		wantLookup(t, s, qkey(1), check, deps1, Miss, nil)
+	})
+}
+
+func TestBumpInvalidates(t *testing.T) {
+	forEachMode(t, func(t *testing.T, opts Options) {
+		s := newStore(t, opts)
+		ctx := context.Background()
+		other := []string{"*", "db.*", "db.t2"}
+		fill(t, s, qkey(1), []byte("a"), []byte("p1"), deps1)
+		fill(t, s, qkey(2), []byte("b"), []byte("p2"), other)
+		s.Bump(ctx, []string{"db.t1"})
+		wantLookup(t, s, qkey(1), []byte("a"), deps1, Miss, nil)
+		wantLookup(t, s, qkey(2), []byte("b"), other, Hit, []byte("p2"))
+		// Database-wide and global generations reach everything under them.
+		fill(t, s, qkey(1), []byte("a"), []byte("p1"), deps1)
+		s.Bump(ctx, []string{"db.*"})
+		wantLookup(t, s, qkey(1), []byte("a"), deps1, Miss, nil)
+		wantLookup(t, s, qkey(2), []byte("b"), other, Miss, nil)
+	})
+}
+
+// TestSnapshotBumpPutRace is the fill race: generations are read, a writer
+// bumps, and only then does the (now stale) result get stored. It must
+// never be served.
+func TestSnapshotBumpPutRace(t *testing.T) {
+	forEachMode(t, func(t *testing.T, opts Options) {
+		reader := newStore(t, opts)
+		writer := reader
+		if len(opts.Servers) > 0 {
+			writer = newStore(t, opts) // another sidecar
+		}
+		ctx := context.Background()
+		gens, ok := reader.Snapshot(ctx, deps1)
+		if !ok {
+			t.Fatal("snapshot not ok")
+		}
+		writer.Bump(ctx, []string{"db.t1"})
+		e := &Entry{Check: []byte("c"), Payload: []byte("old rows"), Deps: deps1, Gens: gens, Expires: time.Now().Add(time.Hour)}
+		if err := reader.Put(ctx, qkey(1), e); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []*Store{reader, writer} {
+			wantLookup(t, s, qkey(1), []byte("c"), deps1, Miss, nil)
+		}
+	})
+}
+
+func TestFlush(t *testing.T) {
+	forEachMode(t, func(t *testing.T, opts Options) {
+		s := newStore(t, opts)
+		ctx := context.Background()
+		fill(t, s, qkey(1), []byte("a"), []byte("p1"), deps1)
+		if err := s.RawSet(ctx, "kv:k", []byte("v"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wantLookup(t, s, qkey(1), []byte("a"), deps1, Miss, nil)
+		got, err := s.RawGet(ctx, []string{"kv:k"})
+		if err != nil || string(got["kv:k"]) != "v" {
+			t.Errorf("got kv %q (%v) after flush, want %q", got["kv:k"], err, "v")
+		}
+	})
+}
+
+func TestTwoStoresShareBumps(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	a := newStore(t, Options{Servers: []string{mc.Addr}})
+	b := newStore(t, Options{Servers: []string{mc.Addr}})
+	ctx := context.Background()
+	fill(t, a, qkey(1), []byte("c"), []byte("p"), deps1)
+	if tier := wantLookup(t, b, qkey(1), []byte("c"), deps1, Hit, []byte("p")); tier != TierMemcached {
+		t.Errorf("got tier %v on the other sidecar, want memcached", tier)
+	}
+	if tier := wantLookup(t, b, qkey(1), []byte("c"), deps1, Hit, []byte("p")); tier != TierL1 {
+		t.Errorf("got tier %v on the second lookup, want l1", tier)
+	}
+	b.Bump(ctx, []string{"db.t1"})
+	// a still holds the entry in L1; the bump must reach it anyway.
+	wantLookup(t, a, qkey(1), []byte("c"), deps1, Miss, nil)
+	// b refills; a finds the fresh entry in memcached though its L1 copy
+	// was stale.
+	fill(t, b, qkey(1), []byte("c"), []byte("p2"), deps1)
+	wantLookup(t, a, qkey(1), []byte("c"), deps1, Hit, []byte("p2"))
+}
+
+func TestMemcachedRestartServesNoStaleHit(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	s := newStore(t, Options{Servers: []string{mc.Addr}})
+	ctx := context.Background()
+	fill(t, s, qkey(1), []byte("c"), []byte("p"), deps1)
+	wantLookup(t, s, qkey(1), []byte("c"), deps1, Hit, []byte("p"))
+	if err := mc.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// The entry survives in L1, but a bump made while memcached was away
+	// may have been lost with it: the recreated generations must differ.
+	var st Status
+	for range 3 { // the first ops after a restart may hit dead pooled conns
+		if _, _, _, st = s.Lookup(ctx, qkey(1), []byte("c"), deps1); st != Error {
+			break
+		}
+	}
+	if st != Miss {
+		t.Fatalf("got %v after restart, want miss", st)
+	}
+}
+
+func TestMemcachedDownBumpPending(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	s := newStore(t, Options{Servers: []string{mc.Addr}, Timeout: 200 * time.Millisecond})
+	ctx := context.Background()
+	fill(t, s, qkey(1), []byte("c"), []byte("p"), deps1)
+	if err := mc.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, _, _, st := s.Lookup(ctx, qkey(1), []byte("c"), deps1); st != Error {
+		t.Errorf("got %v with memcached down, want error", st)
+	}
+	// Not a performance assertion: only that a dead server cannot hang a
+	// query.
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("lookup took %v with memcached down", d)
+	}
+	s.Bump(ctx, []string{"db.t1"})
+	if got := s.Stats().PendingBumps; got != 1 {
+		t.Fatalf("got %d pending bumps, want 1", got)
+	}
+	if _, _, _, st := s.Lookup(ctx, qkey(1), []byte("c"), deps1); st != Bypass {
+		t.Errorf("got %v for a dep with a pending bump, want bypass", st)
+	}
+	if _, ok := s.Snapshot(ctx, deps1); ok {
+		t.Error("snapshot ok with a pending bump, want not ok")
+	}
+	if err := s.Put(ctx, qkey(1), &Entry{Deps: deps1, Gens: make([]uint64, 3)}); !errors.Is(err, ErrPending) {
+		t.Errorf("got put err %v, want ErrPending", err)
+	}
+	// Deps without a pending bump are only errors, not bypasses.
+	if _, _, _, st := s.Lookup(ctx, qkey(2), []byte("c"), []string{"*", "db.*", "db.t2"}); st != Error {
+		t.Errorf("got %v for other deps, want error", st)
+	}
+	if err := mc.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the pending bump to land", func() bool { return s.Stats().PendingBumps == 0 })
+	wantLookup(t, s, qkey(1), []byte("c"), deps1, Miss, nil)
+	c := memcache.New(mc.Addr)
+	if _, err := c.Get(genKey("db.t1")); err != nil {
+		t.Errorf("generation of db.t1 not in memcached after the bump landed: %v", err)
+	}
+}
+
+// waitFor polls cond. It bounds the wait only so that a broken build fails
+// instead of hanging.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func randomBytes(t testing.TB, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	rand.Read(b)
+	return b
+}
+
+func TestChunking(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	s := newStore(t, Options{Servers: []string{mc.Addr}, L1Bytes: -1})
+	ctx := context.Background()
+	if got := s.ItemSizeMax(ctx); got != 1<<20 {
+		t.Errorf("got item_size_max %d, want %d", got, 1<<20)
+	}
+	payload := randomBytes(t, 3<<20)
+	fill(t, s, qkey(1), []byte("c"), payload, deps1)
+	if got := s.Stats().ChunkedStores; got != 1 {
+		t.Errorf("got %d chunked stores, want 1", got)
+	}
+	wantLookup(t, s, qkey(1), []byte("c"), deps1, Hit, payload)
+
+	// Lose one chunk: the entry must be a miss, not a truncated hit.
+	c := memcache.New(mc.Addr)
+	it, err := c.Get(qkey(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ok := decodeChunkHeader(it.Value)
+	if !ok || h.n != 4 {
+		t.Fatalf("got chunk header %+v (ok %v), want 4 chunks", h, ok)
+	}
+	if err := c.Delete(chunkKey(qkey(1), h.nonce, 2)); err != nil {
+		t.Fatal(err)
+	}
+	wantLookup(t, s, qkey(1), []byte("c"), deps1, Miss, nil)
+}
+
+func TestItemSizeMaxFollowsServer(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{ItemSizeMax: "2m"})
+	s := newStore(t, Options{Servers: []string{mc.Addr}, L1Bytes: -1})
+	if got := s.ItemSizeMax(context.Background()); got != 2<<20 {
+		t.Errorf("got item_size_max %d, want %d", got, 2<<20)
+	}
+	payload := randomBytes(t, 3<<20/2)
+	fill(t, s, qkey(1), []byte("c"), payload, deps1)
+	if got := s.Stats().ChunkedStores; got != 0 {
+		t.Errorf("got %d chunked stores for 1.5 MiB under a 2 MiB limit, want 0", got)
+	}
+	wantLookup(t, s, qkey(1), []byte("c"), deps1, Hit, payload)
+}
+
+func TestCompression(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	s := newStore(t, Options{Servers: []string{mc.Addr}, L1Bytes: -1, CompressMinBytes: 1024})
+	payload := bytes.Repeat([]byte("row 12345, hello world; "), 200000) // 4.8 MB
+	fill(t, s, qkey(1), []byte("c"), payload, deps1)
+	it, err := memcache.New(mc.Addr).Get(qkey(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(it.Value) >= len(payload)/10 || it.Value[2]&flagCompressed == 0 {
+		t.Errorf("got a stored value of %d bytes (flags %x) for a %d-byte payload, want it compressed", len(it.Value), it.Value[2], len(payload))
+	}
+	if got := s.Stats().ChunkedStores; got != 0 {
+		t.Errorf("got %d chunked stores, want 0 once compressed", got)
+	}
+	wantLookup(t, s, qkey(1), []byte("c"), deps1, Hit, payload)
+	// Small payloads are stored as they are.
+	fill(t, s, qkey(2), []byte("c"), []byte("tiny"), deps1)
+	wantLookup(t, s, qkey(2), []byte("c"), deps1, Hit, []byte("tiny"))
+}
+
+func TestRawNamespace(t *testing.T) {
+	forEachMode(t, func(t *testing.T, opts Options) {
+		s := newStore(t, opts)
+		ctx := context.Background()
+		if err := s.RawSet(ctx, "kv:a", []byte("1"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RawSet(ctx, "kv:b%/ü", []byte("2"), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RawSet(ctx, "other", []byte("3"), 0); err != nil {
+			t.Fatal(err)
+		}
+		fill(t, s, qkey(1), []byte("c"), []byte("p"), deps1)
+		got, err := s.RawGet(ctx, []string{"kv:a", "kv:b%/ü", "kv:none"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || string(got["kv:a"]) != "1" || string(got["kv:b%/ü"]) != "2" {
+			t.Errorf("got %q, want kv:a=1 and kv:b%%/ü=2", got)
+		}
+		keys, err := s.RawKeys(ctx, "kv:")
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(keys)
+		if want := []string{"kv:a", "kv:b%/ü"}; !slices.Equal(keys, want) {
+			t.Errorf("got keys %q, want %q", keys, want)
+		}
+		keys, _ = s.RawKeys(ctx, "")
+		for _, k := range keys {
+			if isReserved(k) {
+				t.Errorf("RawKeys listed reserved key %q", k)
+			}
+		}
+		for _, k := range []string{"q:x", "g:db.t1", "i:c:1"} {
+			if err := s.RawSet(ctx, k, []byte("x"), 0); !errors.Is(err, ErrReservedKey) {
+				t.Errorf("RawSet(%q): got %v, want ErrReservedKey", k, err)
+			}
+		}
+		if err := s.RawSet(ctx, "kv:has space", []byte("x"), 0); !errors.Is(err, ErrBadKey) {
+			t.Errorf("got %v for a key with a space, want ErrBadKey", err)
+		}
+		for _, want := range []bool{true, false} {
+			existed, err := s.RawDelete(ctx, "kv:a")
+			if err != nil || existed != want {
+				t.Errorf("RawDelete: got (%v, %v), want (%v, nil)", existed, err, want)
+			}
+		}
+	})
+}
+
+func TestRawInteropWithPlainClient(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	s := newStore(t, Options{Servers: []string{mc.Addr}})
+	c := memcache.New(mc.Addr)
+	ctx := context.Background()
+	if err := s.RawSet(ctx, "kv:page", []byte("<html>"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	it, err := c.Get("kv:page")
+	if err != nil || string(it.Value) != "<html>" {
+		t.Fatalf("plain client got (%v, %v), want <html>", it, err)
+	}
+	if err := c.Set(&memcache.Item{Key: "kv:from-elsewhere", Value: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := s.RawKeys(ctx, "kv:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	if want := []string{"kv:from-elsewhere", "kv:page"}; !slices.Equal(keys, want) {
+		t.Errorf("got keys %q, want %q", keys, want)
+	}
+}
+
+func TestMultipleServers(t *testing.T) {
+	var servers []string
+	var mcs []*testenv.Memcached
+	for range 3 {
+		mc := startMemcached(t, testenv.MemcachedOptions{})
+		mcs = append(mcs, mc)
+		servers = append(servers, mc.Addr)
+	}
+	s := newStore(t, Options{Servers: servers, L1Bytes: -1})
+	ctx := context.Background()
+	for i := range 60 {
+		fill(t, s, qkey(i), []byte("c"), []byte(strconv.Itoa(i)), deps1)
+	}
+	for i := range 60 {
+		wantLookup(t, s, qkey(i), []byte("c"), deps1, Hit, []byte(strconv.Itoa(i)))
+	}
+	for _, mc := range mcs {
+		if n := mc.Stats(t, "")["curr_items"]; n == "0" {
+			t.Errorf("server %s holds no items, want keys spread over every server", mc.Addr)
+		}
+	}
+	if err := s.RawSet(ctx, "kv:x", []byte("1"), 0); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := s.RawKeys(ctx, "kv:")
+	if err != nil || !slices.Equal(keys, []string{"kv:x"}) {
+		t.Errorf("got keys %q (%v), want [kv:x]", keys, err)
+	}
+}
+
+func TestBadKeys(t *testing.T) {
+	s := newStore(t, Options{})
+	ctx := context.Background()
+	if _, _, _, st := s.Lookup(ctx, "kv:x", nil, nil); st != Error {
+		t.Errorf("got %v for a non-query key, want error", st)
+	}
+	if err := s.Put(ctx, "kv:x", &Entry{}); !errors.Is(err, ErrBadKey) {
+		t.Errorf("got %v, want ErrBadKey", err)
+	}
+	if err := s.Put(ctx, qkey(1), &Entry{Deps: deps1}); !errors.Is(err, ErrBadEntry) {
+		t.Errorf("got %v, want ErrBadEntry", err)
+	}
+	if k := QueryKey([16]byte{0xab}); k != "q:ab000000000000000000000000000000" {
+		t.Errorf("got %q", k)
+	}
+	long := string(bytes.Repeat([]byte("x"), 300))
+	if k := genKey(long); len(k) > 250 || !legalKey(k) {
+		t.Errorf("got gen key %q for a long dep, want a legal one", k)
+	}
+	if k := genKey("db.t 1"); !legalKey(k) {
+		t.Errorf("got gen key %q for a dep with a space, want a legal one", k)
+	}
+}
+
+func TestRawKeysConcurrent(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	s := newStore(t, Options{Servers: []string{mc.Addr}})
+	ctx := context.Background()
+	for i := range 2000 {
+		if err := s.RawSet(ctx, "kv:"+strconv.Itoa(i), []byte("v"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			keys, err := s.RawKeys(ctx, "kv:")
+			if err != nil || len(keys) != 2000 {
+				t.Errorf("got %d keys (%v), want 2000", len(keys), err)
+			}
+		}()
+	}
+	wg.Wait()
+}
