@@ -57,6 +57,9 @@ type Config struct {
 	CompressMinBytes int
 	// DefaultTTL is the ttl of the built-in policy (default 60s).
 	DefaultTTL time.Duration
+	// Passthrough caches nothing: every statement is relayed. Writes still
+	// invalidate, so that sidecars sharing memcached stay coherent.
+	Passthrough bool
 	// CacheInTransactions is the mode for reads in transactions (default until-write).
 	CacheInTransactions CacheInTransactions
 

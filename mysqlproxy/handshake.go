@@ -227,9 +227,10 @@ func (s *session) handshake() (bool, error) {
 			return false, clientErr{err}
 		}
 		clientTLS = true
-		if resp, cseq, err = s.client.readPacket(resp, 1<<20); err != nil {
+		if resp, _, err = s.client.readPacket(resp, 1<<20); err != nil {
 			return false, clientErr{err}
 		}
+		cseq = s.client.lastSeq
 	}
 	s.errSeq = cseq + 1
 	hello, err := parseHandshakeResponse(resp)

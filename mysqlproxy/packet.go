@@ -36,9 +36,10 @@ var (
 // buffers. It is owned by one session goroutine and is not safe for
 // concurrent use, except for close and deadlines.
 type pconn struct {
-	conn net.Conn
-	r    *bufio.Reader
-	w    *bufio.Writer
+	conn    net.Conn
+	r       *bufio.Reader
+	w       *bufio.Writer
+	lastSeq byte // sequence id of the last wire packet readPacket read
 }
 
 func newPconn(c net.Conn) *pconn {
@@ -109,14 +110,20 @@ func (p *pconn) readHeader() (n int, seq byte, err error) {
 
 // readPacket reads one logical packet, joining continuations, into buf
 // (reused when large enough). It returns the payload and the sequence id of
-// the last wire packet.
+// the first wire packet; the last one's is in p.lastSeq.
 func (p *pconn) readPacket(buf []byte, limit int) ([]byte, byte, error) {
 	buf = buf[:0]
+	first := -1
 	for {
 		n, seq, err := p.readHeader()
 		if err != nil {
 			return buf, 0, err
 		}
+		p.lastSeq = seq
+		if first < 0 {
+			first = int(seq)
+		}
+		seq = byte(first)
 		if len(buf)+n > limit {
 			return buf, seq, errPacketTooLarge
 		}

@@ -184,7 +184,7 @@ func (r *relayer) results() error {
 			if r.resp.Kind == RespNone {
 				r.resp.Kind = RespOK
 			}
-			r.eof(head)
+			r.terminator(head, n)
 			return nil
 		case head[0] == mysql.LocalInFile_HEADER:
 			r.resp.LocalInfile = true

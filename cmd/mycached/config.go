@@ -42,6 +42,7 @@ type options struct {
 	maxResultBytes      int64
 	compressMinBytes    int64
 	defaultTTL          time.Duration
+	passthrough         bool
 	cacheInTransactions string
 
 	policy        []string
@@ -98,7 +99,7 @@ func flagDefs(o *options) []flagDef {
 	return []flagDef{
 		{"Listeners", "listen", "ADDR", stringValue{&o.listen}, "accept MySQL clients on this host:port", ""},
 		{"Listeners", "admin", "ADDR", stringValue{&o.admin}, "serve /metrics and /healthz over HTTP on this host:port", "off"},
-		{"Listeners", "kv-listen", "ADDR", stringValue{&o.kvListen}, "serve key/value pairs over the memcached text protocol", "off"},
+		{"Listeners", "kv-listen", "ADDR", stringValue{&o.kvListen}, "serve only the key/value pseudo-queries over the MySQL protocol, with no backend", "off"},
 
 		{"Backend", "backend", "ADDR", stringValue{&o.backend}, "the MySQL or MariaDB server, host:port", ""},
 		{"Backend", "backend-tls", "MODE", enumValue{&o.backendTLS, []string{"off", "preferred", "required", "verify"}}, "TLS to the backend: off, preferred (if offered), required, verify", ""},
@@ -115,6 +116,7 @@ func flagDefs(o *options) []flagDef {
 		{"Cache", "max-result-bytes", "SIZE", sizeValue{&o.maxResultBytes}, "largest response that is cached", ""},
 		{"Cache", "compress-min-bytes", "SIZE", sizeValue{&o.compressMinBytes}, "compress memcached values at least this large; 0: never", ""},
 		{"Cache", "default-ttl", "DURATION", durationValue{&o.defaultTTL}, "lifetime of entries cached by the built-in policy", ""},
+		{"Cache", "passthrough", "", boolValue{&o.passthrough}, "relay only: cache nothing (writes still invalidate, for sidecars that do cache)", ""},
 		{"Cache", "cache-in-transactions", "MODE", enumValue{&o.cacheInTransactions, []string{"until-write", "read-only", "never"}}, "cache reads in transactions: until-write, read-only, never", ""},
 
 		{"Policy", "policy", "FILE,...", &listValue{p: &o.policy}, "Lua policy scripts, loaded in order", "the built-in default.lua"},

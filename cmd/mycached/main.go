@@ -85,6 +85,7 @@ func proxyConfig(o options, logger *slog.Logger) mysqlproxy.Config {
 		MaxResultBytes:      o.maxResultBytes,
 		CompressMinBytes:    int(o.compressMinBytes),
 		DefaultTTL:          o.defaultTTL,
+		Passthrough:         o.passthrough,
 		CacheInTransactions: mysqlproxy.CacheInTransactions(o.cacheInTransactions),
 		Policy:              o.policy,
 		PolicyTimeout:       o.policyTimeout,

@@ -1,0 +1,99 @@
+// Package cachepolicy decides which statements mycached memoizes, for how
+// long and for whom, and what else a write invalidates. The decision is a
+// small Go type; a Policy fills it, either the built-in default or an
+// operator's Lua scripts.
+package cachepolicy
+
+import "time"
+
+// Scope says who may share a cached entry.
+type Scope uint8
+
+// The scopes.
+const (
+	// ScopeUser keys entries by user name: each user reads only what
+	// their own queries stored.
+	ScopeUser Scope = iota
+	// ScopeShared lets every user read the entry. It is safe only where
+	// the users' grants agree.
+	ScopeShared
+)
+
+// String returns the scope as scripts name it.
+func (s Scope) String() string {
+	if s == ScopeShared {
+		return "shared"
+	}
+	return "user"
+}
+
+// Decision is what a policy says about one cacheable statement.
+type Decision struct {
+	TTL        time.Duration // how long an entry lives; > 0
+	SoftTTL    time.Duration // past it one request refreshes in the background; 0 = none
+	Scope      Scope
+	MaxBytes   int64    // the largest response to store; 0 = the server's limit
+	CacheEmpty bool     // store results with no rows
+	Depends    []string // extra "db.table" names whose writes invalidate the entry
+}
+
+// Query is what a policy sees of a statement. The proxy reuses one Query
+// per session, so a policy must not keep it past the call.
+type Query struct {
+	SQL           string
+	Digest        string // normalized text: the statement's shape
+	Kind          string // select, show, insert, ...
+	Tables        []string
+	DB            string
+	User          string
+	ClientAddr    string
+	Prepared      bool
+	Params        []any
+	InTransaction bool
+	Cacheable     bool
+	WhyNot        string
+}
+
+// Write is what a policy sees of a confirmed write.
+type Write struct {
+	Tables []string
+	Kind   string
+	SQL    string
+	DB     string
+	User   string
+}
+
+// Policy decides. Implementations are safe for concurrent use.
+type Policy interface {
+	// Cache returns the decision for a statement the analysis allows to
+	// be cached, and false for "don't cache".
+	Cache(q *Query) (Decision, bool)
+	// Invalidate returns extra tables ("db.table") that a confirmed write
+	// invalidates beyond those it names.
+	Invalidate(w *Write) []string
+}
+
+// Default is the built-in policy: every cacheable SELECT for TTL, per user.
+type Default struct {
+	TTL time.Duration
+}
+
+// Cache implements Policy.
+func (d Default) Cache(q *Query) (Decision, bool) {
+	if !q.Cacheable || q.Kind != "select" {
+		return Decision{}, false
+	}
+	return Decision{TTL: d.TTL, Scope: ScopeUser, CacheEmpty: true}, true
+}
+
+// Invalidate implements Policy.
+func (Default) Invalidate(*Write) []string { return nil }
+
+// None caches nothing.
+type None struct{}
+
+// Cache implements Policy.
+func (None) Cache(*Query) (Decision, bool) { return Decision{}, false }
+
+// Invalidate implements Policy.
+func (None) Invalidate(*Write) []string { return nil }

@@ -1,0 +1,123 @@
+package mysqlproxy
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// pseudo answers the statements mycached handles itself: the session's
+// cache switch and the admin commands. It returns false for everything
+// else, cheaply: a statement that does not begin with SET, SHOW or
+// MYCACHED is not looked at further.
+func (s *session) pseudo(sql string) (bool, error) {
+	t := strings.TrimSpace(sql)
+	if len(t) < 3 {
+		return false, nil
+	}
+	switch t[0] | 0x20 {
+	case 's', 'm':
+	default:
+		return false, nil
+	}
+	words := pseudoWords(t)
+	switch {
+	case len(words) == 2 && words[0] == "set" && strings.HasPrefix(words[1], "@mycached_cache="):
+		switch strings.TrimPrefix(words[1], "@mycached_cache=") {
+		case "0", "off", "false":
+			s.cacheOff = true
+		case "1", "on", "true":
+			s.cacheOff = false
+		default:
+			return true, s.writeErr(mysql.ER_WRONG_VALUE_FOR_VAR, "42000", "mycached: @mycached_cache takes 0 or 1")
+		}
+		return true, s.writeOK(0)
+	case len(words) >= 2 && words[0] == "show" && words[1] == "mycached":
+		if !s.isAdmin() {
+			return true, s.adminDenied()
+		}
+		return true, s.showMycached(words[2:])
+	case len(words) >= 1 && words[0] == "mycached":
+		if !s.isAdmin() {
+			return true, s.adminDenied()
+		}
+		return true, s.adminCommand(words[1:])
+	}
+	return false, nil
+}
+
+// pseudoWords splits a pseudo-query into lower-case words, with spaces
+// around "=" removed and a trailing ";" dropped.
+func pseudoWords(t string) []string {
+	t = strings.TrimRight(t, "; \t\r\n")
+	t = strings.ReplaceAll(t, " =", "=")
+	t = strings.ReplaceAll(t, "= ", "=")
+	f := strings.Fields(t)
+	for i, w := range f {
+		if i < 3 || !strings.Contains(w, ".") {
+			f[i] = strings.ToLower(w)
+		}
+	}
+	return f
+}
+
+func (s *session) isAdmin() bool { return slices.Contains(s.srv.cfg.AdminUsers, s.hello.user) }
+
+func (s *session) adminDenied() error {
+	return s.writeErr(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, "42000",
+		"mycached: admin commands need a user listed in --admin-users")
+}
+
+func (s *session) showMycached(args []string) error {
+	what := ""
+	if len(args) > 0 {
+		what = args[0]
+	}
+	switch what {
+	case "status":
+		var rows [][]*string
+		for _, kv := range s.srv.statusRows() {
+			rows = append(rows, []*string{&kv[0], &kv[1]})
+		}
+		return s.writeResult([]string{"Variable_name", "Value"}, rows)
+	case "queries":
+		var rows [][]*string
+		for _, q := range s.srv.queries.top(100) {
+			vals := []string{q.digest, strconv.FormatInt(q.hits, 10), strconv.FormatInt(q.misses, 10), strconv.FormatInt(q.bypasses, 10), q.why}
+			rows = append(rows, []*string{&vals[0], &vals[1], &vals[2], &vals[3], &vals[4]})
+		}
+		return s.writeResult([]string{"digest", "hits", "misses", "bypasses", "bypass_reason"}, rows)
+	}
+	return s.writeErr(mysql.ER_PARSE_ERROR, "42000", "mycached: SHOW MYCACHED takes STATUS or QUERIES")
+}
+
+func (s *session) adminCommand(args []string) error {
+	switch {
+	case len(args) == 1 && args[0] == "flush":
+		if err := s.srv.store.Flush(context.Background()); err != nil {
+			return s.writeErr(mysql.ER_UNKNOWN_ERROR, "HY000", "mycached: flush failed: "+err.Error())
+		}
+		s.srv.queries.reset()
+		return s.writeOK(0)
+	case len(args) == 3 && args[0] == "invalidate" && args[1] == "table":
+		name := strings.ReplaceAll(args[2], "`", "")
+		if !strings.Contains(name, ".") {
+			if s.hello.db == "" {
+				return s.writeErr(mysql.ER_NO_DB_ERROR, "3D000", "mycached: name the table as db.table, or USE a database first")
+			}
+			name = s.hello.db + "." + name
+		}
+		s.srv.store.Bump(context.Background(), []string{name})
+		s.srv.stats.invalidations.Inc()
+		return s.writeOK(0)
+	case len(args) == 2 && args[0] == "reload" && args[1] == "policy":
+		if err := s.srv.ReloadPolicy(); err != nil {
+			return s.writeErr(mysql.ER_UNKNOWN_ERROR, "HY000", "mycached: policy reload failed, the old policy stays: "+err.Error())
+		}
+		return s.writeOK(0)
+	}
+	return s.writeErr(mysql.ER_PARSE_ERROR, "42000", "mycached: unknown admin command; try MYCACHED FLUSH, MYCACHED INVALIDATE TABLE db.t or MYCACHED RELOAD POLICY")
+}

@@ -1,0 +1,109 @@
+package mysqlproxy
+
+import (
+	"encoding/binary"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// This file writes responses of mycached's own making: OK, ERR and small
+// text result sets, for pseudo-queries answered without the backend.
+
+// writeOK answers the current command with an OK packet.
+func (s *session) writeOK(affected uint64) error {
+	b := appendOK(make([]byte, 0, 16), affected, 0, s.status, 0)
+	if _, err := s.client.writePacket(b, 1); err != nil {
+		return clientErr{err}
+	}
+	s.last = Response{Kind: RespOK, Status: s.status, Affected: affected}
+	return s.flush()
+}
+
+// writeErr answers the current command with an error and keeps the
+// connection.
+func (s *session) writeErr(code uint16, state, msg string) error {
+	s.sendError(1, code, state, msg, true)
+	s.last = Response{Kind: RespErr, ErrCode: code, ErrMsg: msg}
+	return nil
+}
+
+// writeResult answers the current command with a text result set whose
+// columns are all strings; a nil value is NULL.
+func (s *session) writeResult(cols []string, rows [][]*string) error {
+	seq := byte(1)
+	var err error
+	b := mysql.AppendLengthEncodedInteger(nil, uint64(len(cols)))
+	if seq, err = s.client.writePacket(b, seq); err != nil {
+		return clientErr{err}
+	}
+	for _, c := range cols {
+		b = appendColumnDef(b[:0], c)
+		if seq, err = s.client.writePacket(b, seq); err != nil {
+			return clientErr{err}
+		}
+	}
+	if !s.deprecateEOF() {
+		if seq, err = s.client.writePacket(appendEOF(b[:0], s.status), seq); err != nil {
+			return clientErr{err}
+		}
+	}
+	for _, row := range rows {
+		b = b[:0]
+		for _, v := range row {
+			if v == nil {
+				b = append(b, 0xfb)
+				continue
+			}
+			b = mysql.AppendLengthEncodedInteger(b, uint64(len(*v)))
+			b = append(b, *v...)
+		}
+		if seq, err = s.client.writePacket(b, seq); err != nil {
+			return clientErr{err}
+		}
+	}
+	if s.deprecateEOF() {
+		b = appendOK(b[:0], 0, 0, s.status, 0)
+		b[0] = mysql.EOF_HEADER
+	} else {
+		b = appendEOF(b[:0], s.status)
+	}
+	if _, err = s.client.writePacket(b, seq); err != nil {
+		return clientErr{err}
+	}
+	s.last = Response{Kind: RespResultSet, Status: s.status, Results: 1, Columns: len(cols), Rows: int64(len(rows))}
+	return s.flush()
+}
+
+func (s *session) flush() error {
+	if err := s.client.w.Flush(); err != nil {
+		return clientErr{err}
+	}
+	return nil
+}
+
+func appendEOF(b []byte, status uint16) []byte {
+	b = append(b, mysql.EOF_HEADER, 0, 0)
+	return binary.LittleEndian.AppendUint16(b, status)
+}
+
+// appendColumnDef appends a protocol 4.1 column definition for a utf8mb4
+// string column.
+func appendColumnDef(b []byte, name string) []byte {
+	lenstr := func(b []byte, s string) []byte {
+		b = mysql.AppendLengthEncodedInteger(b, uint64(len(s)))
+		return append(b, s...)
+	}
+	b = lenstr(b, "def")
+	b = lenstr(b, "") // schema
+	b = lenstr(b, "") // table
+	b = lenstr(b, "") // org_table
+	b = lenstr(b, name)
+	b = lenstr(b, name)
+	b = append(b, 0x0c)
+	b = binary.LittleEndian.AppendUint16(b, 45) // utf8mb4_general_ci
+	b = binary.LittleEndian.AppendUint32(b, 1<<24)
+	b = append(b, mysql.MYSQL_TYPE_VAR_STRING)
+	b = binary.LittleEndian.AppendUint16(b, 0)
+	b = append(b, 0, 0, 0) // decimals, filler
+	return b
+}

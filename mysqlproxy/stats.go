@@ -1,0 +1,134 @@
+package mysqlproxy
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/metrics"
+	"github.com/mycached/mycached/mysqlproxy/internal/store"
+)
+
+// stats are the server's counters, exported on /metrics and by SHOW
+// MYCACHED STATUS.
+type stats struct {
+	reg           *metrics.Registry
+	hits          *metrics.CounterVec
+	misses        *metrics.Counter
+	bypasses      *metrics.CounterVec
+	stores        *metrics.Counter
+	shared        *metrics.Counter
+	invalidations *metrics.Counter
+	hitLatency    *metrics.Histogram
+	missLatency   *metrics.Histogram
+}
+
+func newStats(reg *metrics.Registry, st *store.Store, sessions func() int) *stats {
+	s := &stats{
+		reg:           reg,
+		hits:          reg.CounterVec("mycached_cache_hits_total", "Reads served from the cache, by tier.", "tier"),
+		misses:        reg.Counter("mycached_cache_misses_total", "Cacheable reads not found in the cache."),
+		bypasses:      reg.CounterVec("mycached_cache_bypass_total", "Reads that did not use the cache, by reason.", "reason"),
+		stores:        reg.Counter("mycached_cache_stores_total", "Responses stored in the cache."),
+		shared:        reg.Counter("mycached_cache_singleflight_shared_total", "Misses answered by another client's concurrent fill."),
+		invalidations: reg.Counter("mycached_invalidations_total", "Generation bumps requested by writes."),
+		hitLatency:    reg.Histogram("mycached_hit_latency_seconds", "Time from lookup to replay of a hit.", metrics.DefaultLatencyBuckets()),
+		missLatency:   reg.Histogram("mycached_miss_latency_seconds", "Time from lookup to stored response of a miss.", metrics.DefaultLatencyBuckets()),
+	}
+	reg.GaugeFunc("mycached_sessions", "Open client sessions.", func() float64 { return float64(sessions()) })
+	reg.GaugeFunc("mycached_l1_bytes", "Bytes held by the in-process cache.", func() float64 { return float64(st.Stats().L1Bytes) })
+	reg.GaugeFunc("mycached_l1_entries", "Entries held by the in-process cache.", func() float64 { return float64(st.Stats().L1Entries) })
+	reg.GaugeFunc("mycached_pending_bumps", "Invalidations waiting for memcached to come back.", func() float64 { return float64(st.Stats().PendingBumps) })
+	reg.GaugeFunc("mycached_memcached_errors", "memcached operations that failed.", func() float64 { return float64(st.Stats().MemcachedErrors) })
+	return s
+}
+
+func (s *stats) hit(t store.Tier, d time.Duration) {
+	if t == store.TierMemcached {
+		s.hits.With("memcached").Inc()
+	} else {
+		s.hits.With("l1").Inc()
+	}
+	s.hitLatency.Observe(d.Seconds())
+}
+
+func (s *stats) miss()             { s.misses.Inc() }
+func (s *stats) bypass(why string) { s.bypasses.With(why).Inc() }
+
+// queryStats keeps per-digest counts for SHOW MYCACHED QUERIES. It is
+// bounded: digests past the cap are not tracked.
+type queryStats struct {
+	m sync.Map // digest -> *queryStat
+	n atomic.Int64
+}
+
+const maxTrackedDigests = 5000
+
+type queryStat struct {
+	hits, misses, bypasses atomic.Int64
+	why                    atomic.Pointer[string]
+}
+
+// note counts one statement: hit > 0, miss < 0, or a bypass with reason.
+func (q *queryStats) note(digest, why string, hit int) {
+	if digest == "" {
+		return
+	}
+	v, ok := q.m.Load(digest)
+	if !ok {
+		if q.n.Load() >= maxTrackedDigests {
+			return
+		}
+		v, ok = q.m.LoadOrStore(digest, &queryStat{})
+		if !ok {
+			q.n.Add(1)
+		}
+	}
+	st := v.(*queryStat)
+	switch {
+	case hit > 0:
+		st.hits.Add(1)
+	case hit < 0:
+		st.misses.Add(1)
+	default:
+		st.bypasses.Add(1)
+		if why != "" {
+			if p := st.why.Load(); p == nil || *p != why {
+				st.why.Store(&why)
+			}
+		}
+	}
+}
+
+type queryRow struct {
+	digest                 string
+	hits, misses, bypasses int64
+	why                    string
+}
+
+// top returns the n busiest digests.
+func (q *queryStats) top(n int) []queryRow {
+	var rows []queryRow
+	q.m.Range(func(k, v any) bool {
+		st := v.(*queryStat)
+		r := queryRow{digest: k.(string), hits: st.hits.Load(), misses: st.misses.Load(), bypasses: st.bypasses.Load()}
+		if p := st.why.Load(); p != nil {
+			r.why = *p
+		}
+		rows = append(rows, r)
+		return true
+	})
+	sort.Slice(rows, func(i, j int) bool {
+		return rows[i].hits+rows[i].misses+rows[i].bypasses > rows[j].hits+rows[j].misses+rows[j].bypasses
+	})
+	if len(rows) > n {
+		rows = rows[:n]
+	}
+	return rows
+}
+
+func (q *queryStats) reset() {
+	q.m.Clear()
+	q.n.Store(0)
+}

@@ -1,0 +1,134 @@
+package mysqlproxy
+
+import (
+	"bufio"
+	"io"
+	"strconv"
+	"sync"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
+)
+
+// keyLocks is a set of keys being worked on, so that one request refreshes
+// an entry while the others go on being served.
+type keyLocks struct {
+	mu sync.Mutex // protects m
+	m  map[string]struct{}
+}
+
+// TryAcquire takes key if nobody holds it.
+func (k *keyLocks) TryAcquire(key string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.m[key]; ok {
+		return false
+	}
+	if k.m == nil {
+		k.m = make(map[string]struct{})
+	}
+	k.m[key] = struct{}{}
+	return true
+}
+
+// Release gives key back.
+func (k *keyLocks) Release(key string) {
+	k.mu.Lock()
+	delete(k.m, key)
+	k.mu.Unlock()
+}
+
+// readDeps are the dependencies of a read: its tables ("db.table"), and
+// all of them plus the database-wide and global generations.
+type readDeps struct {
+	tables []string
+	all    []string
+}
+
+// depsMemo memoizes the dependencies of an analysis in a database, so the
+// hot path builds no strings. Analyses are shared and immutable, so the
+// pointer is a sound key.
+type depsMemo struct {
+	m sync.Map // depsKey -> *readDeps
+	n sync.Mutex
+	k int
+}
+
+type depsKey struct {
+	info *sqlinfo.Info
+	db   string
+}
+
+const maxDepsMemo = 20000
+
+func (s *Server) deps(info *sqlinfo.Info, db string) *readDeps {
+	k := depsKey{info, db}
+	if v, ok := s.depsMemo.m.Load(k); ok {
+		return v.(*readDeps)
+	}
+	d := &readDeps{}
+	dbs := map[string]bool{}
+	for _, t := range sqlinfo.Qualify(info.Reads, db) {
+		d.tables = append(d.tables, t.String())
+		dbs[t.DB] = true
+	}
+	d.all = append(d.all, d.tables...)
+	for x := range dbs {
+		d.all = append(d.all, x+".*")
+	}
+	d.all = append(d.all, "*")
+	s.depsMemo.n.Lock()
+	if s.depsMemo.k >= maxDepsMemo {
+		s.depsMemo.m.Clear()
+		s.depsMemo.k = 0
+	}
+	s.depsMemo.k++
+	s.depsMemo.n.Unlock()
+	s.depsMemo.m.Store(k, d)
+	return d
+}
+
+func (s *Server) getTee() []byte {
+	if b, ok := s.tees.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, 16<<10)
+}
+
+func (s *Server) putTee(b []byte) {
+	if b == nil || cap(b) > 1<<20 {
+		return
+	}
+	b = b[:0]
+	s.tees.Put(&b)
+}
+
+// statusRows are the counters SHOW MYCACHED STATUS shows.
+func (s *Server) statusRows() [][2]string {
+	st := s.store.Stats()
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	return [][2]string{
+		{"Sessions", strconv.Itoa(s.sessionCount())},
+		{"Hits_l1", u(s.stats.hits.With("l1").Value())},
+		{"Hits_memcached", u(s.stats.hits.With("memcached").Value())},
+		{"Misses", u(s.stats.misses.Value())},
+		{"Stores", u(s.stats.stores.Value())},
+		{"Singleflight_shared", u(s.stats.shared.Value())},
+		{"Invalidations", u(s.stats.invalidations.Value())},
+		{"L1_bytes", i(st.L1Bytes)},
+		{"L1_entries", i(st.L1Entries)},
+		{"Pending_bumps", i(int64(st.PendingBumps))},
+		{"Memcached_errors", i(int64(st.MemcachedErrors))},
+	}
+}
+
+func (s *Server) discard() *bufio.Writer {
+	w := writerPool.Get().(*bufio.Writer)
+	w.Reset(io.Discard)
+	return w
+}
+
+func (s *Server) putDiscard(w *bufio.Writer) {
+	w.Reset(nil)
+	writerPool.Put(w)
+}
