@@ -30,6 +30,12 @@ func (s *session) writeErr(code uint16, state, msg string) error {
 // writeResult answers the current command with a text result set whose
 // columns are all strings; a nil value is NULL.
 func (s *session) writeResult(cols []string, rows [][]*string) error {
+	return s.writeRows(cols, rows, false)
+}
+
+// writeRows answers with a result set in the text protocol, or in the
+// binary protocol of COM_STMT_EXECUTE.
+func (s *session) writeRows(cols []string, rows [][]*string, binaryRows bool) error {
 	seq := byte(1)
 	var err error
 	b := mysql.AppendLengthEncodedInteger(nil, uint64(len(cols)))
@@ -49,9 +55,21 @@ func (s *session) writeResult(cols []string, rows [][]*string) error {
 	}
 	for _, row := range rows {
 		b = b[:0]
-		for _, v := range row {
+		var nulls []byte
+		if binaryRows {
+			// The binary row's NULL bitmap is offset by two bits.
+			b = append(b, mysql.OK_HEADER)
+			nb := (len(row) + 7 + 2) / 8
+			b = append(b, make([]byte, nb)...)
+			nulls = b[1 : 1+nb]
+		}
+		for i, v := range row {
 			if v == nil {
-				b = append(b, 0xfb)
+				if binaryRows {
+					nulls[(i+2)/8] |= 1 << ((i + 2) % 8)
+				} else {
+					b = append(b, 0xfb)
+				}
 				continue
 			}
 			b = mysql.AppendLengthEncodedInteger(b, uint64(len(*v)))

@@ -15,6 +15,9 @@ import (
 // invalidating what they touched before the client hears they are done.
 func (s *session) comQuery(p []byte) error {
 	sql := string(p[1:])
+	if handled, err := s.kvQuery(sql); handled {
+		return err
+	}
 	if handled, err := s.pseudo(sql); handled {
 		return err
 	}
@@ -34,6 +37,9 @@ func (s *session) comQuery(p []byte) error {
 func (s *session) comStmtExecute(p []byte) error {
 	if len(p) < 10 {
 		return s.relayMode(p, modeResult)
+	}
+	if ks := s.localStmts[le32(p[1:])]; ks != nil {
+		return s.kvExecute(ks, p)
 	}
 	st := s.stmts[le32(p[1:])]
 	if st == nil || st.info == nil {
@@ -209,6 +215,7 @@ func isDrop(digest string) bool {
 // COM_RESET_CONNECTION and COM_CHANGE_USER start afresh.
 func (s *session) resetState() {
 	clear(s.stmts)
+	clear(s.localStmts)
 	clear(s.temps)
 	s.state.reset(s.hello.charset)
 	s.cacheOff, s.tainted = false, false

@@ -38,6 +38,7 @@ type Server struct {
 	store      *store.Store
 	flight     flight.Group
 	policy     cachepolicy.Policy
+	kv         kvStore
 	reg        *metrics.Registry
 	stats      *stats
 	queries    queryStats
@@ -87,6 +88,7 @@ func NewServer(cfg Config) (*Server, error) {
 	case s.policy == nil:
 		s.policy = cachepolicy.Default{TTL: cfg.DefaultTTL}
 	}
+	s.kv = kvStore{st: s.store, l1Only: len(cfg.Memcached) == 0}
 	s.reg = metrics.NewRegistry()
 	s.stats = newStats(s.reg, s.store, s.sessionCount)
 	return s, nil

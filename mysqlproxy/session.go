@@ -11,6 +11,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/mycached/mycached/cachepolicy"
+	"github.com/mycached/mycached/mysqlproxy/internal/kv"
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 )
 
@@ -41,6 +42,8 @@ type session struct {
 
 	buf        []byte // the command packet being handled
 	stmts      map[uint32]*stmt
+	localStmts map[uint32]*kv.Stmt // kv pseudo-queries mycached prepared itself
+	nextLocal  uint32
 	clientAddr string
 
 	// Cache state.
@@ -163,10 +166,18 @@ func (s *session) dispatch(p []byte) error {
 		return errQuit
 	case mysql.COM_STMT_CLOSE:
 		if len(p) >= 5 {
-			delete(s.stmts, le32(p[1:]))
+			id := le32(p[1:])
+			if _, ok := s.localStmts[id]; ok {
+				delete(s.localStmts, id)
+				return nil
+			}
+			delete(s.stmts, id)
 		}
 		return s.forward(p) // no response
 	case mysql.COM_STMT_SEND_LONG_DATA:
+		if len(p) >= 5 && s.localStmts[le32(p[1:])] != nil {
+			return nil // kv parameters come inline; the execute will say so
+		}
 		if len(p) >= 5 {
 			if st := s.stmts[le32(p[1:])]; st != nil {
 				st.longData = true
@@ -176,7 +187,15 @@ func (s *session) dispatch(p []byte) error {
 	case mysql.COM_STATISTICS:
 		return s.relayRaw(p)
 	case mysql.COM_STMT_PREPARE:
+		if handled, err := s.kvPrepare(string(p[1:])); handled {
+			return err
+		}
 		return s.prepare(p)
+	case mysql.COM_STMT_RESET:
+		if len(p) >= 5 && s.localStmts[le32(p[1:])] != nil {
+			return s.writeOK(0)
+		}
+		return s.relayMode(p, modeResult)
 	case mysql.COM_FIELD_LIST:
 		return s.relayMode(p, modeFieldList)
 	case mysql.COM_STMT_FETCH:

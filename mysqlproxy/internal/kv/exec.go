@@ -1,0 +1,219 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// getBatch is how many keys SELECT * reads per GetMulti: large enough to
+// amortize round trips, small enough to keep one reply bounded.
+const getBatch = 100
+
+// Exec runs st against s and returns what to send to the client. namespace
+// is "" for the shared kv namespace or "<user>:" for a per-user one; it
+// goes between opts.Prefix and the key. st must have no unbound
+// placeholders (see Bind). Exec validates keys and the value before it
+// writes anything, so an error result never leaves a partial write.
+func Exec(ctx context.Context, s Store, opts Options, namespace string, st *Stmt) Result {
+	opts = opts.withDefaults()
+	if st.Params > 0 {
+		return ErrorResult(ErrUnbound)
+	}
+	ns := opts.Prefix + namespace
+	switch st.Op {
+	case OpInsert:
+		return execInsert(ctx, s, opts, ns, st)
+	case OpSelect:
+		return execSelect(ctx, s, ns, st)
+	case OpDelete:
+		return execDelete(ctx, s, ns, st)
+	case OpSelectAll:
+		return execSelectAll(ctx, s, ns)
+	case OpDrop:
+		return execDrop(ctx, s, ns)
+	}
+	return errorResult(CodeUnknown, StateGeneral, fmt.Sprintf("mycached: unknown kv statement %d", st.Op))
+}
+
+func execInsert(ctx context.Context, s Store, opts Options, ns string, st *Stmt) Result {
+	if len(st.Keys) != 1 {
+		return errorResult(CodeUnknown, StateGeneral, "mycached: INSERT needs exactly one key")
+	}
+	key, res := fullKey(ns, st.Keys[0])
+	if res.IsError() {
+		return res
+	}
+	if len(st.Value) > opts.MaxBytes {
+		return errorResult(CodeUnknown, StateGeneral, fmt.Sprintf(
+			"mycached: value of %d bytes is over the kv limit of %d bytes (--kv-max-bytes)",
+			len(st.Value), opts.MaxBytes))
+	}
+	// memcached cannot store the pair raw if it exceeds the item size,
+	// and chunking would make it unreadable to other memcached clients.
+	if limit := s.ItemSizeMax(ctx); limit > 0 && len(key)+len(st.Value) > limit-ItemOverhead {
+		return tooLarge(len(st.Value), limit)
+	}
+	if err := s.Set(ctx, key, st.Value, st.TTL); err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			return tooLarge(len(st.Value), s.ItemSizeMax(ctx))
+		}
+		return storeError("INSERT", err)
+	}
+	return Result{Affected: 1}
+}
+
+// tooLarge is the error for a value over memcached's item size limit
+// (limit bytes, 0 if unknown).
+func tooLarge(n, limit int) Result {
+	have := "its item size limit"
+	if limit > 0 {
+		have = fmt.Sprintf("its item size limit of %d bytes (less %d for the key and item header)", limit, ItemOverhead)
+	}
+	return errorResult(CodeUnknown, StateGeneral, fmt.Sprintf(
+		"mycached: value of %d bytes does not fit in memcached, %s; start memcached with a larger -I (for example -I 16m) or store a smaller value",
+		n, have))
+}
+
+func execSelect(ctx context.Context, s Store, ns string, st *Stmt) Result {
+	if len(st.Keys) == 0 {
+		return errorResult(CodeUnknown, StateGeneral, "mycached: SELECT needs at least one key")
+	}
+	// One row per distinct key, in the order first asked for.
+	keys := make([]string, 0, len(st.Keys))
+	userKeys := make([][]byte, 0, len(st.Keys))
+	seen := make(map[string]bool, len(st.Keys))
+	for _, k := range st.Keys {
+		key, res := fullKey(ns, k)
+		if res.IsError() {
+			return res
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		keys = append(keys, key)
+		userKeys = append(userKeys, k)
+	}
+	vals, err := s.GetMulti(ctx, keys)
+	if err != nil {
+		return storeError("SELECT", err)
+	}
+	res := Result{Columns: Columns(), IsRows: true}
+	for i, key := range keys {
+		if v, ok := vals[key]; ok {
+			res.Rows = append(res.Rows, [2][]byte{userKeys[i], v})
+		}
+	}
+	return res
+}
+
+func execDelete(ctx context.Context, s Store, ns string, st *Stmt) Result {
+	if len(st.Keys) != 1 {
+		return errorResult(CodeUnknown, StateGeneral, "mycached: DELETE needs exactly one key")
+	}
+	key, res := fullKey(ns, st.Keys[0])
+	if res.IsError() {
+		return res
+	}
+	existed, err := s.Delete(ctx, key)
+	if err != nil {
+		return storeError("DELETE", err)
+	}
+	if existed {
+		return Result{Affected: 1}
+	}
+	return Result{}
+}
+
+// listKeys returns the full keys under ns, sorted so that SELECT * is
+// stable. It drops keys outside ns in case a Store matches loosely.
+func listKeys(ctx context.Context, s Store, ns string) ([]string, error) {
+	keys, err := s.Keys(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	out := keys[:0:0]
+	for _, k := range keys {
+		if len(k) > len(ns) && strings.HasPrefix(k, ns) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func execSelectAll(ctx context.Context, s Store, ns string) Result {
+	keys, err := listKeys(ctx, s, ns)
+	if err != nil {
+		return storeError("SELECT *", err)
+	}
+	res := Result{Columns: Columns(), IsRows: true}
+	for len(keys) > 0 {
+		batch := keys[:min(getBatch, len(keys))]
+		keys = keys[len(batch):]
+		vals, err := s.GetMulti(ctx, batch)
+		if err != nil {
+			return storeError("SELECT *", err)
+		}
+		// A key deleted or expired since Keys ran is simply absent.
+		for _, k := range batch {
+			if v, ok := vals[k]; ok {
+				res.Rows = append(res.Rows, [2][]byte{[]byte(k[len(ns):]), v})
+			}
+		}
+	}
+	return res
+}
+
+func execDrop(ctx context.Context, s Store, ns string) Result {
+	keys, err := listKeys(ctx, s, ns)
+	if err != nil {
+		return storeError("DROP", err)
+	}
+	var n uint64
+	for _, k := range keys {
+		existed, err := s.Delete(ctx, k)
+		if err != nil {
+			return storeError(fmt.Sprintf("DROP (after removing %d pairs)", n), err)
+		}
+		if existed {
+			n++
+		}
+	}
+	return Result{Affected: n}
+}
+
+// fullKey validates a user key and returns it namespaced. memcached's
+// rules apply to the whole key, since that is what it stores.
+func fullKey(ns string, k []byte) (string, Result) {
+	if len(k) == 0 {
+		return "", errorResult(CodeUnknown, StateGeneral, "mycached: kv key must not be empty")
+	}
+	if len(ns)+len(k) > MaxKeyLen {
+		return "", errorResult(CodeUnknown, StateGeneral, fmt.Sprintf(
+			"mycached: kv key of %d bytes is too long: with its %d-byte prefix %q it exceeds memcached's %d-byte limit",
+			len(k), len(ns), ns, MaxKeyLen))
+	}
+	for i, c := range k {
+		if c <= ' ' || c == 0x7f {
+			return "", errorResult(CodeUnknown, StateGeneral, fmt.Sprintf(
+				"mycached: kv key must not contain whitespace or control bytes (byte 0x%02x at position %d)", c, i))
+		}
+	}
+	key := ns + string(k)
+	for i := 0; i < len(ns); i++ {
+		if c := ns[i]; c <= ' ' || c == 0x7f {
+			return "", errorResult(CodeUnknown, StateGeneral, fmt.Sprintf(
+				"mycached: kv namespace %q contains whitespace or control bytes", ns))
+		}
+	}
+	return key, Result{}
+}
+
+// storeError reports a failure of the cache tier during op.
+func storeError(op string, err error) Result {
+	return errorResult(CodeUnknown, StateGeneral, fmt.Sprintf("mycached: kv %s failed: %v", op, err))
+}

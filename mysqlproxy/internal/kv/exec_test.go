@@ -1,0 +1,377 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeStore is an in-memory Store with failure injection.
+type fakeStore struct {
+	m        map[string][]byte
+	ttl      map[string]time.Duration
+	itemMax  int
+	fail     map[string]error // by method name: "GetMulti", "Set", "Delete", "Keys"
+	failAt   int              // fail Delete on this call (1-based) when > 0
+	deletes  int
+	sets     int
+	getCalls [][]string
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{m: map[string][]byte{}, ttl: map[string]time.Duration{}, fail: map[string]error{}}
+}
+
+func (f *fakeStore) GetMulti(ctx context.Context, keys []string) (map[string][]byte, error) {
+	f.getCalls = append(f.getCalls, append([]string(nil), keys...))
+	if err := f.fail["GetMulti"]; err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for _, k := range keys {
+		if v, ok := f.m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeStore) Set(ctx context.Context, key string, val []byte, ttl time.Duration) error {
+	if err := f.fail["Set"]; err != nil {
+		return err
+	}
+	f.sets++
+	f.m[key] = append([]byte(nil), val...)
+	f.ttl[key] = ttl
+	return nil
+}
+
+func (f *fakeStore) Delete(ctx context.Context, key string) (bool, error) {
+	f.deletes++
+	if err := f.fail["Delete"]; err != nil && (f.failAt == 0 || f.failAt == f.deletes) {
+		return false, err
+	}
+	_, ok := f.m[key]
+	delete(f.m, key)
+	return ok, nil
+}
+
+func (f *fakeStore) Keys(ctx context.Context, prefix string) ([]string, error) {
+	if err := f.fail["Keys"]; err != nil {
+		return nil, err
+	}
+	var out []string
+	for k := range f.m {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeStore) ItemSizeMax(ctx context.Context) int { return f.itemMax }
+
+// run parses, binds and executes one statement.
+func run(t *testing.T, s Store, opts Options, ns, sql string, args ...string) Result {
+	t.Helper()
+	st := mustParse(t, sql)
+	if st.Params > 0 {
+		b := make([][]byte, len(args))
+		for i, a := range args {
+			b[i] = []byte(a)
+		}
+		var err error
+		if st, err = st.Bind(b); err != nil {
+			t.Fatalf("Bind(%q): %v", args, err)
+		}
+	}
+	return Exec(context.Background(), s, opts, ns, st)
+}
+
+// rows renders a result set as "key=value" strings.
+func rows(t *testing.T, r Result) []string {
+	t.Helper()
+	if r.IsError() || !r.IsRows {
+		t.Fatalf("got %+v, want a result set", r)
+	}
+	if !reflect.DeepEqual(r.Columns, []string{"key", "value"}) {
+		t.Errorf("Columns = %q, want [key value]", r.Columns)
+	}
+	out := []string{}
+	for _, row := range r.Rows {
+		out = append(out, string(row[0])+"="+string(row[1]))
+	}
+	return out
+}
+
+// wantOK checks an OK result with n affected rows.
+func wantOK(t *testing.T, r Result, n uint64) {
+	t.Helper()
+	if r.IsError() || r.IsRows || r.Affected != n {
+		t.Fatalf("got %+v, want OK with %d affected rows", r, n)
+	}
+}
+
+func TestExecForms(t *testing.T) {
+	s := newFakeStore()
+	var o Options
+	wantOK(t, run(t, s, o, "", `INSERT "a" = "1"`), 1)
+	wantOK(t, run(t, s, o, "", `INSERT 'b' = X'32' TTL 60`), 1)
+	wantOK(t, run(t, s, o, "", `INSERT ? = ? TTL ?`, "c", "3", "5"), 1)
+
+	if got, want := s.m["kv:b"], "2"; string(got) != want {
+		t.Errorf("store holds kv:b = %q, want %q", got, want)
+	}
+	if got, want := s.ttl["kv:b"], time.Minute; got != want {
+		t.Errorf("kv:b TTL = %v, want %v", got, want)
+	}
+	if got, want := s.ttl["kv:c"], 5*time.Second; got != want {
+		t.Errorf("kv:c TTL = %v, want %v", got, want)
+	}
+
+	if got, want := rows(t, run(t, s, o, "", `SELECT "a"`)), []string{"a=1"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("SELECT a = %q, want %q", got, want)
+	}
+	if got := rows(t, run(t, s, o, "", `SELECT "nope"`)); len(got) != 0 {
+		t.Errorf("SELECT nope = %q, want no rows", got)
+	}
+	s.getCalls = nil
+	got := rows(t, run(t, s, o, "", `SELECT "c", "nope", "a", "c", ?`, "b"))
+	if want := []string{"c=3", "a=1", "b=2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("SELECT c, nope, a, c, b = %q, want %q", got, want)
+	}
+	if len(s.getCalls) != 1 {
+		t.Errorf("SELECT of 5 keys made %d GetMulti calls, want 1", len(s.getCalls))
+	}
+
+	got = rows(t, run(t, s, o, "", `SELECT *`))
+	if want := []string{"a=1", "b=2", "c=3"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("SELECT * = %q, want %q", got, want)
+	}
+
+	wantOK(t, run(t, s, o, "", `DELETE "a"`), 1)
+	wantOK(t, run(t, s, o, "", `DELETE ?`, "a"), 0)
+	wantOK(t, run(t, s, o, "", `INSERT "b" = "22"`), 1)
+	if got, want := rows(t, run(t, s, o, "", `SELECT "b"`)), []string{"b=22"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("SELECT b after overwrite = %q, want %q", got, want)
+	}
+
+	s.m["q:0123"] = []byte("query entry")
+	s.m["g:users"] = []byte("7")
+	wantOK(t, run(t, s, o, "", `DROP`), 2)
+	if got := rows(t, run(t, s, o, "", `SELECT *`)); len(got) != 0 {
+		t.Errorf("SELECT * after DROP = %q, want no rows", got)
+	}
+	if len(s.m) != 2 || s.m["q:0123"] == nil || s.m["g:users"] == nil {
+		t.Errorf("DROP touched keys outside kv: store holds %q", s.m)
+	}
+	wantOK(t, run(t, s, o, "", `DROP;`), 0)
+}
+
+// TestExecBinary checks that values are stored raw and come back
+// byte-identical, as memcached clients will read them.
+func TestExecBinary(t *testing.T) {
+	s := newFakeStore()
+	val := make([]byte, 256)
+	for i := range val {
+		val[i] = byte(i)
+	}
+	wantOK(t, run(t, s, Options{}, "", `INSERT "bin" = ?`, string(val)), 1)
+	wantOK(t, run(t, s, Options{}, "", fmt.Sprintf(`INSERT "hex" = X'%X'`, val)), 1)
+	for _, k := range []string{"kv:bin", "kv:hex"} {
+		if string(s.m[k]) != string(val) {
+			t.Errorf("store holds %s = %q, want the 256 byte values", k, s.m[k])
+		}
+	}
+	r := run(t, s, Options{}, "", `SELECT "bin"`)
+	if len(r.Rows) != 1 || string(r.Rows[0][1]) != string(val) {
+		t.Errorf("SELECT bin = %q, want the 256 byte values", r.Rows)
+	}
+}
+
+func TestExecNamespaces(t *testing.T) {
+	s := newFakeStore()
+	o := Options{Prefix: "pfx:"}
+	wantOK(t, run(t, s, o, "alice:", `INSERT "k" = "a"`), 1)
+	wantOK(t, run(t, s, o, "bob:", `INSERT "k" = "b"`), 1)
+	wantOK(t, run(t, s, o, "bob:", `INSERT "j" = "b2"`), 1)
+	if got := string(s.m["pfx:alice:k"]); got != "a" {
+		t.Errorf("store holds pfx:alice:k = %q, want %q", got, "a")
+	}
+	if got, want := rows(t, run(t, s, o, "alice:", `SELECT "k"`)), []string{"k=a"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("alice SELECT k = %q, want %q", got, want)
+	}
+	if got, want := rows(t, run(t, s, o, "bob:", `SELECT *`)), []string{"j=b2", "k=b"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("bob SELECT * = %q, want %q", got, want)
+	}
+	if got, want := rows(t, run(t, s, o, "", `SELECT *`)), []string{"alice:k=a", "bob:j=b2", "bob:k=b"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("shared SELECT * = %q, want %q", got, want)
+	}
+	wantOK(t, run(t, s, o, "bob:", `DROP`), 2)
+	if got, want := rows(t, run(t, s, o, "alice:", `SELECT *`)), []string{"k=a"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("alice SELECT * after bob's DROP = %q, want %q", got, want)
+	}
+}
+
+// TestExecSelectAllBatches checks that SELECT * reads many keys in
+// bounded GetMulti calls and returns them all.
+func TestExecSelectAllBatches(t *testing.T) {
+	s := newFakeStore()
+	const n = 2*getBatch + 7
+	var want []string
+	for i := range n {
+		k := fmt.Sprintf("k%04d", i)
+		s.m["kv:"+k] = []byte(k)
+		want = append(want, k+"="+k)
+	}
+	got := rows(t, run(t, s, Options{}, "", `SELECT *`))
+	sort.Strings(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("SELECT * returned %d rows, want %d in key order", len(got), len(want))
+	}
+	if len(s.getCalls) != 3 {
+		t.Errorf("SELECT * of %d keys made %d GetMulti calls, want 3", n, len(s.getCalls))
+	}
+	for _, c := range s.getCalls {
+		if len(c) > getBatch {
+			t.Errorf("a GetMulti call asked for %d keys, want at most %d", len(c), getBatch)
+		}
+	}
+}
+
+func TestExecErrors(t *testing.T) {
+	long := strings.Repeat("x", MaxKeyLen-len(DefaultPrefix)+1)
+	fits := strings.Repeat("x", MaxKeyLen-len(DefaultPrefix))
+	storeErr := errors.New("store: connection refused")
+	tests := []struct {
+		name    string
+		sql     string
+		args    []string
+		opts    Options
+		ns      string
+		setup   func(*fakeStore)
+		code    uint16
+		state   string
+		msgHas  string
+		noWrite bool // the store must hold nothing afterwards
+	}{
+		{name: "empty key", sql: `INSERT "" = "v"`, code: CodeUnknown, msgHas: "empty", noWrite: true},
+		{name: "empty key select", sql: `SELECT ""`, code: CodeUnknown, msgHas: "empty"},
+		{name: "empty key delete", sql: `DELETE ''`, code: CodeUnknown, msgHas: "empty"},
+		{name: "empty bound key", sql: `INSERT ? = ?`, args: []string{"", "v"}, code: CodeUnknown, msgHas: "empty", noWrite: true},
+		{name: "long key", sql: `INSERT "` + long + `" = "v"`, code: CodeUnknown, msgHas: "250", noWrite: true},
+		{name: "long once namespaced", sql: `INSERT "` + fits + `" = "v"`, ns: "u:", code: CodeUnknown, msgHas: "too long", noWrite: true},
+		{name: "long key select", sql: `SELECT "a", "` + long + `"`, code: CodeUnknown, msgHas: "too long"},
+		{name: "space in key", sql: `INSERT "a b" = "v"`, code: CodeUnknown, msgHas: "whitespace", noWrite: true},
+		{name: "tab in key", sql: `INSERT "a\tb" = "v"`, code: CodeUnknown, msgHas: "whitespace", noWrite: true},
+		{name: "newline in key", sql: `DELETE "a\nb"`, code: CodeUnknown, msgHas: "control"},
+		{name: "NUL in key", sql: `INSERT "a\0b" = "v"`, code: CodeUnknown, msgHas: "control", noWrite: true},
+		{name: "DEL in key", sql: `INSERT X'617f' = "v"`, code: CodeUnknown, msgHas: "0x7f", noWrite: true},
+		{name: "bad namespace", sql: `INSERT "k" = "v"`, ns: "a b:", code: CodeUnknown, msgHas: "namespace", noWrite: true},
+		{name: "value over max bytes", sql: `INSERT "k" = "12345"`, opts: Options{MaxBytes: 4}, code: CodeUnknown, msgHas: "--kv-max-bytes", noWrite: true},
+		{name: "value over memcached item size", sql: `INSERT "k" = ?`, args: []string{strings.Repeat("v", 2048)},
+			setup: func(f *fakeStore) { f.itemMax = 3000 }, code: CodeUnknown, msgHas: "-I", noWrite: true},
+		{name: "store refuses as too large", sql: `INSERT "k" = "v"`,
+			setup: func(f *fakeStore) { f.fail["Set"] = fmt.Errorf("wrapped: %w", ErrTooLarge) }, code: CodeUnknown, msgHas: "-I", noWrite: true},
+		{name: "set fails", sql: `INSERT "k" = "v"`, setup: func(f *fakeStore) { f.fail["Set"] = storeErr },
+			code: CodeUnknown, msgHas: "connection refused", noWrite: true},
+		{name: "get fails", sql: `SELECT "k"`, setup: func(f *fakeStore) { f.fail["GetMulti"] = storeErr },
+			code: CodeUnknown, msgHas: "connection refused"},
+		{name: "delete fails", sql: `DELETE "k"`, setup: func(f *fakeStore) { f.fail["Delete"] = storeErr },
+			code: CodeUnknown, msgHas: "connection refused"},
+		{name: "keys fails select all", sql: `SELECT *`, setup: func(f *fakeStore) { f.fail["Keys"] = storeErr },
+			code: CodeUnknown, msgHas: "connection refused"},
+		{name: "get fails select all", sql: `SELECT *`, setup: func(f *fakeStore) {
+			f.m["kv:a"] = []byte("1")
+			f.fail["GetMulti"] = storeErr
+		}, code: CodeUnknown, msgHas: "connection refused"},
+		{name: "keys fails drop", sql: `DROP`, setup: func(f *fakeStore) { f.fail["Keys"] = storeErr },
+			code: CodeUnknown, msgHas: "connection refused"},
+		{name: "delete fails mid drop", sql: `DROP`, setup: func(f *fakeStore) {
+			f.m["kv:a"], f.m["kv:b"], f.m["kv:c"] = []byte("1"), []byte("2"), []byte("3")
+			f.fail["Delete"], f.failAt = storeErr, 3
+		}, code: CodeUnknown, msgHas: "after removing 2 pairs"},
+		{name: "unbound placeholder", sql: `SELECT ?`, code: CodeParseError, state: StateParseError, msgHas: "prepared statement"},
+		{name: "unbound insert", sql: `INSERT ? = ?`, code: CodeParseError, state: StateParseError, msgHas: "prepared statement", noWrite: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newFakeStore()
+			if tt.setup != nil {
+				tt.setup(s)
+			}
+			st := mustParse(t, tt.sql)
+			if tt.args != nil {
+				b := make([][]byte, len(tt.args))
+				for i, a := range tt.args {
+					b[i] = []byte(a)
+				}
+				var err error
+				if st, err = st.Bind(b); err != nil {
+					t.Fatalf("Bind: %v", err)
+				}
+			}
+			r := Exec(context.Background(), s, tt.opts, tt.ns, st)
+			state := tt.state
+			if state == "" {
+				state = StateGeneral
+			}
+			if r.Code != tt.code || r.State != state {
+				t.Fatalf("got %+v, want error %d (%s)", r, tt.code, state)
+			}
+			if !strings.HasPrefix(r.Msg, "mycached: ") || !strings.Contains(r.Msg, tt.msgHas) {
+				t.Errorf("message %q: want prefix \"mycached: \" and %q", r.Msg, tt.msgHas)
+			}
+			if r.IsRows || r.Affected != 0 {
+				t.Errorf("an error result also carries rows or a count: %+v", r)
+			}
+			if tt.noWrite && (len(s.m) != 0 || s.sets != 0) {
+				t.Errorf("store was written (%d sets, holds %q), want no write", s.sets, s.m)
+			}
+		})
+	}
+}
+
+// TestExecItemSizeBoundary checks the exact limit: key plus value may use
+// ItemSizeMax less ItemOverhead, and no more.
+func TestExecItemSizeBoundary(t *testing.T) {
+	s := newFakeStore()
+	s.itemMax = 4096
+	room := s.itemMax - ItemOverhead - len("kv:k")
+	wantOK(t, run(t, s, Options{}, "", `INSERT "k" = ?`, strings.Repeat("v", room)), 1)
+	if r := run(t, s, Options{}, "", `INSERT "k" = ?`, strings.Repeat("v", room+1)); !r.IsError() {
+		t.Fatalf("a value one byte over the item size was accepted: %+v", r)
+	}
+	if got := len(s.m["kv:k"]); got != room {
+		t.Errorf("after a refused overwrite the store holds %d bytes, want the earlier %d", got, room)
+	}
+	// L1 (ItemSizeMax 0) takes anything up to MaxBytes.
+	s.itemMax = 0
+	wantOK(t, run(t, s, Options{MaxBytes: 1 << 20}, "", `INSERT "k" = ?`, strings.Repeat("v", 1<<20)), 1)
+}
+
+func TestErrorResult(t *testing.T) {
+	_, _, err := Parse(`INSERT "k" =`)
+	if r := ErrorResult(err); r.Code != CodeParseError || r.State != StateParseError || r.Msg != err.Error() {
+		t.Errorf("ErrorResult(syntax) = %+v, want 1064/42000 with the error's text", r)
+	}
+	if r := ErrorResult(errors.New("boom")); r.Code != CodeUnknown || r.State != StateGeneral {
+		t.Errorf("ErrorResult(other) = %+v, want 1105/HY000", r)
+	}
+}
+
+func TestOptionsDefaults(t *testing.T) {
+	got := Options{}.withDefaults()
+	if got.Prefix != DefaultPrefix || got.MaxBytes != DefaultMaxBytes {
+		t.Errorf("defaults = %+v, want prefix %q and %d bytes", got, DefaultPrefix, DefaultMaxBytes)
+	}
+	got = Options{Prefix: "x:", MaxBytes: 5}.withDefaults()
+	if got.Prefix != "x:" || got.MaxBytes != 5 {
+		t.Errorf("withDefaults changed set fields: %+v", got)
+	}
+}

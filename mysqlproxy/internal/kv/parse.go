@@ -1,0 +1,318 @@
+package kv
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Parse parses sql as a kv pseudo-query, with backslash escapes in strings
+// as MySQL reads them by default.
+//
+// ok is false when sql is not a kv statement: the caller sends it to MySQL
+// as SQL, and err is nil. When ok is true and err is not nil, sql is
+// kv-shaped but malformed (INSERT "k" =, a bad TTL, trailing tokens); err
+// wraps ErrSyntax and its text is the message of the ER_PARSE_ERROR to
+// send (see ErrorResult). A SELECT never yields an error: a SELECT that is
+// not exactly a kv form is SQL.
+func Parse(sql string) (st *Stmt, ok bool, err error) {
+	return parse(sql, false)
+}
+
+// ParseNoBackslashEscapes is Parse for a session whose sql_mode includes
+// NO_BACKSLASH_ESCAPES (the server status flag tells): a backslash is then
+// an ordinary character, and drivers escape only quotes by doubling them.
+func ParseNoBackslashEscapes(sql string) (st *Stmt, ok bool, err error) {
+	return parse(sql, true)
+}
+
+// parser holds the state of one Parse call.
+type parser struct {
+	lx lexer
+	st Stmt
+}
+
+func parse(sql string, noBackslash bool) (*Stmt, bool, error) {
+	// The parser stays on the stack: most statements are plain SQL and
+	// should cost no allocation on their way to MySQL.
+	p := parser{lx: lexer{src: sql, noBackslash: noBackslash}}
+	first, err := p.lx.next()
+	if err != nil || first.kind != tWord {
+		return nil, false, nil
+	}
+	switch {
+	case strings.EqualFold(first.text, "SELECT"):
+		if !p.selectStmt() {
+			return nil, false, nil
+		}
+		return p.stmt(), true, nil
+	case strings.EqualFold(first.text, "INSERT"):
+		return p.finish(p.insert())
+	case strings.EqualFold(first.text, "DELETE"):
+		return p.finish(p.delete())
+	case strings.EqualFold(first.text, "DROP"):
+		if !p.atEnd() {
+			return nil, false, nil
+		}
+		p.st.Op = OpDrop
+		return p.stmt(), true, nil
+	}
+	return nil, false, nil
+}
+
+// finish turns the (ok, err) of a statement parser into Parse's results.
+func (p *parser) finish(ok bool, err error) (*Stmt, bool, error) {
+	switch {
+	case !ok:
+		return nil, false, nil
+	case err != nil:
+		return nil, true, err
+	}
+	return p.stmt(), true, nil
+}
+
+// stmt returns the parsed statement on the heap.
+func (p *parser) stmt() *Stmt {
+	st := p.st
+	return &st
+}
+
+// atEnd consumes an optional ";" and reports whether the statement ends
+// there. It consumes nothing useful when it returns false, since the
+// caller then gives up.
+func (p *parser) atEnd() bool {
+	t, err := p.lx.next()
+	if err != nil {
+		return false
+	}
+	if t.is(';') {
+		t, err = p.lx.next()
+	}
+	return err == nil && t.kind == tEOF
+}
+
+// expectEnd is atEnd for a kv-shaped statement, where leftovers are a
+// syntax error.
+func (p *parser) expectEnd(after string) error {
+	t, err := p.lx.next()
+	if err != nil {
+		return err
+	}
+	if t.is(';') {
+		if t, err = p.lx.next(); err != nil {
+			return err
+		}
+	}
+	if t.kind != tEOF {
+		return fmt.Errorf("%w: unexpected %s after %s", ErrSyntax, t.describe(), after)
+	}
+	return nil
+}
+
+// selectStmt parses SELECT * or SELECT "k1", ? ... and reports whether
+// the statement is exactly that.
+func (p *parser) selectStmt() bool {
+	t, err := p.lx.next()
+	if err != nil {
+		return false
+	}
+	if t.is('*') {
+		p.st.Op = OpSelectAll
+		return p.atEnd()
+	}
+	p.st.Op = OpSelect
+	for {
+		switch {
+		case t.plainDoubleQuoted():
+			p.st.Keys = append(p.st.Keys, t.val)
+		case t.kind == tParam:
+			p.st.Keys = append(p.st.Keys, nil)
+			p.addParam(slotKey, len(p.st.Keys)-1)
+		default:
+			return false
+		}
+		if t, err = p.lx.next(); err != nil {
+			return false
+		}
+		switch {
+		case t.is(','):
+		case t.is(';'):
+			t, err = p.lx.next()
+			return err == nil && t.kind == tEOF
+		case t.kind == tEOF:
+			return true
+		default:
+			return false
+		}
+		if t, err = p.lx.next(); err != nil {
+			return false
+		}
+	}
+}
+
+// insert parses INSERT key = value [TTL n]. ok is false when the statement
+// is SQL.
+func (p *parser) insert() (ok bool, err error) {
+	t, err := p.lx.next()
+	if err != nil || !startsLiteral(t) {
+		return false, nil
+	}
+	if t.plainDoubleQuoted() {
+		// Under ANSI_QUOTES, INSERT "t" VALUES/SET/(...) is SQL.
+		if n, err := p.lx.peek(); err == nil && (n.kind == tWord || n.kind == tIdent || n.is('(') || n.is('.')) {
+			return false, nil
+		}
+	}
+	p.st.Op = OpInsert
+	key, err := p.literal(t, slotKey, "key")
+	if err != nil {
+		return true, err
+	}
+	p.st.Keys = [][]byte{key}
+	if t, err = p.lx.next(); err != nil {
+		return true, err
+	}
+	if !t.is('=') {
+		return true, fmt.Errorf("%w: expected = after the key, found %s", ErrSyntax, t.describe())
+	}
+	if t, err = p.lx.next(); err != nil {
+		return true, err
+	}
+	if p.st.Value, err = p.literal(t, slotValue, "value"); err != nil {
+		return true, err
+	}
+	n, err := p.lx.peek()
+	if err != nil {
+		return true, err
+	}
+	if n.kind == tWord && strings.EqualFold(n.text, "TTL") {
+		if _, err := p.lx.next(); err != nil {
+			return true, err
+		}
+		if err := p.ttl(); err != nil {
+			return true, err
+		}
+		return true, p.expectEnd("the TTL")
+	}
+	return true, p.expectEnd("the value")
+}
+
+// ttl parses the operand of TTL.
+func (p *parser) ttl() error {
+	t, err := p.lx.next()
+	if err != nil {
+		return err
+	}
+	var text string
+	switch {
+	case t.kind == tParam:
+		p.addParam(slotTTL, 0)
+		return nil
+	case t.kind == tNumber:
+		text = t.text
+	case t.kind == tString:
+		text = string(t.val)
+	case t.is('-'):
+		return fmt.Errorf("%w: TTL must not be negative", ErrSyntax)
+	default:
+		return fmt.Errorf("%w: TTL needs a number of seconds, found %s", ErrSyntax, t.describe())
+	}
+	ttl, problem := parseTTL(text)
+	if problem != "" {
+		return fmt.Errorf("%w: %s", ErrSyntax, problem)
+	}
+	p.st.TTL = ttl
+	return nil
+}
+
+// parseTTL parses a whole, non-negative number of seconds. On failure it
+// returns what is wrong, for the caller to wrap in its sentinel.
+func parseTTL(s string) (time.Duration, string) {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Sprintf("TTL must be a whole number of seconds, not %q", clip(s))
+	}
+	if limit := uint64(MaxTTL / time.Second); n > limit {
+		return 0, fmt.Sprintf("TTL %d is over the limit of %d seconds (one year); omit TTL for pairs that never expire", n, limit)
+	}
+	return time.Duration(n) * time.Second, ""
+}
+
+// delete parses DELETE key. ok is false when the statement is SQL.
+func (p *parser) delete() (ok bool, err error) {
+	t, err := p.lx.next()
+	if err != nil || !startsLiteral(t) {
+		return false, nil
+	}
+	if t.plainDoubleQuoted() {
+		// Under ANSI_QUOTES, DELETE "t1", "t2" FROM ... is SQL.
+		n, err := p.lx.peek()
+		if err != nil || (n.kind != tEOF && !n.is(';')) {
+			return false, nil
+		}
+	}
+	p.st.Op = OpDelete
+	key, err := p.literal(t, slotKey, "key")
+	if err != nil {
+		return true, err
+	}
+	p.st.Keys = [][]byte{key}
+	return true, p.expectEnd("the key")
+}
+
+// startsLiteral reports whether t can begin a kv key, which no INSERT or
+// DELETE statement of SQL can have in that place.
+func startsLiteral(t token) bool {
+	switch t.kind {
+	case tString, tHex, tNumber, tParam:
+		return true
+	}
+	return t.is('-')
+}
+
+// literal returns the bytes of a key or value token; what names it in
+// errors. A placeholder yields nil and is recorded for Bind.
+func (p *parser) literal(t token, kind slotKind, what string) ([]byte, error) {
+	switch t.kind {
+	case tString, tHex:
+		return t.val, nil
+	case tNumber:
+		return []byte(t.text), nil
+	case tParam:
+		p.addParam(kind, 0)
+		return nil, nil
+	case tWord:
+		if strings.EqualFold(t.text, "NULL") {
+			return nil, fmt.Errorf("%w: the %s must not be NULL", ErrSyntax, what)
+		}
+	case tPunct:
+		if t.is('-') {
+			// A negative number, as drivers interpolate it.
+			n, err := p.lx.next()
+			if err != nil {
+				return nil, err
+			}
+			if n.kind == tNumber {
+				return []byte("-" + n.text), nil
+			}
+			t = n
+		}
+	}
+	return nil, fmt.Errorf("%w: expected a quoted %s, found %s", ErrSyntax, what, t.describe())
+}
+
+// addParam records a placeholder of the given kind; index is its place
+// in Keys for a key.
+func (p *parser) addParam(kind slotKind, index int) {
+	p.st.paramSlots = append(p.st.paramSlots, slot{kind: kind, index: index})
+	p.st.Params++
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "..."
+	}
+	return s
+}

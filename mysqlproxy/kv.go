@@ -1,0 +1,190 @@
+package mysqlproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/kv"
+	"github.com/mycached/mycached/mysqlproxy/internal/store"
+)
+
+// localStmtBase marks statement ids that mycached hands out for the kv
+// pseudo-queries it prepares itself. MariaDB counts statement ids up from
+// 1 across the whole server, so the top half of the space is free.
+const localStmtBase = 1 << 31
+
+// kvStore adapts the cache tiers' raw namespace to the kv language.
+type kvStore struct {
+	st     *store.Store
+	l1Only bool
+}
+
+func (k kvStore) GetMulti(ctx context.Context, keys []string) (map[string][]byte, error) {
+	return k.st.RawGet(ctx, keys)
+}
+
+func (k kvStore) Set(ctx context.Context, key string, val []byte, ttl time.Duration) error {
+	err := k.st.RawSet(ctx, key, val, ttl)
+	if errors.Is(err, store.ErrTooLarge) {
+		return fmt.Errorf("%w: %w", kv.ErrTooLarge, err)
+	}
+	return err
+}
+
+func (k kvStore) Delete(ctx context.Context, key string) (bool, error) {
+	return k.st.RawDelete(ctx, key)
+}
+
+func (k kvStore) Keys(ctx context.Context, prefix string) ([]string, error) {
+	return k.st.RawKeys(ctx, prefix)
+}
+
+func (k kvStore) ItemSizeMax(ctx context.Context) int {
+	if k.l1Only {
+		return 0 // L1 has no item limit; --kv-max-bytes bounds values
+	}
+	return k.st.ItemSizeMax(ctx)
+}
+
+// kvAllowed reports whether this session's user may use kv.
+func (s *session) kvAllowed() bool {
+	u := s.srv.cfg.KVUsers
+	return len(u) == 0 || slices.Contains(u, s.hello.user)
+}
+
+func (s *session) kvNamespace() string {
+	if s.srv.cfg.KVPerUser {
+		return s.hello.user + ":"
+	}
+	return ""
+}
+
+// parseKV parses sql as a kv pseudo-query, under the session's escaping
+// rules.
+func (s *session) parseKV(sql string) (*kv.Stmt, bool, error) {
+	if s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 {
+		return kv.ParseNoBackslashEscapes(sql)
+	}
+	return kv.Parse(sql)
+}
+
+// kvQuery answers a kv pseudo-query sent as text, and reports false for
+// SQL. A SELECT of double-quoted literals from a user without kv rights is
+// SQL (MySQL returns the strings); the other forms are not SQL at all, so
+// such a user gets an error.
+func (s *session) kvQuery(sql string) (bool, error) {
+	st, ok, err := s.parseKV(sql)
+	if !ok {
+		return false, nil
+	}
+	if !s.kvAllowed() {
+		if st != nil && st.Op == kv.OpSelect {
+			return false, nil
+		}
+		return true, s.writeErr(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, "42000", "mycached: user "+s.hello.user+" may not use key/value pseudo-queries (see --kv-users)")
+	}
+	if err != nil {
+		return true, s.writeKVResult(kv.ErrorResult(err), false)
+	}
+	if st.Params > 0 {
+		return true, s.writeKVResult(kv.ErrorResult(kv.ErrUnbound), false)
+	}
+	return true, s.writeKVResult(s.execKV(st), false)
+}
+
+func (s *session) execKV(st *kv.Stmt) kv.Result {
+	opts := kv.Options{Prefix: s.srv.cfg.KVPrefix, MaxBytes: s.srv.cfg.KVMaxBytes}
+	return kv.Exec(context.Background(), s.srv.kv, opts, s.kvNamespace(), st)
+}
+
+func (s *session) writeKVResult(r kv.Result, binary bool) error {
+	switch {
+	case r.IsError():
+		return s.writeErr(r.Code, r.State, r.Msg)
+	case r.IsRows:
+		rows := make([][]*string, len(r.Rows))
+		for i, kvp := range r.Rows {
+			k, v := string(kvp[0]), string(kvp[1])
+			rows[i] = []*string{&k, &v}
+		}
+		return s.writeRows(r.Columns, rows, binary)
+	}
+	return s.writeOK(r.Affected)
+}
+
+// kvPrepare answers COM_STMT_PREPARE of a kv pseudo-query itself, and
+// reports false for SQL.
+func (s *session) kvPrepare(sql string) (bool, error) {
+	st, ok, err := s.parseKV(sql)
+	if !ok || !s.kvAllowed() || err != nil {
+		if ok && err != nil && s.kvAllowed() {
+			return true, s.writeKVResult(kv.ErrorResult(err), false)
+		}
+		return false, nil
+	}
+	s.nextLocal++
+	id := uint32(localStmtBase) + s.nextLocal
+	if s.localStmts == nil {
+		s.localStmts = make(map[uint32]*kv.Stmt)
+	}
+	s.localStmts[id] = st
+	cols := 0
+	if st.Op == kv.OpSelect || st.Op == kv.OpSelectAll {
+		cols = 2
+	}
+	// COM_STMT_PREPARE_OK, then the parameter and column definitions.
+	b := []byte{mysql.OK_HEADER}
+	b = append(b, byte(id), byte(id>>8), byte(id>>16), byte(id>>24))
+	b = append(b, byte(cols), byte(cols>>8), byte(st.Params), byte(st.Params>>8), 0, 0, 0)
+	seq, err := s.client.writePacket(b, 1)
+	if err != nil {
+		return true, clientErr{err}
+	}
+	for _, n := range []int{st.Params, cols} {
+		if n == 0 {
+			continue
+		}
+		for i := 0; i < n; i++ {
+			name := "?"
+			if n == cols {
+				name = kv.Columns()[i]
+			}
+			if seq, err = s.client.writePacket(appendColumnDef(nil, name), seq); err != nil {
+				return true, clientErr{err}
+			}
+		}
+		if !s.deprecateEOF() {
+			if seq, err = s.client.writePacket(appendEOF(nil, s.status), seq); err != nil {
+				return true, clientErr{err}
+			}
+		}
+	}
+	return true, s.flush()
+}
+
+// kvExecute runs a kv statement mycached prepared.
+func (s *session) kvExecute(st *kv.Stmt, p []byte) error {
+	args := make([][]byte, st.Params)
+	params := decodeParams(p, st.Params, nil)
+	if st.Params > 0 && params == nil {
+		return s.writeErr(mysql.ER_WRONG_ARGUMENTS, "HY000", "mycached: cannot read the parameters of this execute")
+	}
+	for i, pv := range params {
+		if !pv.null {
+			if !pv.ok {
+				return s.writeErr(mysql.ER_WRONG_ARGUMENTS, "HY000", "mycached: key/value parameters must be strings or integers")
+			}
+			args[i] = []byte(pv.text)
+		}
+	}
+	bound, err := st.Bind(args)
+	if err != nil {
+		return s.writeKVResult(kv.ErrorResult(err), true)
+	}
+	return s.writeKVResult(s.execKV(bound), true)
+}

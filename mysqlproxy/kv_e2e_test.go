@@ -1,0 +1,265 @@
+package mysqlproxy_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/mycached/mycached/mysqlproxy"
+	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
+)
+
+// kvRows runs a kv SELECT and returns its key=value pairs.
+func kvRows(t testing.TB, q interface {
+	Query(string, ...any) (*sql.Rows, error)
+}, query string, args ...any) []string {
+	t.Helper()
+	rows, err := q.Query(query, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	if strings.Join(cols, ",") != "key,value" {
+		t.Fatalf("%s: columns %v, want key,value", query, cols)
+	}
+	var out []string
+	for rows.Next() {
+		var k, v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(k)+"="+string(v))
+	}
+	return out
+}
+
+// TestKVForms: all seven forms from go-sql-driver in text, prepared and
+// interpolated modes, against L1 and against memcached.
+func TestKVForms(t *testing.T) {
+	m := testenv.Shared(t).DB
+	for name, cfg := range map[string]mysqlproxy.Config{
+		"l1":        {Backend: m.Addr},
+		"memcached": {Backend: m.Addr, Memcached: []string{privateMemcached(t).Addr}, KVPrefix: "kvf:"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := startProxy(t, cfg)
+			for _, mode := range []string{"", "interpolateParams=true"} {
+				db := openDB(t, rootDSN(p.addr, "", mode))
+				db.SetMaxOpenConns(1)
+				mustExec(t, db, `DROP`)
+				mustExec(t, db, `INSERT "a" = "1"`)
+				mustExec(t, db, `insert 'b' = 'two' TTL 60;`)
+				if got := kvRows(t, db, `SELECT "a"`); strings.Join(got, " ") != "a=1" {
+					t.Errorf("%s SELECT a: got %v", mode, got)
+				}
+				if got := kvRows(t, db, `SELECT "a", "b", "missing"`); strings.Join(got, " ") != "a=1 b=two" {
+					t.Errorf("%s SELECT a,b: got %v", mode, got)
+				}
+				// Arguments: prepared by mycached, or interpolated.
+				if _, err := db.Exec("INSERT ? = ?", "c", "x\x00y\"z"); err != nil {
+					t.Fatalf("%s INSERT ? = ?: %v", mode, err)
+				}
+				if _, err := db.Exec("INSERT ? = ? TTL ?", "d", "dee", 30); err != nil {
+					t.Fatalf("%s INSERT ? = ? TTL ?: %v", mode, err)
+				}
+				if mode == "" {
+					if got := kvRows(t, db, "SELECT ?", "c"); strings.Join(got, " ") != "c=x\x00y\"z" {
+						t.Errorf("prepared SELECT ?: got %q", got)
+					}
+				}
+				if got := kvRows(t, db, `SELECT *`); strings.Join(got, " ") != "a=1 b=two c=x\x00y\"z d=dee" {
+					t.Errorf("%s SELECT *: got %q", mode, got)
+				}
+				res, err := db.Exec("DELETE ?", "a")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n, _ := res.RowsAffected(); n != 1 {
+					t.Errorf("%s DELETE a: affected %d, want 1", mode, n)
+				}
+				res, _ = db.Exec(`DELETE "a"`)
+				if n, _ := res.RowsAffected(); n != 0 {
+					t.Errorf("%s DELETE a again: affected %d, want 0", mode, n)
+				}
+				res, _ = db.Exec(`DROP;`)
+				if n, _ := res.RowsAffected(); n != 3 {
+					t.Errorf("%s DROP: affected %d, want 3", mode, n)
+				}
+				if got := kvRows(t, db, `SELECT *`); len(got) != 0 {
+					t.Errorf("%s after DROP: got %v", mode, got)
+				}
+			}
+		})
+	}
+}
+
+// TestKVLookalikeSQLReachesMySQL: statements that look like kv but are
+// SQL go to MariaDB.
+func TestKVLookalikeSQLReachesMySQL(t *testing.T) {
+	m := privateDB(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Passthrough: true})
+	db := openDB(t, rootDSN(p.addr, "", ""))
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{`SELECT 'x'`, `SELECT "x" AS y`, `SELECT 1`, `SELECT "x" FROM DUAL`} {
+		before := m.GlobalStatus(t, "Com_select")
+		var v string
+		if err := db.QueryRow(q).Scan(&v); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if got := m.GlobalStatus(t, "Com_select") - before; got != 1 {
+			t.Errorf("%s: MariaDB ran %d SELECTs, want 1", q, got)
+		}
+	}
+	before := m.GlobalStatus(t, "Com_select")
+	kvRows(t, db, `SELECT "x"`)
+	if got := m.GlobalStatus(t, "Com_select") - before; got != 0 {
+		t.Errorf(`SELECT "x" (kv): MariaDB ran %d SELECTs, want 0`, got)
+	}
+}
+
+// TestKVBytesSharedWithMemcachedClients: what SQL writes, memcached
+// clients read byte for byte, and the other way round.
+func TestKVBytesSharedWithMemcachedClients(t *testing.T) {
+	m := testenv.Shared(t).DB
+	mc := privateMemcached(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}})
+	db := openDB(t, rootDSN(p.addr, "", ""))
+	val := []byte("{\"json\": \"\u00e9\", \"bin\": \"\x00\x01\xff\"}")
+	if _, err := db.Exec("INSERT ? = ?", "page:/home", val); err != nil {
+		t.Fatal(err)
+	}
+	c := memcache.New(mc.Addr)
+	it, err := c.Get("kv:page:/home")
+	if err != nil {
+		t.Fatalf("memcached get: %v", err)
+	}
+	if !bytes.Equal(it.Value, val) {
+		t.Errorf("memcached holds %q, want %q", it.Value, val)
+	}
+	if err := c.Set(&memcache.Item{Key: "kv:from-mc", Value: []byte("set\r\nby mc")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := kvRows(t, db, `SELECT "from-mc"`); len(got) != 1 || got[0] != "from-mc=set\r\nby mc" {
+		t.Errorf("SELECT from-mc: got %q", got)
+	}
+}
+
+// TestKVErrors: each bad input gets a clear error, and the connection
+// goes on working.
+func TestKVErrors(t *testing.T) {
+	m := testenv.Shared(t).DB
+	mc := privateMemcached(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}, KVMaxBytes: 2 << 20, KVUsers: []string{"root"}})
+	db := openDB(t, rootDSN(p.addr, "", ""))
+	db.SetMaxOpenConns(1)
+	for _, c := range []struct {
+		q    string
+		args []any
+		want string
+	}{
+		{`INSERT "" = "v"`, nil, "key"},
+		{`INSERT "has space" = "v"`, nil, "key"},
+		{`INSERT "` + strings.Repeat("k", 300) + `" = "v"`, nil, "key"},
+		{`INSERT "big" = ?`, []any{strings.Repeat("v", 3<<20)}, "kv-max-bytes"},
+		{`INSERT "overitem" = ?`, []any{strings.Repeat("v", 1536<<10)}, "-I"},
+		{`INSERT "k" = `, nil, "syntax"},
+		{`INSERT "k" = "v" TTL soon`, nil, "TTL"},
+	} {
+		_, err := db.Exec(c.q, c.args...)
+		if err == nil {
+			t.Errorf("%.40s: no error", c.q)
+			continue
+		}
+		if e := mysqlErr(t, err); !strings.Contains(strings.ToLower(e.Message), strings.ToLower(c.want)) {
+			t.Errorf("%.40s: got %d %q, want a message about %q", c.q, e.Number, e.Message, c.want)
+		}
+		if err := db.Ping(); err != nil {
+			t.Fatalf("after %.40s the connection broke: %v", c.q, err)
+		}
+	}
+	if got := kvRows(t, db, `SELECT "big", "overitem"`); len(got) != 0 {
+		t.Errorf("a refused value was written: %q", got)
+	}
+	// A user without kv rights.
+	db2 := m.NewDatabase(t)
+	user := "nokv" + strings.ReplaceAll(db2, "_", "")
+	m.Exec(t, "CREATE USER '"+user+"'@'%' IDENTIFIED BY 'pw'")
+	t.Cleanup(func() { m.Exec(t, "DROP USER '"+user+"'@'%'") })
+	u := openDB(t, testenv.DSNFor(p.addr, user, "pw", "", ""))
+	_, err := u.Exec(`INSERT "k" = "v"`)
+	if err == nil || mysqlErr(t, err).Number != 1227 {
+		t.Errorf("user without kv rights: got %v, want error 1227", err)
+	}
+	var s string
+	if err := u.QueryRow(`SELECT "plain sql"`).Scan(&s); err != nil || s != "plain sql" {
+		t.Errorf(`SELECT "plain sql" for a non-kv user: got %q, %v; want MySQL's answer`, s, err)
+	}
+}
+
+// TestKVTwoSidecarsAgree: SELECT * and DROP see the pairs of every
+// sidecar sharing memcached.
+func TestKVTwoSidecarsAgree(t *testing.T) {
+	m := testenv.Shared(t).DB
+	mc := privateMemcached(t)
+	cfg := mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}}
+	a := openDB(t, rootDSN(startProxy(t, cfg).addr, "", ""))
+	b := openDB(t, rootDSN(startProxy(t, cfg).addr, "", ""))
+	mustExec(t, a, `INSERT "x" = "1"`)
+	mustExec(t, b, `INSERT "y" = "2"`)
+	ga, gb := kvRows(t, a, `SELECT *`), kvRows(t, b, `SELECT *`)
+	if strings.Join(ga, " ") != "x=1 y=2" || strings.Join(gb, " ") != "x=1 y=2" {
+		t.Errorf("SELECT *: A got %v, B got %v; want x=1 y=2 on both", ga, gb)
+	}
+	res, err := b.Exec(`DROP`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 2 {
+		t.Errorf("DROP through B: affected %d, want 2", n)
+	}
+	if got := kvRows(t, a, `SELECT *`); len(got) != 0 {
+		t.Errorf("after DROP through B, A sees %v", got)
+	}
+}
+
+// TestKVCLIAndPyMySQL: the mariadb client and PyMySQL use the language.
+func TestKVCLIAndPyMySQL(t *testing.T) {
+	m := testenv.Shared(t).DB
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, KVPrefix: "kvcli:"})
+	host, port, _ := strings.Cut(p.addr, ":")
+	cli := exec.Command("mariadb", "-h", host, "-P", port, "-uroot", "-p"+rootPass, "--batch", "-e",
+		`INSERT "k1" = 'one'; INSERT "k2" = "two" TTL 60; SELECT "k1"; SELECT "k1", "k2"; DELETE "k1"; SELECT *; DROP;`)
+	out, err := cli.CombinedOutput()
+	if err != nil {
+		t.Fatalf("mariadb: %v\n%s", err, out)
+	}
+	want := "key\tvalue\nk1\tone\nkey\tvalue\nk1\tone\nk2\ttwo\nkey\tvalue\nk2\ttwo\n"
+	if string(out) != want {
+		t.Errorf("mariadb output:\ngot  %q\nwant %q", out, want)
+	}
+	py := exec.Command("/usr/bin/python3", "-c", `
+import pymysql, sys
+c = pymysql.connect(host=sys.argv[1], port=int(sys.argv[2]), user="root", password=sys.argv[3])
+cur = c.cursor()
+cur.execute('INSERT %s = %s', ("pk", "pv"))
+cur.execute('SELECT "pk"')
+print(cur.fetchall())
+cur.execute('DELETE %s', ("pk",))
+print(cur.rowcount)
+`, host, port, rootPass)
+	out, err = py.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	if got := string(out); got != "(('pk', 'pv'),)\n1\n" {
+		t.Errorf("PyMySQL output: got %q", got)
+	}
+}
+
+var _ = context.Background

@@ -1,0 +1,113 @@
+package mysqlproxy
+
+import (
+	"encoding/binary"
+	"strconv"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// paramValue is one bound parameter of a COM_STMT_EXECUTE, as text when
+// it is an integer or a string, which is all row-level keys use.
+type paramValue struct {
+	text string
+	null bool
+	ok   bool // text holds the value
+}
+
+// decodeParams reads the n parameter values of a COM_STMT_EXECUTE packet.
+// types are the types bound by an earlier execute, for packets that do not
+// send them again. It returns nil when the packet cannot be read.
+func decodeParams(p []byte, n int, types []byte) []paramValue {
+	if n == 0 {
+		return nil
+	}
+	nb := (n + 7) / 8
+	at := 10
+	if len(p) < at+nb+1 {
+		return nil
+	}
+	nulls := p[at : at+nb]
+	at += nb
+	if p[at] == 1 {
+		at++
+		if len(p) < at+2*n {
+			return nil
+		}
+		types = p[at : at+2*n]
+		at += 2 * n
+	} else {
+		at++
+	}
+	if len(types) < 2*n {
+		return nil
+	}
+	out := make([]paramValue, n)
+	for i := 0; i < n; i++ {
+		if nulls[i/8]&(1<<(i%8)) != 0 {
+			out[i].null = true
+			continue
+		}
+		typ, unsigned := types[2*i], types[2*i+1]&0x80 != 0
+		size := 0
+		switch typ {
+		case mysql.MYSQL_TYPE_NULL:
+			out[i].null = true
+			continue
+		case mysql.MYSQL_TYPE_TINY:
+			size = 1
+		case mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR:
+			size = 2
+		case mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_FLOAT:
+			size = 4
+		case mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_DOUBLE:
+			size = 8
+		case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_TIME:
+			if len(p) <= at {
+				return nil
+			}
+			size = 1 + int(p[at])
+		default: // strings, blobs, decimals, JSON: length-encoded
+			l, k := lenenc(p[at:])
+			if k == 0 || uint64(len(p)-at-k) < l {
+				return nil
+			}
+			out[i] = paramValue{text: string(p[at+k : at+k+int(l)]), ok: true}
+			at += k + int(l)
+			continue
+		}
+		if len(p) < at+size {
+			return nil
+		}
+		v := p[at : at+size]
+		at += size
+		var x uint64
+		switch typ {
+		case mysql.MYSQL_TYPE_TINY:
+			x = uint64(v[0])
+			if !unsigned {
+				x = uint64(int64(int8(v[0])))
+			}
+		case mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR:
+			x = uint64(binary.LittleEndian.Uint16(v))
+			if !unsigned {
+				x = uint64(int64(int16(x)))
+			}
+		case mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_INT24:
+			x = uint64(binary.LittleEndian.Uint32(v))
+			if !unsigned {
+				x = uint64(int64(int32(x)))
+			}
+		case mysql.MYSQL_TYPE_LONGLONG:
+			x = binary.LittleEndian.Uint64(v)
+		default:
+			continue // floating point and temporal values are not keys here
+		}
+		if unsigned {
+			out[i] = paramValue{text: strconv.FormatUint(x, 10), ok: true}
+		} else {
+			out[i] = paramValue{text: strconv.FormatInt(int64(x), 10), ok: true}
+		}
+	}
+	return out
+}
