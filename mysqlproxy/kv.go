@@ -118,15 +118,26 @@ func (s *session) writeKVResult(r kv.Result, binary bool) error {
 }
 
 // kvPrepare answers COM_STMT_PREPARE of a kv pseudo-query itself, and
-// reports false for SQL.
-func (s *session) kvPrepare(sql string) (bool, error) {
-	st, ok, err := s.parseKV(sql)
-	if !ok || !s.kvAllowed() || err != nil {
-		if ok && err != nil && s.kvAllowed() {
-			return true, s.writeKVResult(kv.ErrorResult(err), false)
+// reports false for SQL. A prepared SELECT of placeholders is valid SQL
+// too: it is prepared on the backend as well and returned as dual, and
+// each execute decides by the values bound (see comStmtExecute).
+func (s *session) kvPrepare(sql string) (handled bool, dual *kv.Stmt, err error) {
+	st, ok, perr := s.parseKV(sql)
+	if !ok || !s.kvAllowed() || perr != nil {
+		if ok && perr != nil && s.kvAllowed() {
+			return true, nil, s.writeKVResult(kv.ErrorResult(perr), false)
 		}
-		return false, nil
+		return false, nil, nil
 	}
+	if st.Op == kv.OpSelect && st.Params > 0 {
+		return false, st, nil
+	}
+	return true, nil, s.kvPrepareLocal(st)
+}
+
+// kvPrepareLocal answers COM_STMT_PREPARE with a statement only mycached
+// knows.
+func (s *session) kvPrepareLocal(st *kv.Stmt) error {
 	s.nextLocal++
 	id := uint32(localStmtBase) + s.nextLocal
 	if s.localStmts == nil {
@@ -143,7 +154,7 @@ func (s *session) kvPrepare(sql string) (bool, error) {
 	b = append(b, byte(cols), byte(cols>>8), byte(st.Params), byte(st.Params>>8), 0, 0, 0)
 	seq, err := s.client.writePacket(b, 1)
 	if err != nil {
-		return true, clientErr{err}
+		return clientErr{err}
 	}
 	for _, n := range []int{st.Params, cols} {
 		if n == 0 {
@@ -155,16 +166,50 @@ func (s *session) kvPrepare(sql string) (bool, error) {
 				name = kv.Columns()[i]
 			}
 			if seq, err = s.client.writePacket(appendColumnDef(nil, name), seq); err != nil {
-				return true, clientErr{err}
+				return clientErr{err}
 			}
 		}
 		if !s.deprecateEOF() {
 			if seq, err = s.client.writePacket(appendEOF(nil, s.status), seq); err != nil {
-				return true, clientErr{err}
+				return clientErr{err}
 			}
 		}
 	}
-	return true, s.flush()
+	return s.flush()
+}
+
+// stringParams reports whether every parameter an execute binds is a
+// string: only then is a dual SELECT a kv lookup. Keys are strings; a
+// driver that binds a number, a time or NULL means SQL.
+func stringParams(p []byte, n int, types []byte) bool {
+	nb := (n + 7) / 8
+	at := 10 + nb
+	if len(p) <= at {
+		return false
+	}
+	for i := 0; i < n; i++ {
+		if p[10+i/8]&(1<<(i%8)) != 0 {
+			return false
+		}
+	}
+	if p[at] == 1 {
+		if len(p) < at+1+2*n {
+			return false
+		}
+		types = p[at+1 : at+1+2*n]
+	}
+	if len(types) < 2*n {
+		return false
+	}
+	for i := 0; i < n; i++ {
+		switch types[2*i] {
+		case mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_VARCHAR,
+			mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // kvExecute runs a kv statement mycached prepared.
@@ -187,4 +232,22 @@ func (s *session) kvExecute(st *kv.Stmt, p []byte) error {
 		return s.writeKVResult(kv.ErrorResult(err), true)
 	}
 	return s.writeKVResult(s.execKV(bound), true)
+}
+
+// kvKeysValid reports whether the strings an execute binds could all be
+// kv keys. A dual SELECT binding something that can never be a key (a
+// formatted time with its space, say) is SQL.
+func (s *session) kvKeysValid(p []byte, n int, types []byte) bool {
+	room := 250 - len(s.srv.cfg.KVPrefix) - len(s.kvNamespace())
+	for _, pv := range decodeParams(p, n, types) {
+		if !pv.ok || pv.text == "" || len(pv.text) > room {
+			return false
+		}
+		for i := 0; i < len(pv.text); i++ {
+			if c := pv.text[i]; c <= ' ' || c == 0x7f {
+				return false
+			}
+		}
+	}
+	return true
 }

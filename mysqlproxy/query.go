@@ -45,6 +45,10 @@ func (s *session) comStmtExecute(p []byte) error {
 	if st == nil || st.info == nil {
 		return s.relayMode(p, modeResult)
 	}
+	if st.kv != nil && stringParams(p, int(st.params), st.types) && s.kvKeysValid(p, int(st.params), st.types) {
+		s.noteParamTypes(st, p)
+		return s.kvExecute(st.kv, p)
+	}
 	s.noteParamTypes(st, p)
 	defer func() { st.longData = false }()
 	if st.info.Kind == sqlinfo.Select && st.info.Cacheable && (st.params == 0 || st.types != nil) {

@@ -40,11 +40,12 @@ type session struct {
 	status uint16 // server status flags from the last OK or EOF
 	errSeq byte   // sequence id for an error packet of mycached's own
 
-	buf        []byte // the command packet being handled
-	stmts      map[uint32]*stmt
-	localStmts map[uint32]*kv.Stmt // kv pseudo-queries mycached prepared itself
-	nextLocal  uint32
-	clientAddr string
+	buf          []byte // the command packet being handled
+	stmts        map[uint32]*stmt
+	localStmts   map[uint32]*kv.Stmt // kv pseudo-queries mycached prepared itself
+	nextLocal    uint32
+	lastPrepared uint32
+	clientAddr   string
 
 	// Cache state.
 	state    sessState           // what can change a read's result
@@ -65,8 +66,9 @@ type stmt struct {
 	info     *sqlinfo.Info
 	params   uint16
 	columns  uint16
-	types    []byte // parameter types bound by the last execute that sent them
-	longData bool   // SEND_LONG_DATA since the last execute
+	types    []byte   // parameter types bound by the last execute that sent them
+	kv       *kv.Stmt // a kv SELECT this SQL also is: executes binding strings go to kv
+	longData bool     // SEND_LONG_DATA since the last execute
 }
 
 // User returns the authenticated user name.
@@ -187,10 +189,17 @@ func (s *session) dispatch(p []byte) error {
 	case mysql.COM_STATISTICS:
 		return s.relayRaw(p)
 	case mysql.COM_STMT_PREPARE:
-		if handled, err := s.kvPrepare(string(p[1:])); handled {
+		handled, dual, err := s.kvPrepare(string(p[1:]))
+		if handled {
 			return err
 		}
-		return s.prepare(p)
+		if err := s.prepare(p); err != nil {
+			return err
+		}
+		if st := s.stmts[s.lastPrepared]; dual != nil && st != nil {
+			st.kv = dual
+		}
+		return nil
 	case mysql.COM_STMT_RESET:
 		if len(p) >= 5 && s.localStmts[le32(p[1:])] != nil {
 			return s.writeOK(0)
@@ -284,6 +293,7 @@ func (s *session) prepare(p []byte) error {
 			s.stmts = make(map[uint32]*stmt)
 		}
 		sql := string(p[1:])
+		s.lastPrepared = sp.id
 		s.stmts[sp.id] = &stmt{sql: sql, info: s.srv.analyzer.Analyze(sql), params: sp.params, columns: sp.columns}
 	}
 	return nil
