@@ -1,0 +1,263 @@
+package cachepolicy
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSandbox(t *testing.T) {
+	tests := []struct {
+		name, code string
+		ok         bool
+	}{
+		{"os.execute", `os.execute("touch /tmp/pwned")`, false},
+		{"os.exit", `os.exit(1)`, false},
+		{"os.getenv", `local x = os.getenv("HOME")`, false},
+		{"io.open", `io.open("/etc/passwd")`, false},
+		{"load", `load("return 1")`, false},
+		{"loadstring", `loadstring("return 1")`, false},
+		{"dofile", `dofile("/etc/passwd")`, false},
+		{"loadfile", `loadfile("/etc/passwd")`, false},
+		{"require os", `require("os")`, false},
+		{"require io", `require("io")`, false},
+		{"require file", `require("policy")`, false},
+		{"getfenv", `getfenv(0)`, false},
+		{"collectgarbage", `collectgarbage()`, false},
+		{"print", `print("x")`, false},
+		{"string.dump", `string.dump(function() end)`, false},
+		{"debug", `debug.getinfo(1)`, false},
+		{"coroutine", `coroutine.create(function() end)`, false},
+		{"huge string.rep", `local s = string.rep("x", 1e9)`, false},
+		// What scripts may use.
+		{"os.time", `local x = os.time()`, true},
+		{"os.date", `local x = os.date("%Y-%m-%d")`, true},
+		{"string", `local x = string.format("%d", 1) .. ("a"):upper()`, true},
+		{"table and math", `local x = table.concat({"a", "b"}) .. math.floor(1.5)`, true},
+		{"mycached", `local m = require("mycached"); local x = m.now(); m.log.info("hi", "k", 1)`, true},
+		{"global at top level", `limit = 10`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := writeScript(t, t.TempDir(), "sandbox.lua", "-- line 1\n"+tt.code+"\n")
+			_, err := Load([]string{p}, Options{Timeout: time.Second})
+			if tt.ok && err != nil {
+				t.Fatalf("got %v, want it to load", err)
+			}
+			if !tt.ok {
+				if err == nil {
+					t.Fatalf("got it loaded, want an error")
+				}
+				if !errors.Is(err, ErrTopLevel) || !strings.Contains(err.Error(), "sandbox.lua:2") {
+					t.Errorf("got %v, want ErrTopLevel naming sandbox.lua:2", err)
+				}
+			}
+		})
+	}
+}
+
+func TestNewGlobalsBlockedAfterLoad(t *testing.T) {
+	var logs logBuf
+	e, _ := loadText(t, "count = 0\nfunction cache(q)\n  count = count + 1\n  typo = 1\n  return { ttl = 1 }\nend\n",
+		Options{Logger: logs.logger()})
+	if got := fmtDecision(e.Cache(selectQ("SELECT 1", "select ?"))); got != "no cache" {
+		t.Errorf("got %s, want no cache", got)
+	}
+	if s := e.Stats(); s.Errors != 1 {
+		t.Errorf("errors: got %d, want 1", s.Errors)
+	}
+	if !contains(logs.String(), "policy.lua:4") || !contains(logs.String(), "typo") {
+		t.Errorf("log lacks policy.lua:4 and the global's name:\n%s", logs.String())
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	tests := []struct {
+		name, code string
+	}{
+		{"loop", "function cache(q)\n  while true do end\nend\n"},
+		{"loop in pcall", "function cache(q)\n  while true do pcall(function() while true do end end) end\nend\n"},
+		{"growing table", "function cache(q)\n  local t, i = {}, 0; while true do i = i + 1; t[i] = { i, tostring(i) } end\nend\n"},
+		{"query loop", "function query(q)\n  while true do end\nend\n"},
+		{"invalidate loop", "function invalidate(w)\n  while true do end\nend\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs logBuf
+			e, _ := loadText(t, tt.code, Options{Logger: logs.logger(), Timeout: 5 * time.Millisecond})
+			const n = 3
+			for range n {
+				// A script without cache() leaves caching to the built-in.
+				want := "no cache"
+				if !strings.Contains(tt.code, "function cache") {
+					want = "ttl=1m0s scope=user cache_empty=true"
+				}
+				if got := fmtDecision(e.Cache(selectQ("SELECT 1 FROM t", "select ? from t", "shop.t"))); got != want {
+					t.Fatalf("cache: got %s, want %s", got, want)
+				}
+				if r := e.Query(selectQ("SELECT 1", "select ?")); r.Kind != QueryNone {
+					t.Fatalf("query: got %v, want none", r.Kind)
+				}
+				if got := e.Invalidate(&Write{Tables: []string{"shop.t"}, Kind: "delete"}); got != nil {
+					t.Fatalf("invalidate: got %v, want nil", got)
+				}
+			}
+			if s := e.Stats(); s.Kills != n {
+				t.Errorf("kills: got %d, want %d", s.Kills, n)
+			}
+			if !contains(logs.String(), "killed at its deadline") || !contains(logs.String(), "policy.lua:2") {
+				t.Errorf("log lacks the kill at policy.lua:2:\n%s", logs.String())
+			}
+			// Logged once per minute per site, not once per kill.
+			if got := strings.Count(logs.String(), "killed at its deadline"); got != 1 {
+				t.Errorf("kill log lines: got %d, want 1", got)
+			}
+		})
+	}
+}
+
+func TestMemoryLimits(t *testing.T) {
+	tests := []struct {
+		name, code, want string
+	}{
+		{"registry", "local big = {}\nfor i = 1, 40000 do big[i] = i end\nfunction cache(q)\n  return unpack(big)\nend\n", "registry overflow"},
+		{"recursion", "local function f(n) return 1 + f(n + 1) end\nfunction cache(q)\n  return f(1)\nend\n", "stack overflow"},
+		{"string.rep", "function cache(q)\n  local s = string.rep(\"x\", 1e6)\n  return { ttl = #s .. s:rep(1e3) }\nend\n", "string.rep"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs logBuf
+			e, _ := loadText(t, tt.code, Options{Logger: logs.logger()})
+			if got := fmtDecision(e.Cache(selectQ("SELECT 1 FROM t", "select ? from t", "shop.t"))); got != "no cache" {
+				t.Errorf("got %s, want no cache", got)
+			}
+			if s := e.Stats(); s.Errors != 1 {
+				t.Errorf("errors: got %d, want 1", s.Errors)
+			}
+			if !contains(logs.String(), tt.want) {
+				t.Errorf("log lacks %q:\n%s", tt.want, logs.String())
+			}
+		})
+	}
+}
+
+func TestScriptError(t *testing.T) {
+	var logs logBuf
+	e, _ := loadText(t, "function cache(q)\n  local t = nil\n  if q.kind == \"select\" then error(\"boom\") end\n  return t.x\nend\n",
+		Options{Logger: logs.logger()})
+	for range 5 {
+		if got := fmtDecision(e.Cache(selectQ("SELECT 1", "select ?"))); got != "no cache" {
+			t.Errorf("got %s, want no cache", got)
+		}
+	}
+	if s := e.Stats(); s.Errors != 5 || s.Kills != 0 {
+		t.Errorf("got errors=%d kills=%d, want 5 and 0", s.Errors, s.Kills)
+	}
+	if got := strings.Count(logs.String(), "policy hook failed"); got != 1 {
+		t.Errorf("log lines: got %d, want 1 (once per minute per site):\n%s", got, logs.String())
+	}
+	if !contains(logs.String(), "policy.lua:3") {
+		t.Errorf("log lacks policy.lua:3:\n%s", logs.String())
+	}
+	if !contains(logs.String(), "boom") {
+		t.Errorf("log lacks the message:\n%s", logs.String())
+	}
+}
+
+func TestMalformedResults(t *testing.T) {
+	tests := []struct {
+		name, ret string
+	}{
+		{"ttl not a number", `{ ttl = "abc" }`},
+		{"negative ttl", `{ ttl = -1 }`},
+		{"zero ttl", `{ ttl = 0 }`},
+		{"scope", `{ ttl = 5, scope = "everyone" }`},
+		{"typo field", `{ tll = 5 }`},
+		{"positional", `{ 5 }`},
+		{"cache_empty", `{ cache_empty = "yes" }`},
+		{"max_bytes", `{ max_bytes = 1.5 }`},
+		{"depends string", `{ depends = "shop.t" }`},
+		{"depends unqualified", `{ depends = { "orders" } }`},
+		{"soft_ttl past ttl", `{ ttl = 5, soft_ttl = 10 }`},
+		{"number", `42`},
+		{"string", `"yes"`},
+		{"true", `true`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs logBuf
+			e, _ := loadText(t, "function cache(q)\n  return "+tt.ret+"\nend\n", Options{Logger: logs.logger()})
+			if got := fmtDecision(e.Cache(selectQ("SELECT 1", "select ?"))); got != "no cache" {
+				t.Errorf("got %s, want no cache", got)
+			}
+			if s := e.Stats(); s.BadResults != 1 {
+				t.Errorf("bad results: got %d, want 1", s.BadResults)
+			}
+			if !contains(logs.String(), "policy.lua:1") {
+				t.Errorf("log lacks policy.lua:1:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+func TestDecisionFields(t *testing.T) {
+	e, _ := loadText(t, `function cache(q)
+  return { ttl = 90, soft_ttl = 30.5, scope = "shared", max_bytes = 4096, cache_empty = false, depends = { "shop.a", "shop.b" } }
+end
+`, Options{})
+	d, ok := e.Cache(selectQ("SELECT 1", "select ?"))
+	want := Decision{TTL: 90 * time.Second, SoftTTL: 30500 * time.Millisecond, Scope: ScopeShared, MaxBytes: 4096,
+		CacheEmpty: false, Depends: []string{"shop.a", "shop.b"}}
+	if !ok || fmt.Sprint(d) != fmt.Sprint(want) {
+		t.Errorf("got %+v %t, want %+v true", d, ok, want)
+	}
+}
+
+func TestQueryResults(t *testing.T) {
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		name, ret string
+		want      QueryResult
+	}{
+		{"nil", `nil`, QueryResult{}},
+		{"rewrite", `"SELECT 2"`, QueryResult{Kind: QueryRewrite, SQL: "SELECT 2"}},
+		{"affected", `{ affected_rows = 3 }`, QueryResult{Kind: QueryAffected, Affected: 3}},
+		{"error default code", `{ error = "no" }`, QueryResult{Kind: QueryError, ErrCode: 1105, ErrMsg: "no"}},
+		{"error code", `{ error = "denied", code = 1142 }`, QueryResult{Kind: QueryError, ErrCode: 1142, ErrMsg: "denied"}},
+		{"rows with null", `{ columns = { "a", "b", "c" }, rows = { { 1, require("mycached").null, true }, { "x" } } }`,
+			QueryResult{Kind: QueryResultSet, Columns: []string{"a", "b", "c"},
+				Rows: [][]*string{{str("1"), nil, str("1")}, {str("x"), nil, nil}}}},
+		{"no rows", `{ columns = { "a" } }`, QueryResult{Kind: QueryResultSet, Columns: []string{"a"}}},
+		{"garbage", `42`, QueryResult{}},
+		{"too many cells", `{ columns = { "a" }, rows = { { 1, 2 } } }`, QueryResult{}},
+		{"empty table", `{}`, QueryResult{}},
+		{"empty rewrite", `"  "`, QueryResult{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := loadText(t, "function query(q)\n  return "+tt.ret+"\nend\n", Options{})
+			if got := e.Query(selectQ("SELECT 1", "select ?")); fmt.Sprint(deref(got)) != fmt.Sprint(deref(tt.want)) {
+				t.Errorf("got %+v, want %+v", deref(got), deref(tt.want))
+			}
+		})
+	}
+}
+
+// deref makes rows printable by value.
+func deref(r QueryResult) []any {
+	var rows [][]string
+	for _, row := range r.Rows {
+		var cells []string
+		for _, c := range row {
+			if c == nil {
+				cells = append(cells, "NULL")
+			} else {
+				cells = append(cells, *c)
+			}
+		}
+		rows = append(rows, cells)
+	}
+	return []any{r.Kind, r.SQL, r.Columns, rows, r.Affected, r.ErrCode, r.ErrMsg}
+}

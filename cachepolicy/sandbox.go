@@ -1,0 +1,220 @@
+package cachepolicy
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// openSandbox opens the safe libraries and returns the table every
+// script's globals fall back to. The real global table is never handed to
+// a script: without getfenv it is unreachable.
+func (st *state) openSandbox() (*lua.LTable, error) {
+	L := st.L
+	libs := []struct {
+		name string
+		fn   lua.LGFunction
+	}{
+		{lua.BaseLibName, lua.OpenBase},
+		{lua.TabLibName, lua.OpenTable},
+		{lua.StringLibName, lua.OpenString},
+		{lua.MathLibName, lua.OpenMath},
+		{lua.OsLibName, lua.OpenOs}, // only time and date are copied out
+	}
+	for _, lib := range libs {
+		if err := L.CallByParam(lua.P{Fn: L.NewFunction(lib.fn), Protect: true}, lua.LString(lib.name)); err != nil {
+			return nil, fmt.Errorf("cachepolicy: open %s: %w", lib.name, err)
+		}
+	}
+	g := L.G.Global
+	sb := L.NewTable()
+	// The base functions scripts may use. Left out: load, loadstring,
+	// loadfile, dofile and require (code loading), getfenv and setfenv
+	// (they reach the real globals), print (stdout), collectgarbage (a full
+	// GC per statement would stall the process) and module.
+	for _, name := range []string{
+		"assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall",
+		"rawequal", "rawget", "rawset", "select", "setmetatable", "tonumber",
+		"tostring", "type", "unpack", "xpcall", "_VERSION",
+	} {
+		sb.RawSetString(name, g.RawGetString(name))
+	}
+	for _, name := range []string{"table", "string", "math"} {
+		sb.RawSetString(name, g.RawGetString(name))
+	}
+	str := g.RawGetString("string").(*lua.LTable)
+	str.RawSetString("dump", lua.LNil)
+	str.RawSetString("rep", L.NewFunction(boundedRep))
+	osFull := g.RawGetString("os").(*lua.LTable)
+	osSafe := L.NewTable()
+	osSafe.RawSetString("time", osFull.RawGetString("time"))
+	osSafe.RawSetString("date", osFull.RawGetString("date"))
+	sb.RawSetString("os", osSafe)
+
+	mod := st.module()
+	sb.RawSetString("require", L.NewFunction(func(L *lua.LState) int {
+		if name := L.CheckString(1); name != "mycached" {
+			L.RaiseError("require(%q): only \"mycached\" can be required", name)
+		}
+		L.Push(mod)
+		return 1
+	}))
+	return sb, nil
+}
+
+// boundedRep is string.rep with a size cap: one Go call cannot be
+// interrupted by the deadline, so it must not allocate without bound.
+func boundedRep(L *lua.LState) int {
+	s := L.CheckString(1)
+	n := L.CheckInt(2)
+	if n <= 0 {
+		L.Push(lua.LString(""))
+		return 1
+	}
+	if int64(len(s))*int64(n) > maxRepBytes {
+		L.RaiseError("string.rep: result over %d bytes", maxRepBytes)
+	}
+	L.Push(lua.LString(strings.Repeat(s, n)))
+	return 1
+}
+
+// module builds the table require("mycached") returns. It is all of Go
+// that a script can reach.
+func (st *state) module() *lua.LTable {
+	L := st.L
+	e := st.set.eng
+	st.null = L.NewUserData()
+	mod := L.NewTable()
+	mod.RawSetString("null", st.null)
+	mod.RawSetString("now", L.NewFunction(func(L *lua.LState) int {
+		st.volatile = true
+		L.Push(lua.LNumber(float64(time.Now().UnixNano()) / 1e9))
+		return 1
+	}))
+
+	kv := L.NewTable()
+	kv.RawSetString("get", L.NewFunction(st.kvGet))
+	kv.RawSetString("set", L.NewFunction(st.kvSet))
+	kv.RawSetString("delete", L.NewFunction(st.kvDelete))
+	mod.RawSetString("cache", kv)
+
+	log := L.NewTable()
+	log.RawSetString("info", L.NewFunction(func(L *lua.LState) int {
+		e.opts.Logger.Info(L.CheckString(1), logArgs(L)...)
+		return 0
+	}))
+	log.RawSetString("warn", L.NewFunction(func(L *lua.LState) int {
+		e.opts.Logger.Warn(L.CheckString(1), logArgs(L)...)
+		return 0
+	}))
+	mod.RawSetString("log", log)
+
+	metrics := L.NewTable()
+	metrics.RawSetString("inc", L.NewFunction(func(L *lua.LState) int {
+		name := L.CheckString(1)
+		if !validMetricName(name) {
+			L.RaiseError("metrics.inc(%q): names are 1 to 64 of [a-z0-9_]", name)
+		}
+		if e.opts.Metrics != nil {
+			e.opts.Metrics(name)
+		}
+		return 0
+	}))
+	mod.RawSetString("metrics", metrics)
+	return mod
+}
+
+// validMetricName keeps script counters to names that every metrics
+// format accepts.
+func validMetricName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// logArgs turns the key-value pairs after the message into slog
+// arguments, prefixed with the script position.
+func logArgs(L *lua.LState) []any {
+	args := []any{"at", strings.TrimSuffix(L.Where(1), ":")}
+	for i := 2; i <= L.GetTop(); i++ {
+		switch v := L.Get(i).(type) {
+		case lua.LString:
+			args = append(args, string(v))
+		case lua.LNumber:
+			args = append(args, float64(v))
+		case lua.LBool:
+			args = append(args, bool(v))
+		case *lua.LNilType:
+			args = append(args, nil)
+		default:
+			args = append(args, v.String())
+		}
+	}
+	return args
+}
+
+// The kv functions return value (or true) on success and nil, message on
+// failure, Lua's usual convention, so a script can decide to go on.
+
+func (st *state) kvGet(L *lua.LState) int {
+	st.volatile = true
+	key := L.CheckString(1)
+	kv := st.set.eng.opts.KV
+	if kv == nil {
+		return pushFail(L, "cachepolicy: no kv store configured")
+	}
+	v, ok, err := kv.Get(key)
+	if err != nil {
+		return pushFail(L, err.Error())
+	}
+	if !ok {
+		L.Push(lua.LNil)
+		return 1
+	}
+	L.Push(lua.LString(v))
+	return 1
+}
+
+func (st *state) kvSet(L *lua.LState) int {
+	st.volatile = true
+	key, val := L.CheckString(1), L.CheckString(2)
+	ttl := time.Duration(float64(L.OptNumber(3, 0)) * float64(time.Second))
+	kv := st.set.eng.opts.KV
+	if kv == nil {
+		return pushFail(L, "cachepolicy: no kv store configured")
+	}
+	if err := kv.Set(key, []byte(val), ttl); err != nil {
+		return pushFail(L, err.Error())
+	}
+	L.Push(lua.LTrue)
+	return 1
+}
+
+func (st *state) kvDelete(L *lua.LState) int {
+	st.volatile = true
+	key := L.CheckString(1)
+	kv := st.set.eng.opts.KV
+	if kv == nil {
+		return pushFail(L, "cachepolicy: no kv store configured")
+	}
+	if err := kv.Delete(key); err != nil {
+		return pushFail(L, err.Error())
+	}
+	L.Push(lua.LTrue)
+	return 1
+}
+
+func pushFail(L *lua.LState, msg string) int {
+	L.Push(lua.LNil)
+	L.Push(lua.LString(msg))
+	return 2
+}
