@@ -24,7 +24,7 @@ func keysInShard(c *l1, n int) []string {
 
 func TestL1EvictsLeastRecentlyUsed(t *testing.T) {
 	const perShard = 2000
-	c := newL1(perShard * l1Shards)
+	c := newL1(perShard * l1Shards * 4 / 3) // the small shards share three quarters
 	keys := keysInShard(c, 4)
 	entry := func() *Entry { return &Entry{Payload: make([]byte, 400)} }
 	// Each entry costs about 660 bytes with its key and overhead: three
@@ -67,10 +67,30 @@ func TestL1ByteAccounting(t *testing.T) {
 	}
 }
 
-func TestL1RejectsEntryLargerThanShard(t *testing.T) {
+func TestL1AdmitsLargeEntryToLargeShard(t *testing.T) {
+	c := newL1(1000 * l1Shards) // small shards of 750 bytes, a large one of 16000
+	big := &Entry{Payload: make([]byte, 5000)}
+	if !c.set("q:big", big) {
+		t.Fatal("an entry over a small shard's share but within the large shard was refused")
+	}
+	if c.get("q:big") != big {
+		t.Error("the large entry is not found")
+	}
+	c.set("q:big", &Entry{Payload: []byte("small again")})
+	if e := c.get("q:big"); e == nil || len(e.Payload) != len("small again") {
+		t.Errorf("replacing a large entry with a small one: got %v", e)
+	}
+	if b, n := c.usage(); n != 1 || b > 1000 {
+		t.Errorf("after the replace: got (%d bytes, %d entries), want one small entry", b, n)
+	}
+}
+
+func TestL1RejectsEntryLargerThanLargeShard(t *testing.T) {
 	c := newL1(1000 * l1Shards)
 	c.set("q:1", &Entry{Payload: []byte("small")})
-	c.set("q:1", &Entry{Payload: make([]byte, 2000)})
+	if c.set("q:1", &Entry{Payload: make([]byte, 20000)}) {
+		t.Error("set reported an oversized entry admitted")
+	}
 	if c.get("q:1") != nil {
 		t.Error("oversized entry admitted, or the old one kept under its key")
 	}

@@ -268,12 +268,12 @@ func (s *Store) Put(ctx context.Context, key string, e *Entry) error {
 	if expired(e, now) {
 		return nil
 	}
-	s.stats.stores.Add(1)
 	s.refreshing.done(key)
-	if s.l1 != nil {
-		s.l1.set(key, e)
-	}
+	admitted := s.l1 != nil && s.l1.set(key, e)
 	if s.mc == nil {
+		if !admitted {
+			return ErrTooLarge
+		}
 		return nil
 	}
 	exp, ok := mcExpiration(e.Expires, now)
@@ -286,6 +286,9 @@ func (s *Store) Put(ctx context.Context, key string, e *Entry) error {
 		// The server may have restarted with a smaller -I: ask again.
 		s.forgetItemSizeMax()
 		err = s.putValue(ctx, key, val, exp)
+	}
+	if err == nil || admitted {
+		s.stats.stores.Add(1)
 	}
 	return err
 }

@@ -78,9 +78,11 @@ func (s *Store) RawSet(ctx context.Context, key string, val []byte, ttl time.Dur
 	}
 	if s.mc == nil {
 		if s.l1 == nil {
-			return nil
+			return ErrNoTier
 		}
-		s.l1.set(key, &Entry{Payload: bytes.Clone(val), Expires: exp})
+		if !s.l1.set(key, &Entry{Payload: bytes.Clone(val), Expires: exp}) {
+			return ErrTooLarge
+		}
 		return nil
 	}
 	if len(val)+len(key) > s.ItemSizeMax(ctx)-itemOverhead {

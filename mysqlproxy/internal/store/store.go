@@ -37,6 +37,9 @@ var (
 	ErrPending = errors.New("store: bump pending")
 	// ErrCorrupt means a stored value could not be decoded.
 	ErrCorrupt = errors.New("store: corrupt value")
+	// ErrNoTier means there is nowhere to keep a value: L1 is off and no
+	// memcached is configured.
+	ErrNoTier = errors.New("store: no cache tier (L1 is off and no memcached is configured)")
 	// ErrClosed means the store was closed.
 	ErrClosed = errors.New("store: closed")
 )
