@@ -50,6 +50,7 @@ func (s *session) comStmtExecute(p []byte) error {
 		return s.kvExecute(st.kv, p)
 	}
 	s.noteParamTypes(st, p)
+	p = withTypes(st, p)
 	defer func() { st.longData = false }()
 	if st.info.Kind == sqlinfo.Select && st.info.Cacheable && (st.params == 0 || st.types != nil) {
 		return s.cacheRead(p, st.info, st.sql, st)
@@ -73,6 +74,25 @@ func (s *session) noteParamTypes(st *stmt, p []byte) {
 		return
 	}
 	st.types = append(st.types[:0], p[at+1:end]...)
+}
+
+// withTypes returns an execute that carries its parameter types. A client
+// sends them once and leaves them out after; if that first execute was a
+// cache hit, the backend never saw them, so every execute mycached may
+// forward carries them again.
+func withTypes(st *stmt, p []byte) []byte {
+	if st.params == 0 || st.types == nil {
+		return p
+	}
+	at := 10 + (int(st.params)+7)/8
+	if len(p) <= at || p[at] != 0 {
+		return p
+	}
+	q := make([]byte, 0, len(p)+len(st.types))
+	q = append(q, p[:at]...)
+	q = append(q, 1)
+	q = append(q, st.types...)
+	return append(q, p[at+1:]...)
 }
 
 // execute relays a statement that is not served from the cache, and then
