@@ -1,0 +1,695 @@
+package mysqlproxy_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mycached/mycached/cachepolicy"
+	"github.com/mycached/mycached/mysqlproxy"
+	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
+)
+
+// fixedPolicy caches every cacheable SELECT with one decision.
+type fixedPolicy struct{ d cachepolicy.Decision }
+
+func (p fixedPolicy) Cache(q *cachepolicy.Query) (cachepolicy.Decision, bool) {
+	if !q.Cacheable || q.Kind != "select" {
+		return cachepolicy.Decision{}, false
+	}
+	return p.d, true
+}
+
+func (fixedPolicy) Invalidate(*cachepolicy.Write) []string { return nil }
+
+// querier is what *sql.DB, *sql.Conn and *sql.Tx have in common.
+type querier interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}
+
+// counted runs q on c and returns what it returned and how many SELECTs
+// MariaDB executed meanwhile.
+func counted(t testing.TB, m *testenv.MariaDB, c querier, q string) (string, int64) {
+	t.Helper()
+	before := m.GlobalStatus(t, "Com_select")
+	got, err := queryDump(context.Background(), c, q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return got, m.GlobalStatus(t, "Com_select") - before
+}
+
+func conn(t testing.TB, db *sql.DB) *sql.Conn {
+	t.Helper()
+	c, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatalf("conn: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func execOn(t testing.TB, c querier, q string) {
+	t.Helper()
+	if _, err := c.ExecContext(context.Background(), q); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// heapInuse returns the heap in use after a collection.
+func heapInuse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+// peakHeap samples the heap in use until stop is closed and returns the
+// highest value seen.
+func peakHeap(stop <-chan struct{}) <-chan uint64 {
+	out := make(chan uint64, 1)
+	go func() {
+		var peak uint64
+		var ms runtime.MemStats
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapInuse)
+			select {
+			case <-stop:
+				out <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return out
+}
+
+// TestCacheLargeJSONChunked: a 2 MiB JSON document is cached in a
+// memcached whose item limit is 1 MiB, and served from it byte for byte.
+func TestCacheLargeJSONChunked(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	mc := privateMemcached(t) // memcached's default -I 1m
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".docs (id INT PRIMARY KEY, doc LONGTEXT)")
+	img := make([]byte, 1536<<10)
+	_, _ = rand.Read(img)
+	doc := `{"name":"photo.png","image":"` + base64.StdEncoding.EncodeToString(img) + `"}`
+	if len(doc) < 2<<20 {
+		t.Fatalf("document is %d bytes, want at least 2 MiB", len(doc))
+	}
+	m.Exec(t, "INSERT INTO "+db+".docs VALUES (1, ?)", doc)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, CacheMemory: -1, Memcached: []string{mc.Addr}})
+	c := openDB(t, rootDSN(p.addr, db, ""))
+	c.SetMaxOpenConns(1)
+	const q = "SELECT id, doc FROM docs WHERE id = 1"
+	read := func() string {
+		var id int
+		var got []byte
+		if err := c.QueryRow(q).Scan(&id, &got); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return string(got)
+	}
+	if got := read(); got != doc {
+		t.Fatalf("first read: got %d bytes, want the %d-byte document", len(got), len(doc))
+	}
+	before := m.GlobalStatus(t, "Com_select")
+	got := read()
+	if after := m.GlobalStatus(t, "Com_select"); after != before {
+		t.Errorf("second read: Com_select moved %d -> %d, want a memcached hit", before, after)
+	}
+	if got != doc {
+		t.Errorf("second read: got %d bytes, want the %d-byte document, identical", len(got), len(doc))
+	}
+	if st := mycachedStatus(t, c); st["Hits_memcached"] == 0 {
+		t.Errorf("Hits_memcached: got 0, want > 0")
+	}
+}
+
+// TestCacheLargeResultStreamsUncached: a 200,000-row result over
+// MaxResultBytes reaches the client whole, is not cached, and the proxy's
+// heap stays bounded while it streams. It runs alone, since it measures
+// the process's heap.
+func TestCacheLargeResultStreamsUncached(t *testing.T) {
+	m := privateDB(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".big (id INT PRIMARY KEY, pad CHAR(60))")
+	m.Exec(t, "INSERT INTO "+db+".big SELECT seq, REPEAT(CHAR(97 + seq % 26), 60) FROM "+db+".seq_1_to_200000")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, MaxResultBytes: 1 << 20})
+	c := openDB(t, rootDSN(p.addr, db, ""))
+	c.SetMaxOpenConns(1)
+	const q = "SELECT id, pad FROM big ORDER BY id"
+	base := heapInuse()
+	for run := 0; run < 2; run++ {
+		before := m.GlobalStatus(t, "Com_select")
+		stop := make(chan struct{})
+		peak := peakHeap(stop)
+		rows, err := c.Query(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		n, sum := 0, 0
+		var id int
+		var pad sql.RawBytes
+		for rows.Next() {
+			if err := rows.Scan(&id, &pad); err != nil {
+				t.Fatal(err)
+			}
+			n++
+			sum += id
+			if len(pad) != 60 {
+				t.Fatalf("row %d: pad is %d bytes, want 60", id, len(pad))
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		rows.Close()
+		close(stop)
+		if n != 200000 || sum != 200000*200001/2 {
+			t.Errorf("run %d: got %d rows (id sum %d), want 200000 (id sum %d)", run, n, sum, 200000*200001/2)
+		}
+		if got := m.GlobalStatus(t, "Com_select") - before; got != 1 {
+			t.Errorf("run %d: MariaDB executed %d SELECTs, want 1 (uncached)", run, got)
+		}
+		// About 13 MB of rows passed through; a proxy that buffered them
+		// would grow by at least that.
+		grew := int64(<-peak) - int64(base)
+		t.Logf("run %d: peak heap in use %d MiB above the baseline", run, grew>>20)
+		if grew > 64<<20 {
+			t.Errorf("run %d: heap in use grew by %d MiB while streaming, want < 64 MiB", run, grew>>20)
+		}
+	}
+	if st := mycachedStatus(t, c); st["Stores"] != 0 || st["L1_entries"] != 0 {
+		t.Errorf("after an oversized result: Stores = %d, L1_entries = %d; want 0, 0", st["Stores"], st["L1_entries"])
+	}
+	if body := metricsText(t, p); !strings.Contains(body, `mycached_cache_bypass_total{reason="too-large"} 2`) {
+		t.Errorf("/metrics lacks mycached_cache_bypass_total{reason=\"too-large\"} 2:\n%s", grepLines(body, "bypass"))
+	}
+}
+
+// TestCacheTTL: past its ttl an entry is gone; past its soft ttl it is
+// served once more while one refresh runs; an empty result is cached only
+// when the policy says cache_empty.
+func TestCacheTTL(t *testing.T) {
+	t.Parallel()
+	setup := func(t *testing.T, cfg mysqlproxy.Config) (*testenv.MariaDB, *sql.DB, string) {
+		m := privateDB(t)
+		db := m.NewDatabase(t)
+		m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v VARCHAR(20))")
+		m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 'old')")
+		cfg.Backend = m.Addr
+		p := startProxy(t, cfg)
+		c := openDB(t, rootDSN(p.addr, db, ""))
+		c.SetMaxOpenConns(1)
+		return m, c, db
+	}
+	const read = "SELECT v FROM t WHERE id = 1"
+
+	t.Run("ttl", func(t *testing.T) {
+		t.Parallel()
+		m, c, _ := setup(t, mysqlproxy.Config{DefaultTTL: 2 * time.Second})
+		counted(t, m, c, read)
+		if _, n := counted(t, m, c, read); n != 0 {
+			t.Fatalf("read within the ttl: MariaDB executed %d SELECTs, want 0", n)
+		}
+		time.Sleep(2200 * time.Millisecond) // wait out the ttl under test
+		if _, n := counted(t, m, c, read); n != 1 {
+			t.Errorf("read past the ttl: MariaDB executed %d SELECTs, want 1", n)
+		}
+	})
+
+	t.Run("soft-ttl", func(t *testing.T) {
+		t.Parallel()
+		policy := fixedPolicy{cachepolicy.Decision{TTL: 10 * time.Second, SoftTTL: 2 * time.Second, CacheEmpty: true}}
+		m, c, db := setup(t, mysqlproxy.Config{PolicyEngine: policy})
+		old, _ := counted(t, m, c, read)
+		// A change behind the proxy's back shows which reads come from
+		// the entry and which from MySQL.
+		m.Exec(t, "UPDATE "+db+".t SET v = 'new' WHERE id = 1")
+		if got, n := counted(t, m, c, read); n != 0 || got != old {
+			t.Fatalf("read within the soft ttl: got %s with %d SELECTs, want the cached %s with 0", got, n, old)
+		}
+		time.Sleep(2200 * time.Millisecond) // wait out the soft ttl under test
+		before := m.GlobalStatus(t, "Com_select")
+		if got, _ := counted(t, m, c, read); got != old {
+			t.Errorf("first read past the soft ttl: got %s, want the entry %s", got, old)
+		}
+		// The refresh runs on this connection after the reply, so the
+		// next statement on it starts after the refresh is done.
+		got, _ := counted(t, m, c, read)
+		if n := m.GlobalStatus(t, "Com_select") - before; n != 1 {
+			t.Errorf("two reads past the soft ttl: MariaDB executed %d SELECTs, want 1 (the refresh)", n)
+		}
+		if !strings.Contains(got, "new") {
+			t.Errorf("read after the refresh: got %s, want the refreshed row 'new'", got)
+		}
+		for i := 0; i < 3; i++ {
+			if got, n := counted(t, m, c, read); n != 0 || !strings.Contains(got, "new") {
+				t.Errorf("read %d after the refresh: got %s with %d SELECTs, want 'new' with 0", i, got, n)
+			}
+		}
+	})
+
+	t.Run("cache-empty-false", func(t *testing.T) {
+		t.Parallel()
+		policy := fixedPolicy{cachepolicy.Decision{TTL: time.Minute, CacheEmpty: false}}
+		m, c, _ := setup(t, mysqlproxy.Config{PolicyEngine: policy})
+		const empty = "SELECT v FROM t WHERE id = 999"
+		for i := 0; i < 2; i++ {
+			if _, n := counted(t, m, c, empty); n != 1 {
+				t.Errorf("empty result, run %d: MariaDB executed %d SELECTs, want 1 (not cached)", i, n)
+			}
+		}
+		counted(t, m, c, read)
+		if _, n := counted(t, m, c, read); n != 0 {
+			t.Errorf("non-empty result, second run: MariaDB executed %d SELECTs, want 0", n)
+		}
+	})
+}
+
+// TestCacheSessionStateInKey: connections whose settings change a result
+// get their own entries; connections set up alike share one.
+func TestCacheSessionStateInKey(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, ts TIMESTAMP NULL, s VARCHAR(20) CHARACTER SET utf8mb4)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, '2024-01-01 12:00:00', 'café')")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+
+	for _, tc := range []struct {
+		name, query string
+		a, b        string // the two settings
+	}{
+		{"time_zone", "SELECT ts FROM t WHERE id = 1", "SET time_zone = '+00:00'", "SET time_zone = '+05:00'"},
+		{"names", "SELECT s FROM t WHERE id = 1", "SET NAMES utf8mb4", "SET NAMES latin1"},
+		{"sql_mode", "SELECT id || 0 AS x FROM t WHERE id = 1", "SET sql_mode = ''", "SET sql_mode = 'PIPES_AS_CONCAT'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Pools of the subtest's own: a pooled connection keeps the
+			// settings an earlier subtest made on it.
+			proxied := openDB(t, rootDSN(p.addr, db, ""))
+			direct := openDB(t, rootDSN(m.Addr, db, ""))
+			want := map[string]string{}
+			for _, set := range []string{tc.a, tc.b} {
+				d := conn(t, direct)
+				execOn(t, d, set)
+				s, err := queryDump(context.Background(), d, tc.query)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want[set] = s
+			}
+			if want[tc.a] == want[tc.b] {
+				t.Fatalf("setup: %q and %q give the same result %s", tc.a, tc.b, want[tc.a])
+			}
+			stores0 := mycachedStatus(t, proxied)["Stores"]
+			// a fills, b must not get a's entry, and a second b-like
+			// connection shares b's entry.
+			for i, set := range []string{tc.a, tc.b, tc.b, tc.a} {
+				c := conn(t, proxied)
+				execOn(t, c, set)
+				got, n := counted(t, m, c, tc.query)
+				if got != want[set] {
+					t.Errorf("connection %d after %q: got %s, want %s", i, set, got, want[set])
+				}
+				wantN := int64(1)
+				if i >= 2 {
+					wantN = 0 // set up like an earlier connection
+				}
+				if n != wantN {
+					t.Errorf("connection %d after %q: MariaDB executed %d SELECTs, want %d", i, set, n, wantN)
+				}
+				if i < 2 {
+					// The proxy stores a fill after the client has its
+					// reply; the next connection must find it stored.
+					waitFor(t, 5*time.Second, "the fill to be stored", func() bool {
+						return mycachedStatus(t, c)["Stores"] == int64(i+1)+stores0
+					})
+				}
+			}
+		})
+	}
+}
+
+// TestCacheSessionSwitch: SET @mycached_cache turns caching off and on for
+// one session, and never reaches MariaDB.
+func TestCacheSessionSwitch(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	pool := openDB(t, rootDSN(p.addr, db, ""))
+	c := conn(t, pool)
+	other := conn(t, pool)
+	const read = "SELECT v FROM t WHERE id = 1"
+	counted(t, m, c, read)
+	if _, n := counted(t, m, c, read); n != 0 {
+		t.Fatalf("setup: second read executed %d SELECTs, want 0", n)
+	}
+	setOpt := m.GlobalStatus(t, "Com_set_option")
+	execOn(t, c, "SET @mycached_cache = 0")
+	for i := 0; i < 2; i++ {
+		if _, n := counted(t, m, c, read); n != 1 {
+			t.Errorf("read %d with caching off: MariaDB executed %d SELECTs, want 1", i, n)
+		}
+	}
+	if _, n := counted(t, m, other, read); n != 0 {
+		t.Errorf("another session's read: MariaDB executed %d SELECTs, want 0 (its cache is on)", n)
+	}
+	execOn(t, c, "SET @mycached_cache = 1")
+	if _, n := counted(t, m, c, read); n != 0 {
+		t.Errorf("read with caching back on: MariaDB executed %d SELECTs, want 0", n)
+	}
+	if got := m.GlobalStatus(t, "Com_set_option"); got != setOpt {
+		t.Errorf("SET @mycached_cache: Com_set_option moved %d -> %d, want it not sent to MariaDB", setOpt, got)
+	}
+	var v sql.NullInt64
+	if err := c.QueryRowContext(context.Background(), "SELECT @mycached_cache").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Valid {
+		t.Errorf("MariaDB's @mycached_cache: got %d, want NULL", v.Int64)
+	}
+	_, err := c.ExecContext(context.Background(), "SET @mycached_cache = 7")
+	if e := mysqlErr(t, err); e.Number != 1231 {
+		t.Errorf("SET @mycached_cache = 7: got %d %s, want 1231", e.Number, e.Message)
+	}
+}
+
+// metricsText fetches /metrics from p's admin handler.
+func metricsText(t testing.TB, p *proxy) string {
+	t.Helper()
+	hs := httptest.NewServer(p.srv.AdminHandler())
+	defer hs.Close()
+	resp, err := hs.Client().Get(hs.URL + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /metrics: status %d", resp.StatusCode)
+	}
+	return string(b)
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestCacheAdmin: the admin pseudo-queries and /metrics.
+func TestCacheAdmin(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	c := openDB(t, rootDSN(p.addr, db, ""))
+	c.SetMaxOpenConns(1)
+	const read = "SELECT v FROM t WHERE id = 1"
+
+	t.Run("status", func(t *testing.T) {
+		counted(t, m, c, read)
+		before := mycachedStatus(t, c)
+		for _, name := range []string{"Hits_l1", "Hits_memcached", "Misses", "Stores", "Invalidations", "L1_bytes", "L1_entries", "Pending_bumps"} {
+			if _, ok := before[name]; !ok {
+				t.Errorf("SHOW MYCACHED STATUS lacks %s", name)
+			}
+		}
+		if _, n := counted(t, m, c, read); n != 0 {
+			t.Fatalf("second read: MariaDB executed %d SELECTs, want 0", n)
+		}
+		if after := mycachedStatus(t, c); after["Hits_l1"] != before["Hits_l1"]+1 {
+			t.Errorf("Hits_l1 after a hit: got %d, want %d", after["Hits_l1"], before["Hits_l1"]+1)
+		}
+	})
+
+	t.Run("queries", func(t *testing.T) {
+		for i := 0; i < 2; i++ {
+			dump(t, c, "SELECT NOW(), v FROM t")
+		}
+		rows, err := c.Query("SHOW MYCACHED QUERIES")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		found := false
+		var all []string
+		for rows.Next() {
+			var digest, hits, misses, bypasses, why string
+			if err := rows.Scan(&digest, &hits, &misses, &bypasses, &why); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, strings.Join([]string{digest, hits, misses, bypasses, why}, " | "))
+			if strings.Contains(strings.ToLower(digest), "now") && why == "nondeterministic:now" && bypasses == "2" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("SHOW MYCACHED QUERIES: no row for SELECT NOW() with 2 bypasses and reason nondeterministic:now; got\n%s", strings.Join(all, "\n"))
+		}
+	})
+
+	for _, purge := range []string{"MYCACHED INVALIDATE TABLE " + db + ".t", "MYCACHED FLUSH"} {
+		t.Run(purge, func(t *testing.T) {
+			counted(t, m, c, read)
+			if _, n := counted(t, m, c, read); n != 0 {
+				t.Fatalf("before %s: MariaDB executed %d SELECTs, want 0", purge, n)
+			}
+			mustExec(t, c, purge)
+			if _, n := counted(t, m, c, read); n != 1 {
+				t.Errorf("read after %s: MariaDB executed %d SELECTs, want 1", purge, n)
+			}
+			if _, n := counted(t, m, c, read); n != 0 {
+				t.Errorf("second read after %s: MariaDB executed %d SELECTs, want 0", purge, n)
+			}
+		})
+	}
+
+	t.Run("non-admin", func(t *testing.T) {
+		user := "plain" + strings.ReplaceAll(db, "_", "")
+		m.Exec(t, fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY 'pw'", user))
+		m.Exec(t, fmt.Sprintf("GRANT SELECT ON %s.* TO '%s'@'%%'", db, user))
+		u := conn(t, openDB(t, testenv.DSNFor(p.addr, user, "pw", db, "")))
+		for _, q := range []string{"SHOW MYCACHED STATUS", "SHOW MYCACHED QUERIES", "MYCACHED FLUSH", "MYCACHED INVALIDATE TABLE " + db + ".t"} {
+			_, err := u.ExecContext(context.Background(), q)
+			if err == nil {
+				t.Errorf("%s as %s: no error, want 1227", q, user)
+				continue
+			}
+			if e := mysqlErr(t, err); e.Number != 1227 {
+				t.Errorf("%s as %s: got %d %s, want 1227", q, user, e.Number, e.Message)
+			}
+		}
+		if got := readInt(t, u, read); got != 1 {
+			t.Errorf("the denied user's connection afterwards: got %d, want 1", got)
+		}
+	})
+
+	t.Run("metrics", func(t *testing.T) {
+		body := metricsText(t, p)
+		for _, want := range []string{
+			`mycached_cache_hits_total{tier="l1"}`,
+			`mycached_cache_misses_total`,
+			`mycached_cache_bypass_total{reason="not-cacheable"}`,
+			`mycached_l1_bytes`,
+			`mycached_pending_bumps`,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+		if t.Failed() {
+			t.Logf("/metrics:\n%s", body)
+		}
+	})
+}
+
+// TestCacheInTransactions: the --cache-in-transactions modes, and a
+// session with autocommit off as ORMs run it.
+func TestCacheInTransactions(t *testing.T) {
+	t.Parallel()
+	const read = "SELECT v FROM t WHERE id = 1"
+	setup := func(t *testing.T, mode mysqlproxy.CacheInTransactions, params string) (*testenv.MariaDB, *sql.Conn, *sql.Conn) {
+		m := privateDB(t)
+		db := m.NewDatabase(t)
+		m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+		m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1)")
+		p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, CacheInTransactions: mode})
+		c := conn(t, openDB(t, rootDSN(p.addr, db, params)))
+		other := conn(t, openDB(t, rootDSN(p.addr, db, "")))
+		return m, c, other
+	}
+
+	t.Run("until-write", func(t *testing.T) {
+		t.Parallel()
+		m, c, other := setup(t, mysqlproxy.CacheUntilWrite, "")
+		counted(t, m, c, read)
+		execOn(t, c, "BEGIN")
+		if got, n := counted(t, m, c, read); n != 0 || !strings.Contains(got, `"1"`) {
+			t.Errorf("read in a transaction before a write: got %s with %d SELECTs, want 1 with 0", got, n)
+		}
+		execOn(t, c, "UPDATE t SET v = 2 WHERE id = 1")
+		for i := 0; i < 2; i++ {
+			if got, n := counted(t, m, c, read); n != 1 || !strings.Contains(got, `"2"`) {
+				t.Errorf("read %d after the transaction wrote: got %s with %d SELECTs, want its own write 2 with 1", i, got, n)
+			}
+		}
+		if got, _ := counted(t, m, other, read); !strings.Contains(got, `"1"`) {
+			t.Errorf("another session during the transaction: got %s, want the committed 1", got)
+		}
+		execOn(t, c, "COMMIT")
+		if got, _ := counted(t, m, other, read); !strings.Contains(got, `"2"`) {
+			t.Errorf("another session after COMMIT: got %s, want 2", got)
+		}
+		if got, n := counted(t, m, c, read); n != 0 || !strings.Contains(got, `"2"`) {
+			t.Errorf("read after COMMIT, once refilled: got %s with %d SELECTs, want 2 with 0", got, n)
+		}
+	})
+
+	t.Run("never", func(t *testing.T) {
+		t.Parallel()
+		m, c, _ := setup(t, mysqlproxy.CacheNever, "")
+		counted(t, m, c, read)
+		if _, n := counted(t, m, c, read); n != 0 {
+			t.Fatalf("autocommit read: MariaDB executed %d SELECTs, want 0", n)
+		}
+		execOn(t, c, "BEGIN")
+		for i := 0; i < 2; i++ {
+			if _, n := counted(t, m, c, read); n != 1 {
+				t.Errorf("read %d in a transaction: MariaDB executed %d SELECTs, want 1", i, n)
+			}
+		}
+		execOn(t, c, "COMMIT")
+		if _, n := counted(t, m, c, read); n != 0 {
+			t.Errorf("autocommit read after COMMIT: MariaDB executed %d SELECTs, want 0", n)
+		}
+	})
+
+	t.Run("autocommit-off", func(t *testing.T) {
+		t.Parallel()
+		m, c, other := setup(t, mysqlproxy.CacheUntilWrite, "autocommit=0")
+		counted(t, m, c, read)
+		for i := 0; i < 2; i++ {
+			if _, n := counted(t, m, c, read); n != 0 {
+				t.Errorf("read %d with autocommit off, before a write: MariaDB executed %d SELECTs, want 0", i, n)
+			}
+		}
+		execOn(t, c, "UPDATE t SET v = 3 WHERE id = 1")
+		if got, n := counted(t, m, c, read); n != 1 || !strings.Contains(got, `"3"`) {
+			t.Errorf("read after the write: got %s with %d SELECTs, want its own write 3 with 1", got, n)
+		}
+		execOn(t, c, "COMMIT")
+		if got, _ := counted(t, m, other, read); !strings.Contains(got, `"3"`) {
+			t.Errorf("another session after COMMIT: got %s, want 3", got)
+		}
+		// A new implicit transaction has not written: hits again.
+		if got, n := counted(t, m, c, read); n != 0 || !strings.Contains(got, `"3"`) {
+			t.Errorf("read in the next transaction: got %s with %d SELECTs, want 3 with 0", got, n)
+		}
+	})
+}
+
+// TestCacheL1MemoryBound fills an 8 MiB L1 with 30 MiB of distinct
+// results: it holds no more than its bound, and the heap does not keep
+// the rest. It runs alone, since it measures the process's heap.
+func TestCacheL1MemoryBound(t *testing.T) {
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".blobs (id INT PRIMARY KEY, b MEDIUMBLOB)")
+	m.Exec(t, "INSERT INTO "+db+".blobs SELECT seq, REPEAT(CHAR(65 + seq % 26), 102400) FROM "+db+".seq_1_to_300")
+	const bound = 8 << 20
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, CacheMemory: bound})
+	c := openDB(t, rootDSN(p.addr, db, ""))
+	c.SetMaxOpenConns(4)
+	base := heapInuse()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := 1 + w; id <= 300; id += 4 {
+				var b []byte
+				if err := c.QueryRow(fmt.Sprintf("SELECT b FROM blobs WHERE id = %d", id)).Scan(&b); err != nil {
+					errs <- err
+					return
+				}
+				if len(b) != 102400 || !bytes.Equal(b[:1], []byte{byte(65 + id%26)}) {
+					errs <- fmt.Errorf("id %d: got %d bytes starting %q, want 102400 of %c", id, len(b), b[:min(1, len(b))], 65+id%26)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	st := mycachedStatus(t, c)
+	if st["L1_bytes"] > bound+bound/8 {
+		t.Errorf("L1_bytes after 30 MiB of distinct results: got %d, want <= %d (+1/8 slack)", st["L1_bytes"], bound)
+	}
+	if st["L1_entries"] == 0 || st["L1_entries"] >= 300 {
+		t.Errorf("L1_entries: got %d, want some of the 300 results but not all", st["L1_entries"])
+	}
+	grew := int64(heapInuse()) - int64(base)
+	t.Logf("L1_bytes %d, L1_entries %d, heap in use grew %d MiB", st["L1_bytes"], st["L1_entries"], grew>>20)
+	if grew > 48<<20 {
+		t.Errorf("heap in use grew by %d MiB, want < 48 MiB for an 8 MiB cache", grew>>20)
+	}
+}
+
+// TestCacheL1AdmitsLargeEntry: a result well under both MaxResultBytes
+// and the L1 bound is cached in L1 even when it exceeds one shard's share
+// of the bound (here 8 MiB / 64 shards = 128 KiB).
+func TestCacheL1AdmitsLargeEntry(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".blobs (id INT PRIMARY KEY, b MEDIUMBLOB)")
+	m.Exec(t, "INSERT INTO "+db+".blobs VALUES (1, REPEAT('x', 300 * 1024))")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, CacheMemory: 8 << 20})
+	c := openDB(t, rootDSN(p.addr, db, ""))
+	c.SetMaxOpenConns(1)
+	const q = "SELECT b FROM blobs WHERE id = 1"
+	want, _ := counted(t, m, c, q)
+	got, n := counted(t, m, c, q)
+	if n != 0 || got != want {
+		t.Errorf("second read of a 300 KiB result with an 8 MiB L1: MariaDB executed %d SELECTs (same rows: %v), want 0", n, got == want)
+	}
+	if st := mycachedStatus(t, c); st["Stores"] != st["L1_entries"] {
+		t.Errorf("SHOW MYCACHED STATUS: Stores = %d but L1_entries = %d; a store that L1 dropped is counted as stored", st["Stores"], st["L1_entries"])
+	}
+}
