@@ -8,10 +8,18 @@ import (
 )
 
 // analyzeStmts builds the Info of a parsed COM_QUERY text.
-func analyzeStmts(stmts []ast.StmtNode) *Info {
+func analyzeStmts(stmts []ast.StmtNode, sql string) *Info {
 	info := &Info{}
 	for i, s := range stmts {
-		st := analyzeStmt(s)
+		st := analyzeStmt(s, sql)
+		if i == 0 && len(stmts) == 1 {
+			// Rows named by one statement of several say little about
+			// what the text changes or reads.
+			info.Point = st.Point
+			info.SetCols = st.SetCols
+			info.Insert = st.Insert
+			info.OnDuplicate = st.OnDuplicate
+		}
 		if i == 0 {
 			info.Kind = st.Kind
 			info.Cacheable = st.Cacheable
@@ -56,16 +64,16 @@ func appendString(ss []string, s string) []string {
 	return append(ss, s)
 }
 
-// analyzeStmt analyzes one statement.
-func analyzeStmt(s ast.StmtNode) *Info {
-	info := analyzeOne(s)
+// analyzeStmt analyzes one statement of the text sql.
+func analyzeStmt(s ast.StmtNode, sql string) *Info {
+	info := analyzeOne(s, sql)
 	if info.Kind != Select && info.WhyNot == "" {
 		info.WhyNot = "not-select"
 	}
 	return info
 }
 
-func analyzeOne(s ast.StmtNode) *Info {
+func analyzeOne(s ast.StmtNode, sql string) *Info {
 	info := &Info{}
 	w := &walker{}
 	switch x := s.(type) {
@@ -134,10 +142,11 @@ func analyzeOne(s ast.StmtNode) *Info {
 	case *ast.ExplainStmt:
 		if x.Analyze {
 			// EXPLAIN ANALYZE runs the statement.
-			inner := analyzeStmt(x.Stmt)
+			inner := analyzeStmt(x.Stmt, sql)
 			inner.Kind = Other
 			inner.Cacheable = false
 			inner.WhyNot = "not-select"
+			inner.Point, inner.SetCols, inner.Insert, inner.OnDuplicate = nil, nil, nil, false
 			return inner
 		}
 		info.Kind = Show
@@ -215,6 +224,7 @@ func analyzeOne(s ast.StmtNode) *Info {
 	s.Accept(w)
 	info.Reads = w.reads
 	info.NoCacheHint = w.noHint
+	keyInfo(info, s, sql, w.subquery)
 	switch {
 	case info.Kind != Select:
 		info.WhyNot = "not-select"

@@ -119,9 +119,12 @@ func (a *Analyzer) analyzeMiss(sql string) *Info {
 }
 
 // shapeLevel reports whether info holds only what every statement of its
-// digest shares. SET values are literals, which the digest drops.
+// digest and shape shares. SET values, pinned values and inserted values
+// taken from literals are not shared, as the digest drops literals; such a
+// statement is parsed in full at each new text. Values bound to ?
+// placeholders are shared, which keeps prepared statements on the fast path.
 func shapeLevel(info *Info) bool {
-	return len(info.Sets) == 0 && info.Kind != Set
+	return len(info.Sets) == 0 && info.Kind != Set && !hasLiteralValues(info)
 }
 
 // normalize returns the parser's normalized text, recovering from any panic
@@ -150,7 +153,7 @@ func (a *Analyzer) parse(sql, digest string) (info *Info) {
 		}()
 		stmts, _, err = p.Parse(sql, "", "")
 		if err == nil {
-			info = analyzeStmts(stmts)
+			info = analyzeStmts(stmts, sql)
 		}
 	}()
 	a.parsers.Put(p)

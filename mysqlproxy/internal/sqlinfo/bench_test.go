@@ -47,12 +47,34 @@ func benchDigestHit(b *testing.B, prefix, suffix string) {
 	}
 }
 
-func BenchmarkAnalyzeDigestHitSysbench(b *testing.B) {
+// BenchmarkAnalyzeDigestHitRange is a shape without point values: new
+// literals are answered from the digest memo.
+func BenchmarkAnalyzeDigestHitRange(b *testing.B) {
+	benchDigestHit(b, "SELECT c FROM sbtest1 WHERE id BETWEEN ", " AND 100000")
+}
+
+// BenchmarkAnalyzeDigestHitPrepared is a point lookup whose key is a ?
+// placeholder, so the digest memo answers it.
+func BenchmarkAnalyzeDigestHitPrepared(b *testing.B) {
+	benchDigestHit(b, "SELECT c, ", " FROM sbtest1 WHERE id=?")
+}
+
+// BenchmarkAnalyzeNewPointSysbench is a point lookup with a new literal key:
+// its values come from the literals, so each new text is parsed in full.
+func BenchmarkAnalyzeNewPointSysbench(b *testing.B) {
 	benchDigestHit(b, "SELECT c FROM sbtest1 WHERE id=", "")
 }
 
-func BenchmarkAnalyzeDigestHitHibernate(b *testing.B) {
+func BenchmarkAnalyzeNewPointHibernate(b *testing.B) {
 	benchDigestHit(b, hibernateLoad[:len(hibernateLoad)-1], "")
+}
+
+func BenchmarkAnalyzeNewPointIn100(b *testing.B) {
+	q := "SELECT * FROM t WHERE id IN ("
+	for i := 0; i < 99; i++ {
+		q += strconv.Itoa(i) + ", "
+	}
+	benchDigestHit(b, q, ")")
 }
 
 func BenchmarkAnalyzeFullParseSysbench(b *testing.B) {

@@ -191,8 +191,8 @@ func containsFold(s, lower string) bool {
 	return false
 }
 
-// appendShape appends to dst every word and quoted identifier of sql
-// verbatim, in order, skipping comments, string literals and numbers.
+// appendShape appends to dst every word, quoted identifier and ? placeholder
+// of sql verbatim, in order, skipping comments, string literals and numbers.
 //
 // The parser's digest lowercases identifiers, but MariaDB compares table
 // names case-sensitively, so two statements with one digest may name
@@ -218,6 +218,12 @@ func appendShape(dst []byte, sql string) []byte {
 		case c == '*' && i+1 < len(sql) && sql[i+1] == '/':
 			// The end of a versioned comment.
 			i += 2
+		case c == '?':
+			// The digest writes placeholders and literals alike as "?",
+			// but a placeholder's value is bound per execution while a
+			// literal's is part of the text (see Value.Param).
+			dst = append(dst, '?', ' ')
+			i++
 		case isWordByte(c):
 			w, end := wordAt(sql, i)
 			if !allDigits(w) {
@@ -258,4 +264,30 @@ func skipQuoted(s string, i int, q byte, backslash bool) int {
 		}
 	}
 	return len(s)
+}
+
+// placeholderOffsets returns the byte offsets of the ? placeholders of sql,
+// outside comments, strings and quoted identifiers, in ascending order.
+func placeholderOffsets(sql string) []int {
+	var out []int
+	i := 0
+	for {
+		i = skipSpaceAndComments(sql, i)
+		if i >= len(sql) {
+			return out
+		}
+		switch c := sql[i]; {
+		case c == '\'' || c == '"':
+			i = skipQuoted(sql, i, c, true)
+		case c == '`':
+			i = skipQuoted(sql, i, '`', false)
+		case c == '?':
+			out = append(out, i)
+			i++
+		case isWordByte(c):
+			_, i = wordAt(sql, i)
+		default:
+			i++
+		}
+	}
 }

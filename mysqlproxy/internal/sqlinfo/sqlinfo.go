@@ -135,6 +135,19 @@ type Info struct {
 	// ParseError reports that the text did not parse; Kind then comes from
 	// the first keyword.
 	ParseError bool
+	// Point is set when the WHERE of a single-statement SELECT, UPDATE or
+	// DELETE on one table pins columns of that table to constants; see
+	// Point. A SELECT qualifies only when it reads that one table, with no
+	// join, subquery, CTE or UNION. Nil otherwise.
+	Point *Point
+	// SetCols are the columns an UPDATE assigns, lowercased and
+	// unqualified.
+	SetCols []string
+	// Insert describes the rows a single-statement INSERT or REPLACE lists
+	// (VALUES, VALUE or SET form). Nil for INSERT ... SELECT.
+	Insert *InsertRows
+	// OnDuplicate reports INSERT ... ON DUPLICATE KEY UPDATE.
+	OnDuplicate bool
 }
 
 // systemSchema reports whether db is one of the schemas whose contents are

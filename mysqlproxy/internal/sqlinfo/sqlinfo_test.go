@@ -233,12 +233,13 @@ func TestMiscFields(t *testing.T) {
 
 func TestDigestSharing(t *testing.T) {
 	a := NewAnalyzer(Options{})
-	x := a.Analyze("SELECT c FROM sbtest1 WHERE id=1")
-	y := a.Analyze("/* trace=abc */ SELECT c FROM sbtest1 WHERE id=2")
+	// A range, not a point lookup: point values are never shared.
+	x := a.Analyze("SELECT c FROM sbtest1 WHERE id>1")
+	y := a.Analyze("/* trace=abc */ SELECT c FROM sbtest1 WHERE id>2")
 	if x != y {
 		t.Errorf("digest hit returned a new analysis; want the shared one")
 	}
-	if x.Digest != "select `c` from `sbtest1` where `id` = ?" {
+	if x.Digest != "select `c` from `sbtest1` where `id` > ?" {
 		t.Errorf("Digest = %q", x.Digest)
 	}
 	// The digest lowercases identifiers; table names are case-sensitive.
@@ -256,7 +257,7 @@ func TestDigestSharing(t *testing.T) {
 		t.Errorf("Writes = %v, %v, want Users, users", i1.Writes, i2.Writes)
 	}
 	// The hint is invisible to the digest but must not be shared.
-	h := a.Analyze("SELECT /*+ no_cache */ c FROM sbtest1 WHERE id=3")
+	h := a.Analyze("SELECT /*+ no_cache */ c FROM sbtest1 WHERE id>3")
 	if !h.NoCacheHint || x.NoCacheHint {
 		t.Errorf("NoCacheHint = %v (hinted), %v (plain), want true, false", h.NoCacheHint, x.NoCacheHint)
 	}
@@ -372,7 +373,7 @@ func TestNeverPanics(t *testing.T) {
 }
 
 func FuzzAnalyze(f *testing.F) {
-	for _, s := range []string{"SELECT 1", "SELECT * FROM t WHERE a = 'x'", "/*+ no_cache */ SELECT 1; DROP TABLE t", "SET NAMES utf8", "`", "'", "/*!", "-- "} {
+	for _, s := range []string{"SELECT 1", "SELECT * FROM t WHERE a = 'x'", "SELECT * FROM t WHERE (a, b) IN ((1, ?), (2, ?)) AND c = 1", "/*+ no_cache */ SELECT 1; DROP TABLE t", "SET NAMES utf8", "`", "'", "/*!", "-- "} {
 		f.Add(s)
 	}
 	a := NewAnalyzer(Options{ExactCap: 100, DigestCap: 100})
@@ -380,6 +381,13 @@ func FuzzAnalyze(f *testing.F) {
 		info := a.Analyze(s)
 		if info.Cacheable && info.Kind != Select {
 			t.Errorf("cacheable %v", info.Kind)
+		}
+		if p := info.Point; p != nil {
+			for _, r := range p.Rows {
+				if len(r) != len(p.Cols) {
+					t.Errorf("Point row %v has %d values for %d columns", r, len(r), len(p.Cols))
+				}
+			}
 		}
 		_ = FirstKeyword(s)
 	})

@@ -10,6 +10,8 @@ type walker struct {
 	reads  []Table
 	whyNot string
 	noHint bool // SQL_NO_CACHE seen
+	// subquery reports a subquery anywhere in the statement.
+	subquery bool
 	// skip holds table nodes that are write targets only, not reads.
 	skip []*ast.TableName
 	// ctes holds the CTE names in scope; scopes records its length at each
@@ -59,6 +61,8 @@ func (w *walker) Enter(n ast.Node) (ast.Node, bool) {
 	case *ast.WithClause:
 		// Already walked by enterWith, in scope order.
 		return n, true
+	case *ast.SubqueryExpr:
+		w.subquery = true
 	case *ast.TableName:
 		w.table(x)
 	case *ast.FuncCallExpr:
