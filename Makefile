@@ -15,7 +15,13 @@ DEPS_CHECKS := \
 	'memcached=command -v memcached || test -x /usr/bin/memcached' \
 	'sysbench=command -v sysbench' \
 	'python3-pymysql=/usr/bin/python3 -c "import pymysql"' \
-	'nginx-light=command -v nginx || test -x /usr/sbin/nginx'
+	'nginx-light=command -v nginx || test -x /usr/sbin/nginx' \
+	'default-jdk-headless=command -v javac' \
+	'libhibernate3-java=test -f /usr/share/java/hibernate3.jar' \
+	'libmariadb-java=test -f /usr/share/java/mariadb-java-client.jar' \
+	'libjavassist-java=test -f /usr/share/java/javassist.jar' \
+	'libehcache-java=test -f /usr/share/java/ehcache-core.jar' \
+	'libslf4j-java=test -f /usr/share/java/slf4j-nop.jar'
 
 .PHONY: deps test lint build
 
@@ -57,3 +63,26 @@ lint:
 
 build:
 	$(GO) build -o bin/ ./cmd/...
+
+# demo, bench-relay and bench-cache start their own throwaway MariaDB,
+# memcached and mycached, and kill only the processes they started.
+.PHONY: demo bench-relay bench-cache bench-tools
+
+bench-tools:
+	$(GO) build -o bin/ ./cmd/mycached ./cmd/mycached-bench
+	$(GO) build -o bin/transparent-caching ./examples/transparent-caching
+
+demo: deps build bench-tools
+	examples/demo.sh
+
+bench-relay: deps bench-tools
+	examples/bench/relay.sh
+
+bench-cache: deps bench-tools
+	examples/bench/cache.sh
+
+# test-examples-hibernate runs only the Hibernate example
+# (examples/hibernate-2lc); `make test` runs it too, with every package.
+.PHONY: test-examples-hibernate
+test-examples-hibernate: deps
+	$(GO) test -count=1 -timeout 10m ./examples/hibernate-2lc/

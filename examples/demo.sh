@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# demo.sh (make demo): mycached end to end on throwaway servers. It starts
+# a private MariaDB and memcached, puts mycached in front, runs the
+# transparent-caching example against MariaDB directly and then through
+# mycached, shows a write invalidating a cached read, and tears it all
+# down. Needs bin/mycached and bin/transparent-caching (make demo builds
+# them).
+set -euo pipefail
+MC_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$MC_ROOT/examples/bench/lib.sh"
+
+SECONDS_PER_RUN=${DEMO_SECONDS:-5}
+THREADS=${DEMO_THREADS:-4}
+APP=$MC_ROOT/bin/transparent-caching
+[[ -x $APP && -x $MC_ROOT/bin/mycached ]] || mc_die "build first: make build && go build -o bin/transparent-caching ./examples/transparent-caching"
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+mc_init demo
+step "Starting a throwaway MariaDB, memcached and mycached (in $MC_TMP)"
+mc_start_mariadb db
+mc_start_memcached memcached
+ADMIN_PORT=$(mc_free_port)
+mc_start_mycached mycached "$DB_PORT" --memcached "127.0.0.1:$MEMCACHED_PORT" --admin "127.0.0.1:$ADMIN_PORT"
+echo "MariaDB    127.0.0.1:$DB_PORT"
+echo "memcached  127.0.0.1:$MEMCACHED_PORT"
+echo "mycached   127.0.0.1:$MYCACHED_PORT  (admin, /metrics: http://127.0.0.1:$ADMIN_PORT/metrics)"
+
+dsn() { echo "root:$MC_ROOT_PASSWORD@tcp(127.0.0.1:$1)/shop?interpolateParams=true"; }
+
+step "Loading the example schema (products, inventory, customers, orders)"
+mc_sql "$DB_PORT" -e "CREATE DATABASE shop"
+"$APP" -dsn "$(dsn "$DB_PORT")" -setup -duration 0
+
+run_app() {
+	"$APP" -dsn "$(dsn "$1")" -duration "${SECONDS_PER_RUN}s" -threads "$THREADS" | tee "$MC_TMP/$2.out"
+}
+step "Workload for ${SECONDS_PER_RUN}s, $THREADS clients, directly against MariaDB"
+run_app "$DB_PORT" direct
+step "The same workload through mycached (only the DSN's port changed)"
+run_app "$MYCACHED_PORT" cached
+
+# field NAME FILE prints NAME=value from the example's total line.
+field() { sed -n "s/^total:.* $1=\([^ ]*\).*/\1/p" "$2" | tr -d '/s'; }
+field_ms() { sed -n "s/^total:.* $1=\([0-9.]*\)ms.*/\1/p" "$2"; }
+hit_ratio=$(sed -n 's/^cache:.*hit_ratio=\([0-9.]*%\).*/\1/p' "$MC_TMP/cached.out")
+
+step "Summary"
+printf '%-18s %14s %12s %12s\n' "" "requests/s" "p50" "p99"
+for run in direct cached; do
+	label=$([[ $run == direct ]] && echo "MariaDB direct" || echo "through mycached")
+	printf '%-18s %14s %10sms %10sms\n' "$label" "$(field rate "$MC_TMP/$run.out")" \
+		"$(field_ms p50 "$MC_TMP/$run.out")" "$(field_ms p99 "$MC_TMP/$run.out")"
+done
+awk -v a="$(field rate "$MC_TMP/direct.out")" -v b="$(field rate "$MC_TMP/cached.out")" \
+	'BEGIN { if (a > 0) printf "speedup: %.1fx the requests per second; cache hit ratio %s\n", b / a, "'"$hit_ratio"'" }'
+echo "stale reads after writes (each client reads back every stock it wrote): $(field stale "$MC_TMP/cached.out")"
+
+step "A write invalidates: read, read (a cache hit), UPDATE, read again through mycached"
+through() { mc_sql "$MYCACHED_PORT" shop "$@"; }
+hits() { through -N -B -e "SHOW MYCACHED STATUS" | awk '$1 == "Hits_l1" || $1 == "Hits_memcached" { n += $2 } END { print n }'; }
+q="SELECT product_id, qty FROM inventory WHERE product_id = 7"
+echo "mysql> $q"
+through -t -e "$q"
+h0=$(hits)
+through -t -e "$q"
+echo "(the second read was served from the cache: hits $h0 -> $(hits))"
+echo "mysql> UPDATE inventory SET qty = 4242 WHERE product_id = 7"
+through -e "UPDATE inventory SET qty = 4242 WHERE product_id = 7"
+echo "mysql> $q"
+through -t -e "$q"
+echo "(the new value: the UPDATE bumped the table's generation, so the cached row was not served)"
+
+step "SHOW MYCACHED STATUS (any client, as an --admin-users user)"
+through -t -e "SHOW MYCACHED STATUS"
+if command -v curl >/dev/null; then
+	echo "curl -s http://127.0.0.1:$ADMIN_PORT/metrics | grep ^mycached_cache_ (excerpt):"
+	curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | grep '^mycached_cache_' | head -n 8 || true
+fi
+
+step "Tearing down"
