@@ -110,7 +110,7 @@ func (s *session) adminCommand(args []string) error {
 			}
 			name = s.hello.db + "." + name
 		}
-		s.srv.store.Bump(context.Background(), []string{name})
+		s.srv.store.Bump(context.Background(), []string{name, nonKey(name)})
 		s.srv.stats.invalidations.Inc()
 		return s.writeOK(0)
 	case len(args) == 2 && args[0] == "reload" && args[1] == "policy":

@@ -45,7 +45,11 @@ func (s *session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *stmt) 
 		srv.queries.note(info.Digest, why, 0)
 		return s.relayMode(p, modeResult)
 	}
-	deps := srv.deps(info, s.hello.db)
+	var params []paramValue
+	if st != nil && info.Point != nil {
+		params = decodeParams(p, int(st.params), st.types)
+	}
+	deps := s.readDepsFor(info, params)
 	q := &s.q
 	*q = cachepolicy.Query{
 		SQL: sql, Digest: info.Digest, Kind: info.Kind.String(), Tables: deps.tables,

@@ -60,6 +60,9 @@ type Config struct {
 	// Passthrough caches nothing: every statement is relayed. Writes still
 	// invalidate, so that sidecars sharing memcached stay coherent.
 	Passthrough bool
+	// TableLevel turns off row-level invalidation: primary-key lookups
+	// depend on their table's generation like every other read.
+	TableLevel bool
 	// CacheInTransactions is the mode for reads in transactions (default until-write).
 	CacheInTransactions CacheInTransactions
 

@@ -55,7 +55,11 @@ func (s *session) comStmtExecute(p []byte) error {
 	if st.info.Kind == sqlinfo.Select && st.info.Cacheable && (st.params == 0 || st.types != nil) {
 		return s.cacheRead(p, st.info, st.sql, st)
 	}
-	return s.execute(p, st.info, st.sql)
+	var params []paramValue
+	if st.info.Point != nil || st.info.Insert != nil {
+		params = decodeParams(p, int(st.params), st.types)
+	}
+	return s.executeParams(p, st.info, st.sql, params)
 }
 
 // noteParamTypes remembers the parameter types an execute binds; later
@@ -98,7 +102,13 @@ func withTypes(st *stmt, p []byte) []byte {
 // execute relays a statement that is not served from the cache, and then
 // does what its success means: session state changes, and invalidation.
 func (s *session) execute(p []byte, info *sqlinfo.Info, sql string) error {
+	return s.executeParams(p, info, sql, nil)
+}
+
+// executeParams is execute for a statement with bound parameters.
+func (s *session) executeParams(p []byte, info *sqlinfo.Info, sql string, params []paramValue) error {
 	before := s.status
+	s.prefetchKeys(info)
 	if err := s.forward(p); err != nil {
 		return err
 	}
@@ -108,7 +118,7 @@ func (s *session) execute(p []byte, info *sqlinfo.Info, sql string) error {
 	s.last = r.resp
 	// The invalidation happens even when the relay failed half-way: the
 	// statement may have run.
-	s.after(info, sql, &r.resp, before)
+	s.after(info, sql, &r.resp, before, params)
 	if err != nil {
 		return err
 	}
@@ -119,7 +129,7 @@ func (s *session) execute(p []byte, info *sqlinfo.Info, sql string) error {
 }
 
 // after applies what a relayed statement did to the session and the cache.
-func (s *session) after(info *sqlinfo.Info, sql string, resp *Response, before uint16) {
+func (s *session) after(info *sqlinfo.Info, sql string, resp *Response, before uint16, params []paramValue) {
 	ok := !resp.Failed()
 	switch info.Kind {
 	case sqlinfo.Set:
@@ -142,7 +152,7 @@ func (s *session) after(info *sqlinfo.Info, sql string, resp *Response, before u
 		s.noteTemporary(info)
 	}
 	if info.MayWrite {
-		s.invalidate(info, sql)
+		s.invalidate(info, sql, resp, params)
 	}
 	if before&mysql.SERVER_STATUS_IN_TRANS != 0 && s.status&mysql.SERVER_STATUS_IN_TRANS == 0 {
 		s.endTransaction()
@@ -153,17 +163,21 @@ func (s *session) after(info *sqlinfo.Info, sql string, resp *Response, before u
 // Inside a transaction the tables are remembered, and bumped again when it
 // ends: a reader could otherwise fill from pre-commit data under the
 // post-write generation.
-func (s *session) invalidate(info *sqlinfo.Info, sql string) {
+func (s *session) invalidate(info *sqlinfo.Info, sql string, resp *Response, params []paramValue) {
 	srv := s.srv
 	deps := make([]string, 0, len(info.Writes)+2)
+	tables := make([]string, 0, len(info.Writes))
 	for _, t := range sqlinfo.Qualify(info.Writes, s.hello.db) {
-		deps = append(deps, t.String())
+		deps = append(deps, s.writeDeps(info, t, resp, params)...)
+		tables = append(tables, t.String())
 	}
 	if info.Unmapped {
 		deps = s.unmappedDeps(deps, info)
 	}
-	if extra := srv.policy.Invalidate(&cachepolicy.Write{Tables: deps, Kind: info.Kind.String(), SQL: sql, DB: s.hello.db, User: s.hello.user}); len(extra) > 0 {
-		deps = append(deps, extra...)
+	if extra := srv.policy.Invalidate(&cachepolicy.Write{Tables: tables, Kind: info.Kind.String(), SQL: sql, DB: s.hello.db, User: s.hello.user}); len(extra) > 0 {
+		for _, t := range extra {
+			deps = append(deps, t, nonKey(t))
+		}
 	}
 	if len(deps) == 0 {
 		return
@@ -178,6 +192,20 @@ func (s *session) invalidate(info *sqlinfo.Info, sql string) {
 		for _, d := range deps {
 			s.txDeps[d] = struct{}{}
 		}
+	}
+}
+
+// prefetchKeys learns the primary key of the table a keyed write names
+// before the write runs: learning it afterwards would run a query of
+// mycached's own between the write and the client's next statement, and
+// reset what ROW_COUNT() and SHOW WARNINGS tell the client.
+func (s *session) prefetchKeys(info *sqlinfo.Info) {
+	if len(info.Writes) != 1 || (info.Point == nil && info.Insert == nil) {
+		return
+	}
+	switch info.Kind {
+	case sqlinfo.Update, sqlinfo.Delete, sqlinfo.Insert:
+		s.primaryKey(sqlinfo.Qualify(info.Writes, s.hello.db)[0])
 	}
 }
 

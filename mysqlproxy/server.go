@@ -44,6 +44,7 @@ type Server struct {
 	queries    queryStats
 	refreshing keyLocks
 	depsMemo   depsMemo
+	pks        pkCache
 	tees       sync.Pool // *[]byte tee buffers
 
 	mu        sync.Mutex // protects listeners and sessions

@@ -42,6 +42,8 @@ func (k *keyLocks) Release(key string) {
 type readDeps struct {
 	tables []string
 	all    []string
+	point  bool       // a primary-key lookup: rows and the non-key generation
+	keys   [][]string // the primary-key values of its rows
 }
 
 // depsMemo memoizes the dependencies of an analysis in a database, so the

@@ -43,6 +43,7 @@ type options struct {
 	compressMinBytes    int64
 	defaultTTL          time.Duration
 	passthrough         bool
+	tableLevel          bool
 	cacheInTransactions string
 
 	policy        []string
@@ -117,6 +118,7 @@ func flagDefs(o *options) []flagDef {
 		{"Cache", "compress-min-bytes", "SIZE", sizeValue{&o.compressMinBytes}, "compress memcached values at least this large; 0: never", ""},
 		{"Cache", "default-ttl", "DURATION", durationValue{&o.defaultTTL}, "lifetime of entries cached by the built-in policy", ""},
 		{"Cache", "passthrough", "", boolValue{&o.passthrough}, "relay only: cache nothing (writes still invalidate, for sidecars that do cache)", ""},
+		{"Cache", "table-level", "", boolValue{&o.tableLevel}, "invalidate by table only: no row-level entries for primary-key lookups", ""},
 		{"Cache", "cache-in-transactions", "MODE", enumValue{&o.cacheInTransactions, []string{"until-write", "read-only", "never"}}, "cache reads in transactions: until-write, read-only, never", ""},
 
 		{"Policy", "policy", "FILE,...", &listValue{p: &o.policy}, "Lua policy scripts, loaded in order", "the built-in default.lua"},

@@ -86,6 +86,7 @@ func proxyConfig(o options, logger *slog.Logger) mysqlproxy.Config {
 		CompressMinBytes:    int(o.compressMinBytes),
 		DefaultTTL:          o.defaultTTL,
 		Passthrough:         o.passthrough,
+		TableLevel:          o.tableLevel,
 		CacheInTransactions: mysqlproxy.CacheInTransactions(o.cacheInTransactions),
 		Policy:              o.policy,
 		PolicyTimeout:       o.policyTimeout,

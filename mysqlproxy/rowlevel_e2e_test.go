@@ -1,0 +1,181 @@
+package mysqlproxy_test
+
+import (
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/mycached/mycached/mysqlproxy"
+	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
+)
+
+func loadRows(t testing.TB, m *testenv.MariaDB, table string, n int) {
+	t.Helper()
+	m.Exec(t, "CREATE TABLE "+table+" (id INT PRIMARY KEY AUTO_INCREMENT, v INT, pad VARCHAR(20))")
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "(%d,%d,'p')", i, i)
+	}
+	m.Exec(t, "INSERT INTO "+table+" VALUES "+b.String())
+}
+
+// TestRowGranularity: with 1,000 cached point lookups on one table, an
+// UPDATE by primary key of one row invalidates exactly that row's entry,
+// and the table's range reads.
+func TestRowGranularity(t *testing.T) {
+	for _, mode := range []string{"text", "prepared"} {
+		t.Run(mode, func(t *testing.T) {
+			m := privateDB(t)
+			db := m.NewDatabase(t)
+			loadRows(t, m, db+".t", 1000)
+			p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+			params := "interpolateParams=true"
+			if mode == "prepared" {
+				params = ""
+			}
+			c := openDB(t, rootDSN(p.addr, db, params))
+			c.SetMaxOpenConns(1)
+			readAll := func() {
+				for id := 1; id <= 1000; id++ {
+					var v int
+					if err := c.QueryRow("SELECT v FROM t WHERE id = ?", id).Scan(&v); err != nil {
+						t.Fatal(err)
+					}
+					want := id
+					if id == 500 {
+						want = -1
+					}
+					if v != want && !(id == 500 && v == 500) {
+						t.Fatalf("id %d: got %d", id, v)
+					}
+				}
+			}
+			readAll()
+			dump(t, c, "SELECT COUNT(*), SUM(v) FROM t WHERE v > 0")
+			mustExec(t, c, "UPDATE t SET v = -1 WHERE id = ?", 500)
+			before := m.GlobalStatus(t, "Com_select")
+			readAll()
+			if got := m.GlobalStatus(t, "Com_select") - before; got != 1 {
+				t.Errorf("re-reading 1,000 lookups after updating one row: MariaDB executed %d SELECTs, want 1", got)
+			}
+			var v int
+			if err := c.QueryRow("SELECT v FROM t WHERE id = 500").Scan(&v); err != nil || v != -1 {
+				t.Errorf("row 500: got %d, %v; want -1", v, err)
+			}
+			before = m.GlobalStatus(t, "Com_select")
+			got := dump(t, c, "SELECT COUNT(*), SUM(v) FROM t WHERE v > 0")
+			if n := m.GlobalStatus(t, "Com_select") - before; n != 1 {
+				t.Errorf("the range read after the update: MariaDB executed %d SELECTs, want 1", n)
+			}
+			if want := dump(t, openDB(t, rootDSN(m.Addr, db, "")), "SELECT COUNT(*), SUM(v) FROM t WHERE v > 0"); got != want {
+				t.Errorf("range read: got %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+// TestRowLevelNoStaleReads: every write shape invalidates the point
+// lookups it must, including lookups that were empty.
+func TestRowLevelNoStaleReads(t *testing.T) {
+	m := testenv.Shared(t).DB
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	cases := []struct {
+		name  string
+		write string
+		args  []any
+	}{
+		{"update-by-key", "UPDATE t SET v = 99 WHERE id = 2", nil},
+		{"update-by-key-prepared", "UPDATE t SET v = ? WHERE id = ?", []any{99, 2}},
+		{"update-in-list", "UPDATE t SET v = 99 WHERE id IN (1, 2, 3)", nil},
+		{"update-non-key", "UPDATE t SET v = 99 WHERE pad = 'p'", nil},
+		{"update-moves-key", "UPDATE t SET id = 7 WHERE id = 2", nil},
+		{"delete-by-key", "DELETE FROM t WHERE id = 2", nil},
+		{"delete-non-key", "DELETE FROM t WHERE v < 3", nil},
+		{"insert-explicit", "INSERT INTO t (id, v, pad) VALUES (7, 70, 'n')", nil},
+		{"insert-explicit-prepared", "INSERT INTO t (id, v, pad) VALUES (?, ?, ?)", []any{7, 70, "n"}},
+		{"insert-auto-increment", "INSERT INTO t (v, pad) VALUES (70, 'n')", nil},
+		{"insert-auto-increment-multi", "INSERT INTO t (v, pad) VALUES (70, 'n'), (80, 'n'), (90, 'n')", nil},
+		{"insert-no-columns", "INSERT INTO t VALUES (7, 70, 'n')", nil},
+		{"insert-select", "INSERT INTO t (v, pad) SELECT v + 100, pad FROM t", nil},
+		{"upsert", "INSERT INTO t (id, v, pad) VALUES (2, 0, 'x') ON DUPLICATE KEY UPDATE v = 55", nil},
+		{"replace", "REPLACE INTO t (id, v, pad) VALUES (2, 66, 'r')", nil},
+		{"truncate", "TRUNCATE TABLE t", nil},
+	}
+	for _, mode := range []string{"autocommit", "transaction"} {
+		for _, tc := range cases {
+			t.Run(mode+"/"+tc.name, func(t *testing.T) {
+				db := m.NewDatabase(t)
+				loadRows(t, m, db+".t", 5)
+				c := openDB(t, rootDSN(p.addr, db, ""))
+				c.SetMaxOpenConns(1)
+				direct := openDB(t, rootDSN(m.Addr, db, ""))
+				lookups := []string{
+					"SELECT * FROM t WHERE id = 2", "SELECT * FROM t WHERE id = 7", "SELECT * FROM t WHERE id = 6",
+					"SELECT * FROM t WHERE id = 8", "SELECT * FROM t WHERE id IN (1, 2, 3, 7)", "SELECT * FROM t WHERE id = 1",
+				}
+				for i := 0; i < 2; i++ { // the second pass is served from the cache
+					for _, q := range lookups {
+						dump(t, c, q)
+					}
+				}
+				if mode == "transaction" && tc.name != "truncate" {
+					tx, err := c.Begin()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := tx.Exec(tc.write, tc.args...); err != nil {
+						t.Fatalf("%s: %v", tc.write, err)
+					}
+					if err := tx.Commit(); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					mustExec(t, c, tc.write, tc.args...)
+				}
+				for _, q := range lookups {
+					if got, want := dump(t, c, q), dump(t, direct, q); got != want {
+						t.Errorf("after %s, %s:\ngot  %s\nwant %s", tc.write, q, got, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestRowLevelHitRatio reports the hit ratio of a 90/10 read/update mix on
+// a hot table of 10,000 rows, row-level against table-level invalidation.
+func TestRowLevelHitRatio(t *testing.T) {
+	m := testenv.Shared(t).DB
+	db := m.NewDatabase(t)
+	loadRows(t, m, db+".t", 10000)
+	ratio := func(tableLevel bool) float64 {
+		p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, TableLevel: tableLevel})
+		c := openDB(t, rootDSN(p.addr, db, "interpolateParams=true"))
+		c.SetMaxOpenConns(1)
+		rng := rand.New(rand.NewPCG(1, 2))
+		hot := func() int { return 1 + int(rng.ExpFloat64()*300)%10000 } // a skewed hot set
+		for i := 0; i < 5000; i++ {
+			if rng.IntN(10) == 0 {
+				mustExec(t, c, "UPDATE t SET v = v + 1 WHERE id = ?", hot())
+				continue
+			}
+			var v int
+			if err := c.QueryRow("SELECT v FROM t WHERE id = ?", hot()).Scan(&v); err != nil && err != sql.ErrNoRows {
+				t.Fatal(err)
+			}
+		}
+		st := mycachedStatus(t, c)
+		hits, misses := st["Hits_l1"], st["Misses"]
+		return float64(hits) / float64(hits+misses)
+	}
+	row, table := ratio(false), ratio(true)
+	t.Logf("90/10 read/update, hot set of a 10,000-row table: hit ratio row-level %.3f, table-level %.3f (%.1fx)", row, table, row/table)
+	if row < 3*table {
+		t.Errorf("row-level hit ratio %.3f is under 3x the table-level %.3f", row, table)
+	}
+}
