@@ -62,6 +62,9 @@ type Options struct {
 	MaxPool int
 	// MemoSize bounds the number of memoized decisions. Default 65536.
 	MemoSize int
+	// DefaultTTL is the ttl of the built-in default, which scripts read as
+	// require("mycached").default_ttl (seconds). Default 60s.
+	DefaultTTL time.Duration
 }
 
 // topLevelTimeout bounds a script's top level, which runs once per pooled
@@ -111,11 +114,14 @@ func Load(files []string, opts Options) (*Engine, error) {
 	if opts.MemoSize <= 0 {
 		opts.MemoSize = 1 << 16
 	}
+	if opts.DefaultTTL <= 0 {
+		opts.DefaultTTL = 60 * time.Second
+	}
 	e := &Engine{
 		opts:    opts,
 		files:   append([]string(nil), files...),
 		logged:  make(map[string]time.Time),
-		builtin: Default{TTL: 60 * time.Second},
+		builtin: Default{TTL: opts.DefaultTTL},
 	}
 	set, err := e.compile()
 	if err != nil {

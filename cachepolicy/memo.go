@@ -14,7 +14,7 @@ const memoShards = 32
 // memoKey is everything a shape-only decision may depend on.
 type memoKey struct {
 	digest, db, user, kind string
-	flags                  uint8 // in_transaction, prepared, cacheable
+	flags                  uint8 // in_transaction, prepared, cacheable, point_lookup
 }
 
 type memoEntry struct {
@@ -55,6 +55,9 @@ func flagsOf(q *Query) uint8 {
 	}
 	if q.Cacheable {
 		f |= 4
+	}
+	if q.PointLookup {
+		f |= 8
 	}
 	return f
 }

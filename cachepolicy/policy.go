@@ -52,6 +52,12 @@ type Query struct {
 	InTransaction bool
 	Cacheable     bool
 	WhyNot        string
+	// PointLookup is true for a SELECT that pins its table's whole
+	// primary key to constants; its entry is invalidated row by row.
+	PointLookup bool
+	// Keys are the primary-key values a point lookup names, one string a
+	// row (the columns of a composite key joined by ",").
+	Keys []string
 }
 
 // Write is what a policy sees of a confirmed write.

@@ -88,6 +88,7 @@ func (st *state) module() *lua.LTable {
 	st.null = L.NewUserData()
 	mod := L.NewTable()
 	mod.RawSetString("null", st.null)
+	mod.RawSetString("default_ttl", lua.LNumber(e.opts.DefaultTTL.Seconds()))
 	mod.RawSetString("now", L.NewFunction(func(L *lua.LState) int {
 		st.volatile = true
 		L.Push(lua.LNumber(float64(time.Now().UnixNano()) / 1e9))

@@ -77,6 +77,7 @@ type state struct {
 	touched  fieldSet
 	volatile bool       // the call read the clock or the kv store
 	tables   lua.LValue // q.tables or w.tables, built on first read
+	keys     lua.LValue // q.keys, built on first read
 	params   lua.LValue
 }
 
@@ -269,7 +270,7 @@ func (st *state) beginWrite(w *Write) { st.w = w }
 // through it, and so nothing from this call pins memory.
 func (st *state) end() {
 	st.q, st.w = nil, nil
-	st.tables, st.params = nil, nil
+	st.tables, st.params, st.keys = nil, nil, nil
 	st.touched = 0
 	st.volatile = false
 	st.L.SetTop(0)

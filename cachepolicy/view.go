@@ -24,13 +24,15 @@ const (
 	fieldInTransaction
 	fieldCacheable
 	fieldWhyNot
+	fieldPointLookup
+	fieldKeys
 )
 
 // shapeFields are the fields that the memo key (digest, db, user, kind and
 // the flags) determines. sql and params vary within a shape; client_addr
 // is not in the key, so a decision that reads it cannot be shared either.
 const shapeFields = fieldDigest | fieldKind | fieldTables | fieldDB | fieldUser |
-	fieldPrepared | fieldInTransaction | fieldCacheable | fieldWhyNot
+	fieldPrepared | fieldInTransaction | fieldCacheable | fieldWhyNot | fieldPointLookup
 
 // view returns a userdata whose fields are read through index. One is
 // made per state and reused for every call, so that building q costs no
@@ -101,6 +103,15 @@ func (st *state) queryIndex(L *lua.LState) int {
 	case "why_not":
 		st.touched |= fieldWhyNot
 		v = lua.LString(q.WhyNot)
+	case "point_lookup":
+		st.touched |= fieldPointLookup
+		v = lua.LBool(q.PointLookup)
+	case "keys":
+		st.touched |= fieldKeys
+		if st.keys == nil {
+			st.keys = stringList(L, q.Keys)
+		}
+		v = st.keys
 	}
 	L.Push(v)
 	return 1

@@ -251,3 +251,27 @@ func (s *session) kvKeysValid(p []byte, n int, types []byte) bool {
 	}
 	return true
 }
+
+// luaKV gives policy scripts the kv namespace: cache.get/set/delete.
+type luaKV struct {
+	kv     kvStore
+	prefix string
+}
+
+func (l luaKV) Get(key string) ([]byte, bool, error) {
+	m, err := l.kv.GetMulti(context.Background(), []string{l.prefix + key})
+	if err != nil {
+		return nil, false, err
+	}
+	v, ok := m[l.prefix+key]
+	return v, ok, nil
+}
+
+func (l luaKV) Set(key string, val []byte, ttl time.Duration) error {
+	return l.kv.Set(context.Background(), l.prefix+key, val, ttl)
+}
+
+func (l luaKV) Delete(key string) error {
+	_, err := l.kv.Delete(context.Background(), l.prefix+key)
+	return err
+}

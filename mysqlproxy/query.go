@@ -15,6 +15,13 @@ import (
 // invalidating what they touched before the client hears they are done.
 func (s *session) comQuery(p []byte) error {
 	sql := string(p[1:])
+	if e := s.srv.engine; e != nil && e.HasQueryHook() {
+		var handled bool
+		var err error
+		if p, sql, handled, err = s.queryHook(e, p, sql); handled {
+			return err
+		}
+	}
 	if handled, err := s.kvQuery(sql); handled {
 		return err
 	}
@@ -30,6 +37,37 @@ func (s *session) comQuery(p []byte) error {
 		s.srv.queries.note(info.Digest, info.WhyNot, 0)
 	}
 	return s.execute(p, info, sql)
+}
+
+// queryHook runs the policy's query hook, MySQL Proxy's read_query: it
+// may answer the statement, or rewrite it.
+func (s *session) queryHook(e *cachepolicy.Engine, p []byte, sql string) ([]byte, string, bool, error) {
+	info := s.srv.analyzer.Analyze(sql)
+	q := &s.q
+	*q = cachepolicy.Query{
+		SQL: sql, Digest: info.Digest, Kind: info.Kind.String(), DB: s.hello.db, User: s.hello.user,
+		ClientAddr: s.clientAddr, InTransaction: s.status&mysql.SERVER_STATUS_IN_TRANS != 0,
+		Cacheable: info.Cacheable, WhyNot: info.WhyNot,
+	}
+	if info.Cacheable {
+		q.Tables = s.srv.deps(info, s.hello.db).tables
+	}
+	res := e.Query(q)
+	switch res.Kind {
+	case cachepolicy.QueryRewrite:
+		return append([]byte{mysql.COM_QUERY}, res.SQL...), res.SQL, false, nil
+	case cachepolicy.QueryResultSet:
+		return p, sql, true, s.writeResult(res.Columns, res.Rows)
+	case cachepolicy.QueryAffected:
+		return p, sql, true, s.writeOK(res.Affected)
+	case cachepolicy.QueryError:
+		code := res.ErrCode
+		if code == 0 {
+			code = mysql.ER_UNKNOWN_ERROR
+		}
+		return p, sql, true, s.writeErr(code, "HY000", res.ErrMsg)
+	}
+	return p, sql, false, nil
 }
 
 // comStmtExecute handles COM_STMT_EXECUTE like comQuery, keyed by the

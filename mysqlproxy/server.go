@@ -38,6 +38,7 @@ type Server struct {
 	store      *store.Store
 	flight     flight.Group
 	policy     cachepolicy.Policy
+	engine     *cachepolicy.Engine // the Lua engine, when it is the policy
 	kv         kvStore
 	reg        *metrics.Registry
 	stats      *stats
@@ -82,16 +83,28 @@ func NewServer(cfg Config) (*Server, error) {
 		CompressMinBytes: cfg.CompressMinBytes,
 		Logger:           cfg.Logger,
 	})
+	s.kv = kvStore{st: s.store, l1Only: len(cfg.Memcached) == 0}
+	s.reg = metrics.NewRegistry()
+	s.stats = newStats(s.reg, s.store, s.sessionCount)
 	s.policy = cfg.PolicyEngine
 	switch {
 	case cfg.Passthrough:
 		s.policy = cachepolicy.None{}
 	case s.policy == nil:
-		s.policy = cachepolicy.Default{TTL: cfg.DefaultTTL}
+		eng, err := cachepolicy.Load(cfg.Policy, cachepolicy.Options{
+			Timeout:    cfg.PolicyTimeout,
+			Logger:     cfg.Logger,
+			KV:         luaKV{kv: s.kv, prefix: cfg.KVPrefix},
+			Metrics:    s.scriptMetric,
+			DefaultTTL: cfg.DefaultTTL,
+		})
+		if err != nil {
+			s.store.Close()
+			return nil, err
+		}
+		s.engine, s.policy = eng, eng
+		s.stats.policyMetrics(eng)
 	}
-	s.kv = kvStore{st: s.store, l1Only: len(cfg.Memcached) == 0}
-	s.reg = metrics.NewRegistry()
-	s.stats = newStats(s.reg, s.store, s.sessionCount)
 	return s, nil
 }
 
@@ -249,8 +262,21 @@ func (s *Server) AdminHandler() http.Handler {
 	return mux
 }
 
-// ReloadPolicy reloads the policy scripts.
-func (s *Server) ReloadPolicy() error { return nil }
+// ReloadPolicy reloads the policy scripts. A script that fails to load
+// leaves the old ones in force, and the error names its file and line.
+func (s *Server) ReloadPolicy() error {
+	if s.engine == nil {
+		return nil
+	}
+	return s.engine.Reload()
+}
+
+// scriptMetric counts a script's metrics.inc(name) as script_<name>.
+func (s *Server) scriptMetric(name string) {
+	if c, err := s.reg.CounterByName("script_"+name, "Counted by a policy script."); err == nil {
+		c.Inc()
+	}
+}
 
 func (s *Server) sessionCount() int {
 	s.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mycached/mycached/cachepolicy"
 	"github.com/mycached/mycached/mysqlproxy/internal/metrics"
 	"github.com/mycached/mycached/mysqlproxy/internal/store"
 )
@@ -42,6 +43,15 @@ func newStats(reg *metrics.Registry, st *store.Store, sessions func() int) *stat
 	reg.GaugeFunc("mycached_pending_bumps", "Invalidations waiting for memcached to come back.", func() float64 { return float64(st.Stats().PendingBumps) })
 	reg.GaugeFunc("mycached_memcached_errors", "memcached operations that failed.", func() float64 { return float64(st.Stats().MemcachedErrors) })
 	return s
+}
+
+// policyMetrics exports the Lua engine's counters.
+func (s *stats) policyMetrics(e *cachepolicy.Engine) {
+	s.reg.GaugeFunc("mycached_policy_calls", "Policy hook calls that entered Lua.", func() float64 { return float64(e.Stats().Calls) })
+	s.reg.GaugeFunc("mycached_policy_memo_hits", "Policy decisions answered from the per-shape memo.", func() float64 { return float64(e.Stats().MemoHits) })
+	s.reg.GaugeFunc("mycached_policy_kills", "Policy hook calls killed at their deadline.", func() float64 { return float64(e.Stats().Kills) })
+	s.reg.GaugeFunc("mycached_policy_errors", "Policy hook calls that raised an error.", func() float64 { return float64(e.Stats().Errors) })
+	s.reg.GaugeFunc("mycached_policy_bad_results", "Policy hook calls that returned a result of the wrong shape.", func() float64 { return float64(e.Stats().BadResults) })
 }
 
 func (s *stats) hit(t store.Tier, d time.Duration) {

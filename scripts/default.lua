@@ -1,6 +1,6 @@
 -- default.lua: the built-in policy. mycached loads it when no --policy is
--- given: every cacheable SELECT is memoized for 60 s, per user. Copy it to
--- start a policy of your own.
+-- given: every cacheable SELECT is memoized for --default-ttl (60 s unless
+-- set), per user. Copy it to start a policy of your own.
 --
 -- A script defines up to three hooks. Each is called with q (or w), a
 -- read-only view of the statement, and next, the same hook of the script
@@ -15,7 +15,8 @@
 --
 -- q has: sql, digest (normalized text), kind ("select", "show", ...), tables
 -- ({"db.table", ...}), db, user, client_addr, prepared, params,
--- in_transaction, cacheable and why_not.
+-- in_transaction, cacheable, why_not, point_lookup (the statement pins its
+-- table's whole primary key) and keys (the key values it names).
 --
 -- A cache() call that reads only shape fields of q (everything but sql,
 -- params and client_addr) and calls neither now() nor cache.* is memoized
@@ -34,11 +35,14 @@
 -- Scripts run sandboxed: base (without load, loadstring, loadfile, dofile),
 -- table, string, math, os.time and os.date. require("mycached") gives
 -- cache.get/set/delete, log.info/warn(msg, key, value, ...), now(),
--- metrics.inc(name) and null. Globals cannot be created after load.
+-- metrics.inc(name), null and default_ttl (--default-ttl in seconds).
+-- Globals cannot be created after load.
+
+local mycached = require("mycached")
 
 function cache(q, next)
   if not q.cacheable or q.kind ~= "select" then
     return nil
   end
-  return { ttl = 60, scope = "user" }
+  return { ttl = mycached.default_ttl, scope = "user" }
 end

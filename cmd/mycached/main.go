@@ -28,7 +28,7 @@ func main() {
 // serving fails, 2 for bad configuration.
 func realMain(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "check-policy" {
-		return checkPolicy(args[1:])
+		return checkPolicy(args[1:], stdout, stderr)
 	}
 	opts, err := parseOptions(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {

@@ -98,9 +98,17 @@ func TestBinary(t *testing.T) {
 	}
 
 	t.Run("check-policy", func(t *testing.T) {
-		_, errOut, code := runBinary(t, bin, "check-policy", "scripts/default.lua")
-		if code != 2 || !strings.Contains(errOut, "not available") {
-			t.Errorf("got exit %d, stderr %q; want 2 and not available", code, errOut)
+		out, errOut, code := runBinary(t, bin, "check-policy", "../../scripts/default.lua")
+		if code != 0 || !strings.Contains(out, "ttl") {
+			t.Errorf("default.lua: got exit %d, stdout %q, stderr %q; want 0 and decisions", code, out, errOut)
+		}
+		bad := filepath.Join(t.TempDir(), "bad.lua")
+		if err := os.WriteFile(bad, []byte("function cache(q)\n  return {\nend\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, errOut, code = runBinary(t, bin, "check-policy", bad)
+		if code != 2 || !strings.Contains(errOut, "bad.lua") {
+			t.Errorf("a broken script: got exit %d, stderr %q; want 2 naming the file", code, errOut)
 		}
 	})
 }
