@@ -15,12 +15,13 @@ import (
 // MYCACHED is not looked at further.
 func (s *session) pseudo(sql string) (bool, error) {
 	t := strings.TrimSpace(sql)
-	if len(t) < 3 {
+	if !hasPrefixFold(t, "mycached") && !hasPrefixFold(t, "show") && !hasPrefixFold(t, "set") {
 		return false, nil
 	}
-	switch t[0] | 0x20 {
-	case 's', 'm':
-	default:
+	// Only the words after SET or SHOW decide; most statements that
+	// start so are not ours, and leave at the second word.
+	if rest := strings.TrimLeft(t[strings.IndexAny(t+" ", " \t\r\n"):], " \t\r\n"); !hasPrefixFold(t, "mycached") &&
+		!hasPrefixFold(rest, "mycached") && !hasPrefixFold(rest, "@mycached_cache") {
 		return false, nil
 	}
 	words := pseudoWords(t)
@@ -120,4 +121,9 @@ func (s *session) adminCommand(args []string) error {
 		return s.writeOK(0)
 	}
 	return s.writeErr(mysql.ER_PARSE_ERROR, "42000", "mycached: unknown admin command; try MYCACHED FLUSH, MYCACHED INVALIDATE TABLE db.t or MYCACHED RELOAD POLICY")
+}
+
+// hasPrefixFold is strings.HasPrefix, ignoring ASCII case.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }

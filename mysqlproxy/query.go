@@ -29,6 +29,9 @@ func (s *session) comQuery(p []byte) error {
 		return err
 	}
 	info := s.srv.analyzer.Analyze(sql)
+	if info.Kind == sqlinfo.Select && s.srv.cfg.Passthrough {
+		return s.relayMode(p, modeResult)
+	}
 	if info.Kind == sqlinfo.Select && info.Cacheable {
 		return s.cacheRead(p, info, sql, nil)
 	}

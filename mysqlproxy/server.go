@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -60,7 +61,8 @@ type Server struct {
 // Serve.
 func NewServer(cfg Config) (*Server, error) {
 	cfg.fillDefaults()
-	if _, _, err := net.SplitHostPort(cfg.Backend); err != nil {
+	kvOnly := cfg.Backend == "" && len(cfg.KVPasswords) > 0 // ServeKV needs no backend
+	if _, _, err := net.SplitHostPort(cfg.Backend); err != nil && !kvOnly {
 		return nil, fmt.Errorf("mysqlproxy: backend %q: %w", cfg.Backend, err)
 	}
 	s := &Server{
@@ -252,13 +254,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// AdminHandler serves the admin endpoints: /metrics and /healthz.
+// AdminHandler serves the admin endpoints: /metrics, /healthz and
+// /debug/pprof/.
 func (s *Server) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.Handle("/metrics", s.reg)
+	// Profiles, for finding where a slow deployment spends its time; the
+	// admin listener is meant for loopback or an operator network only.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
 }
 
