@@ -78,6 +78,47 @@ func TestAllowlist(t *testing.T) {
 	}
 }
 
+func TestORMEntities(t *testing.T) {
+	e := mustLoad(t, []string{shipped("orm-entities.lua")}, Options{})
+	point := selectQ("SELECT * FROM products WHERE id = 7", "select * from products where id = ?", "shop.products")
+	point.PointLookup = true
+	point.Keys = []string{"7"}
+	notCacheable := selectQ("SELECT NOW() FROM products WHERE id = 7", "select now ( ) from products where id = ?", "shop.products")
+	notCacheable.Cacheable = false
+	show := selectQ("SHOW TABLES", "show tables")
+	show.Kind = "show"
+	tests := []struct {
+		name string
+		q    *Query
+		want string
+	}{
+		{"point lookup", point, "ttl=1h0m0s scope=user cache_empty=true"},
+		{"range", selectQ("SELECT * FROM products WHERE id > 7", "select * from products where id > ?", "shop.products"),
+			"ttl=5s scope=user cache_empty=true"},
+		{"join", selectQ("SELECT * FROM orders JOIN products", "select * from orders join products", "shop.orders", "shop.products"),
+			"ttl=5s scope=user cache_empty=true"},
+		{"not cacheable", notCacheable, "no cache"},
+		{"show", show, "no cache"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := fmtDecision(e.Cache(tt.q)); got != tt.want {
+				t.Errorf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+	// Another id of the same shape is answered without entering Lua.
+	other := *point
+	other.SQL, other.Keys = "SELECT * FROM products WHERE id = 8", []string{"8"}
+	before := e.Stats().MemoHits
+	if got, want := fmtDecision(e.Cache(&other)), "ttl=1h0m0s scope=user cache_empty=true"; got != want {
+		t.Errorf("another id: got %s, want %s", got, want)
+	}
+	if got := e.Stats().MemoHits; got != before+1 {
+		t.Errorf("memo hits after another id: got %d, want %d", got, before+1)
+	}
+}
+
 func TestReadMostly(t *testing.T) {
 	var metrics []string
 	// One state, so that every call sees the same counts.

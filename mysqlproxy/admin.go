@@ -14,7 +14,7 @@ import (
 // else, cheaply: a statement that does not begin with SET, SHOW or
 // MYCACHED is not looked at further.
 func (s *session) pseudo(sql string) (bool, error) {
-	t := strings.TrimSpace(sql)
+	t := skipComments(sql)
 	if !hasPrefixFold(t, "mycached") && !hasPrefixFold(t, "show") && !hasPrefixFold(t, "set") {
 		return false, nil
 	}
@@ -126,4 +126,28 @@ func (s *session) adminCommand(args []string) error {
 // hasPrefixFold is strings.HasPrefix, ignoring ASCII case.
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// skipComments returns sql without its leading whitespace and comments, so
+// that a tag such as /* app=shop */ does not hide a pseudo-query.
+func skipComments(sql string) string {
+	for {
+		sql = strings.TrimLeft(sql, " \t\r\n")
+		switch {
+		case strings.HasPrefix(sql, "/*"):
+			end := strings.Index(sql[2:], "*/")
+			if end < 0 {
+				return sql
+			}
+			sql = sql[2+end+2:]
+		case strings.HasPrefix(sql, "#"), strings.HasPrefix(sql, "-- "):
+			end := strings.IndexByte(sql, '\n')
+			if end < 0 {
+				return ""
+			}
+			sql = sql[end+1:]
+		default:
+			return sql
+		}
+	}
 }
