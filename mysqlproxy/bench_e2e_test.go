@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mycached/mycached/cachepolicy"
 	"github.com/mycached/mycached/mysqlproxy"
 	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
 )
@@ -122,4 +123,67 @@ func BenchmarkPointSelect(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkPolicyLuaVsBuiltin compares L1 hits under the Lua default.lua
+// with hits under the built-in Go default, in one run: the Lua policy's
+// memoized decisions should cost within a few percent.
+func BenchmarkPolicyLuaVsBuiltin(b *testing.B) {
+	m := testenv.Shared(b).DB
+	db := m.NewDatabase(b)
+	loadRows(b, m, db+".t", 1000)
+	for _, tc := range []struct {
+		name string
+		cfg  mysqlproxy.Config
+	}{
+		{"builtin", mysqlproxy.Config{Backend: m.Addr, PolicyEngine: cachepolicy.Default{TTL: time.Minute}}},
+		{"lua-default", mysqlproxy.Config{Backend: m.Addr}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			benchPointHits(b, startProxy(b, tc.cfg).addr, db, 1000)
+		})
+	}
+}
+
+// BenchmarkPointLookupHit compares a primary-key lookup hit served with
+// row-level dependencies against the same hit with table-level ones, from
+// memcached: both cost one get_multi.
+func BenchmarkPointLookupHit(b *testing.B) {
+	m := testenv.Shared(b).DB
+	mc := testenv.Shared(b).MC
+	db := m.NewDatabase(b)
+	loadRows(b, m, db+".t", 1000)
+	for _, tc := range []struct {
+		name       string
+		tableLevel bool
+	}{{"row-level", false}, {"table-level", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			p := startProxy(b, mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}, CacheMemory: -1, TableLevel: tc.tableLevel})
+			benchPointHits(b, p.addr, db, 1000)
+		})
+	}
+}
+
+// benchPointHits warms every id, then measures point-lookup hits from 8
+// goroutines.
+func benchPointHits(b *testing.B, addr, db string, rows int) {
+	c := openDB(b, rootDSN(addr, db, "interpolateParams=true"))
+	c.SetMaxIdleConns(16)
+	for i := 1; i <= rows; i++ {
+		var v int
+		if err := c.QueryRow("SELECT v FROM t WHERE id = ?", i).Scan(&v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var v int
+		for pb.Next() {
+			if err := c.QueryRow("SELECT v FROM t WHERE id = ?", rand.IntN(rows)+1).Scan(&v); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

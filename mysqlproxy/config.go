@@ -32,7 +32,8 @@ const (
 // Config is everything a Server needs. NewServer fills zero values with the
 // defaults documented on each field.
 type Config struct {
-	// Backend is the MySQL or MariaDB server, host:port. Required.
+	// Backend is the MySQL or MariaDB server, host:port. Required, unless
+	// the server is for ServeKV alone (KVPasswords set, Backend empty).
 	Backend string
 	// ConnectTimeout bounds dialing the backend (default 5s).
 	ConnectTimeout time.Duration
@@ -86,6 +87,11 @@ type Config struct {
 	KVUsers []string
 	// KVPerUser gives each user their own kv namespace (prefix + user + ":").
 	KVPerUser bool
+	// KVPasswords are the users the kv-only listener (ServeKV) accepts,
+	// with their passwords in the clear or as MySQL's "*" + 40 hex digits
+	// hash. Nobody else gets in there; empty means nobody. The main
+	// listener ignores it: the backend checks passwords there.
+	KVPasswords map[string]string
 
 	// MaxPacket bounds a client's command packet, reassembled (default 1 GiB, MySQL's own ceiling).
 	MaxPacket int

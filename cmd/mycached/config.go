@@ -55,6 +55,7 @@ type options struct {
 	kvUsers     []string
 	kvPerUser   bool
 	kvUsersFile string
+	kvPasswords map[string]string // from --kv-users-file: who may use --kv-listen
 
 	maxPacket       int64
 	shutdownTimeout time.Duration
@@ -100,7 +101,7 @@ func flagDefs(o *options) []flagDef {
 	return []flagDef{
 		{"Listeners", "listen", "ADDR", stringValue{&o.listen}, "accept MySQL clients on this host:port", ""},
 		{"Listeners", "admin", "ADDR", stringValue{&o.admin}, "serve /metrics and /healthz over HTTP on this host:port", "off"},
-		{"Listeners", "kv-listen", "ADDR", stringValue{&o.kvListen}, "serve only the key/value pseudo-queries over the MySQL protocol, with no backend", "off"},
+		{"Listeners", "kv-listen", "ADDR", stringValue{&o.kvListen}, "serve only the key/value pseudo-queries over the MySQL protocol, with no backend; needs user:password lines in --kv-users-file", "off"},
 
 		{"Backend", "backend", "ADDR", stringValue{&o.backend}, "the MySQL or MariaDB server, host:port", ""},
 		{"Backend", "backend-tls", "MODE", enumValue{&o.backendTLS, []string{"off", "preferred", "required", "verify"}}, "TLS to the backend: off, preferred (if offered), required, verify", ""},
@@ -126,7 +127,7 @@ func flagDefs(o *options) []flagDef {
 
 		{"Access", "admin-users", "USER,...", &listValue{p: &o.adminUsers}, "users who may run admin pseudo-queries; empty: nobody", ""},
 		{"Access", "kv-users", "USER,...", &listValue{p: &o.kvUsers}, "users who may use key/value pseudo-queries", "every user"},
-		{"Access", "kv-users-file", "FILE", stringValue{&o.kvUsersFile}, "file of more --kv-users, one per line, # comments", "none"},
+		{"Access", "kv-users-file", "FILE", stringValue{&o.kvUsersFile}, "file of more --kv-users, one per line, # comments; a line user:password also lets that user into --kv-listen", "none"},
 		{"Access", "kv-per-user", "", boolValue{&o.kvPerUser}, "give each user a private key/value namespace", ""},
 		{"Access", "kv-prefix", "PREFIX", stringValue{&o.kvPrefix}, "namespace of key/value pairs in the cache", ""},
 		{"Access", "kv-max-bytes", "SIZE", sizeValue{&o.kvMaxBytes}, "largest key/value value accepted", ""},
@@ -325,11 +326,17 @@ func (o *options) check() error {
 		}
 	}
 	if o.kvUsersFile != "" {
-		users, err := readUsersFile(o.kvUsersFile)
+		users, passwords, err := readUsersFile(o.kvUsersFile)
 		if err != nil {
 			return fmt.Errorf("--kv-users-file: %w", err)
 		}
 		o.kvUsers = append(o.kvUsers, users...)
+		o.kvPasswords = passwords
+	}
+	if o.kvListen != "" && len(o.kvPasswords) == 0 {
+		// Nothing behind the kv-only listener checks passwords but mycached:
+		// without users and passwords it would have to let in everyone.
+		return errors.New("--kv-listen: needs users with passwords: lines user:password in --kv-users-file")
 	}
 
 	ints := []struct {
@@ -359,20 +366,36 @@ func checkAddr(addr string) error {
 	return nil
 }
 
-// readUsersFile reads user names, one per line; blank lines and lines
-// starting with # are skipped.
-func readUsersFile(path string) ([]string, error) {
+// readUsersFile reads the --kv-users-file: one user per line, blank lines
+// and lines starting with # skipped. A line "user" names a user for
+// --kv-users, as the file always did. A line "user:password" does that too,
+// and also lets the user into --kv-listen with that password; the password
+// is the rest of the line after the first ":" (surrounding blanks are
+// trimmed), in the clear or as MySQL's "*" + 40 hex digits hash. passwords
+// is nil when no line has one.
+func readUsersFile(path string) (users []string, passwords map[string]string, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var users []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
+	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
-		if line != "" && !strings.HasPrefix(line, "#") {
-			users = append(users, line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		user, pw, hasPW := strings.Cut(line, ":")
+		user = strings.TrimSpace(user)
+		if user == "" {
+			return nil, nil, fmt.Errorf("%s:%d: no user name before the \":\"", path, n)
+		}
+		users = append(users, user)
+		if hasPW {
+			if passwords == nil {
+				passwords = make(map[string]string)
+			}
+			passwords[user] = strings.TrimSpace(pw)
 		}
 	}
-	return users, sc.Err()
+	return users, passwords, sc.Err()
 }

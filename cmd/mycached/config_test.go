@@ -54,6 +54,7 @@ admin-users:
 log-format: json
 `)
 	users := writeFile(t, dir, "users", "# kv users\nalice\n\n  bob  \n")
+	pwUsers := writeFile(t, dir, "pwusers", "# user:password\nalice\napp:s3cret:with colon\n  bob : pw  \nnopw:\n")
 
 	tests := []struct {
 		name  string
@@ -78,6 +79,18 @@ log-format: json
 		{"empty admin users", []string{"--admin-users="}, func(o options) (any, any) { return len(o.adminUsers), 0 }},
 		{"kv users file adds", []string{"--kv-users", "carol", "--kv-users-file", users}, func(o options) (any, any) {
 			return o.kvUsers, []string{"carol", "alice", "bob"}
+		}},
+		{"kv users file without passwords", []string{"--kv-users-file", users}, func(o options) (any, any) {
+			return o.kvPasswords, map[string]string(nil)
+		}},
+		{"kv users file with passwords names users", []string{"--kv-users-file", pwUsers}, func(o options) (any, any) {
+			return o.kvUsers, []string{"alice", "app", "bob", "nopw"}
+		}},
+		{"kv users file with passwords", []string{"--kv-users-file", pwUsers}, func(o options) (any, any) {
+			return o.kvPasswords, map[string]string{"app": "s3cret:with colon", "bob": "pw", "nopw": ""}
+		}},
+		{"kv listen", []string{"--kv-listen", "127.0.0.1:3308", "--kv-users-file", pwUsers}, func(o options) (any, any) {
+			return o.kvListen, "127.0.0.1:3308"
 		}},
 		{"self-signed TLS", []string{"--tls-self-signed"}, func(o options) (any, any) { return o.serverTLS != nil, true }},
 		{"yaml scalar", []string{"--config", yamlFile}, func(o options) (any, any) { return o.listen, "127.0.0.1:4000" }},
@@ -113,6 +126,8 @@ func TestParseOptionsErrors(t *testing.T) {
 	nested := writeFile(t, dir, "nested.yaml", "memcached: {a: b}\n")
 	notCert := writeFile(t, dir, "cert.pem", "not a certificate\n")
 	noCA := writeFile(t, dir, "ca.pem", "nothing here\n")
+	namesOnly := writeFile(t, dir, "names", "alice\nbob\n")
+	noName := writeFile(t, dir, "noname", "alice\n  :secret\n")
 
 	tests := []struct {
 		name string
@@ -141,6 +156,10 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"unreadable cert", []string{"--tls-cert", filepath.Join(dir, "none.pem"), "--tls-key", notCert}, "none.pem"},
 		{"not a cert", []string{"--tls-cert", notCert, "--tls-key", notCert}, "cert.pem"},
 		{"no CA", []string{"--backend-ca", noCA}, "ca.pem"},
+		{"kv listen without users", []string{"--kv-listen", "127.0.0.1:3308"}, "--kv-listen: needs users with passwords"},
+		{"kv listen without passwords", []string{"--kv-listen", "127.0.0.1:3308", "--kv-users-file", namesOnly}, "--kv-listen: needs users with passwords"},
+		{"kv listen without port", []string{"--kv-listen", "127.0.0.1"}, `--kv-listen: "127.0.0.1"`},
+		{"users file line without a name", []string{"--kv-users-file", noName}, "noname:2: no user name"},
 		{"unreadable users file", []string{"--kv-users-file", filepath.Join(dir, "nousers")}, "nousers"},
 		{"unreadable yaml", []string{"--config", filepath.Join(dir, "none.yaml")}, "none.yaml"},
 		{"unknown yaml key", []string{"--config", badKey}, `badkey.yaml:2: unknown key "listne"`},

@@ -53,6 +53,7 @@ func oneLine(err error) string {
 // proxy is what the daemon needs of a mysqlproxy.Server; tests use a fake.
 type proxy interface {
 	Serve(net.Listener) error
+	ServeKV(net.Listener) error
 	Shutdown(context.Context) error
 	AdminHandler() http.Handler
 	ReloadPolicy() error
@@ -96,6 +97,7 @@ func proxyConfig(o options, logger *slog.Logger) mysqlproxy.Config {
 		KVMaxBytes:      int(o.kvMaxBytes),
 		KVUsers:         o.kvUsers,
 		KVPerUser:       o.kvPerUser,
+		KVPasswords:     o.kvPasswords,
 		MaxPacket:       int(o.maxPacket),
 		ShutdownTimeout: o.shutdownTimeout,
 		Logger:          logger,
@@ -116,47 +118,67 @@ func newLogger(o options, w io.Writer) *slog.Logger {
 // run starts the proxy and serves until ctx ends or a stop signal arrives.
 func run(ctx context.Context, o options, stderr io.Writer) error {
 	logger := newLogger(o, stderr)
-	if o.kvListen != "" {
-		// TODO: wire the memcached-protocol kv listener when mysqlproxy offers one.
-		return errors.New("--kv-listen: not available in this build")
-	}
 	// Listen before building the proxy, so that a port in use fails fast and
 	// leaves nothing of the proxy to tear down.
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return err
 	}
-	var adminLn net.Listener
+	var adminLn, kvLn net.Listener
+	closeAll := func() {
+		for _, l := range []net.Listener{ln, adminLn, kvLn} {
+			if l != nil {
+				l.Close()
+			}
+		}
+	}
 	if o.admin != "" {
 		if adminLn, err = net.Listen("tcp", o.admin); err != nil {
-			ln.Close()
+			closeAll()
 			return fmt.Errorf("--admin: %w", err)
+		}
+	}
+	if o.kvListen != "" {
+		if kvLn, err = net.Listen("tcp", o.kvListen); err != nil {
+			closeAll()
+			return fmt.Errorf("--kv-listen: %w", err)
 		}
 	}
 	p, err := newProxy(proxyConfig(o, logger))
 	if err != nil {
-		ln.Close()
-		if adminLn != nil {
-			adminLn.Close()
-		}
+		closeAll()
 		return err
 	}
 	logger.Info("mycached starting", "listen", ln.Addr().String(), "backend", o.backend,
-		"memcached", strings.Join(o.memcached, ","), "admin", o.admin,
+		"memcached", strings.Join(o.memcached, ","), "admin", o.admin, "kv_listen", o.kvListen,
 		"tls", o.serverTLS != nil, "backend_tls", o.backendTLS)
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
-	return serve(ctx, logger, p, ln, adminLn, sigs, o.shutdownTimeout)
+	return serve(ctx, logger, p, listeners{main: ln, admin: adminLn, kv: kvLn}, sigs, o.shutdownTimeout)
 }
 
-// serve runs p on ln, and its admin handler on adminLn when that is not nil,
-// until ctx ends, a SIGTERM or SIGINT arrives on sigs, or serving fails.
-// SIGHUP reloads the policy and carries on.
-func serve(ctx context.Context, logger *slog.Logger, p proxy, ln, adminLn net.Listener, sigs <-chan os.Signal, drain time.Duration) error {
-	serveErr := make(chan error, 2)
-	go func() { serveErr <- p.Serve(ln) }()
+// listeners are what serve serves on; admin and kv are nil when off.
+type listeners struct {
+	main, admin, kv net.Listener
+}
+
+// serve runs p on ls.main, its kv-only listener on ls.kv and its admin
+// handler on ls.admin when those are not nil, until ctx ends, a SIGTERM or
+// SIGINT arrives on sigs, or serving fails. SIGHUP reloads the policy and
+// carries on.
+func serve(ctx context.Context, logger *slog.Logger, p proxy, ls listeners, sigs <-chan os.Signal, drain time.Duration) error {
+	serveErr := make(chan error, 3)
+	adminLn := ls.admin
+	go func() { serveErr <- p.Serve(ls.main) }()
+	if ls.kv != nil {
+		go func() {
+			if err := p.ServeKV(ls.kv); !errors.Is(err, mysqlproxy.ErrServerClosed) {
+				serveErr <- fmt.Errorf("kv-listen: %w", err)
+			}
+		}()
+	}
 	var admin *http.Server
 	if adminLn != nil {
 		admin = &http.Server{

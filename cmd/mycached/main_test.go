@@ -169,6 +169,11 @@ func (f *fakeProxy) Serve(ln net.Listener) error {
 	return mysqlproxy.ErrServerClosed
 }
 
+func (f *fakeProxy) ServeKV(ln net.Listener) error {
+	<-f.stop
+	return mysqlproxy.ErrServerClosed
+}
+
 func (f *fakeProxy) Shutdown(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -207,7 +212,9 @@ func TestServeSignals(t *testing.T) {
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	done := make(chan error, 1)
-	go func() { done <- serve(context.Background(), logger, f, ln, adminLn, sigs, time.Minute) }()
+	go func() {
+		done <- serve(context.Background(), logger, f, listeners{main: ln, admin: adminLn}, sigs, time.Minute)
+	}()
 	<-f.served
 
 	resp, err := http.Get("http://" + adminLn.Addr().String() + "/metrics")
@@ -245,7 +252,7 @@ func TestServeContextCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), f, listen(t), nil, nil, time.Minute)
+		done <- serve(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), f, listeners{main: listen(t)}, nil, time.Minute)
 	}()
 	<-f.served
 	cancel()

@@ -1,0 +1,295 @@
+package mysqlproxy_test
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/mycached/mycached/mysqlproxy"
+	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
+)
+
+// kvPass is the kv-only listener's test user's password.
+const kvPass = "s3cret pass"
+
+// startKVListener starts a server with no backend and serves its kv-only
+// listener on a free loopback port until t ends.
+func startKVListener(t testing.TB, cfg mysqlproxy.Config) string {
+	t.Helper()
+	logs := &logBuffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if cfg.KVPasswords == nil {
+		cfg.KVPasswords = map[string]string{"app": kvPass}
+	}
+	srv, err := mysqlproxy.NewServer(cfg)
+	if err != nil {
+		t.Fatalf("NewServer: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.ServeKV(ln) }()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		if err := <-served; !errors.Is(err, mysqlproxy.ErrServerClosed) {
+			t.Errorf("ServeKV: got %v, want ErrServerClosed", err)
+		}
+		if t.Failed() {
+			t.Logf("kv listener log:\n%s", logs.String())
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestKVListenForms: all seven forms from go-sql-driver (text, prepared,
+// interpolated) against the kv-only listener, on L1 and on memcached,
+// with no MariaDB anywhere.
+func TestKVListenForms(t *testing.T) {
+	for name, cfg := range map[string]func() mysqlproxy.Config{
+		"l1":        func() mysqlproxy.Config { return mysqlproxy.Config{} },
+		"memcached": func() mysqlproxy.Config { return mysqlproxy.Config{Memcached: []string{privateMemcached(t).Addr}} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			addr := startKVListener(t, cfg())
+			for _, mode := range []string{"", "interpolateParams=true"} {
+				db := openDB(t, testenv.DSNFor(addr, "app", kvPass, "", mode))
+				db.SetMaxOpenConns(1)
+				mustExec(t, db, `DROP`)
+				mustExec(t, db, `INSERT "a" = "1"`)
+				mustExec(t, db, `insert 'b' = 'two' TTL 60;`)
+				if got := kvRows(t, db, `SELECT "a"`); strings.Join(got, " ") != "a=1" {
+					t.Errorf("%s SELECT a: got %v, want a=1", mode, got)
+				}
+				if got := kvRows(t, db, `SELECT "a", "b", "missing"`); strings.Join(got, " ") != "a=1 b=two" {
+					t.Errorf("%s SELECT a,b: got %v, want a=1 b=two", mode, got)
+				}
+				if _, err := db.Exec("INSERT ? = ?", "c", "x\x00y\"z"); err != nil {
+					t.Fatalf("%s INSERT ? = ?: %v", mode, err)
+				}
+				if _, err := db.Exec("INSERT ? = ? TTL ?", "d", "dee", 30); err != nil {
+					t.Fatalf("%s INSERT ? = ? TTL ?: %v", mode, err)
+				}
+				// An interpolating driver turns SELECT ? into SELECT 'c',
+				// which is SQL, as on the main listener.
+				if mode == "" {
+					if got := kvRows(t, db, "SELECT ?", "c"); strings.Join(got, " ") != "c=x\x00y\"z" {
+						t.Errorf("prepared SELECT ?: got %q", got)
+					}
+				}
+				if got := kvRows(t, db, `SELECT *`); strings.Join(got, " ") != "a=1 b=two c=x\x00y\"z d=dee" {
+					t.Errorf("%s SELECT *: got %q", mode, got)
+				}
+				for _, want := range []int64{1, 0} {
+					res, err := db.Exec("DELETE ?", "a")
+					if err != nil {
+						t.Fatalf("%s DELETE ?: %v", mode, err)
+					}
+					if n, _ := res.RowsAffected(); n != want {
+						t.Errorf("%s DELETE a: affected %d, want %d", mode, n, want)
+					}
+				}
+				res, err := db.Exec(`DROP;`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n, _ := res.RowsAffected(); n != 3 {
+					t.Errorf("%s DROP: affected %d, want 3", mode, n)
+				}
+				if got := kvRows(t, db, `SELECT *`); len(got) != 0 {
+					t.Errorf("%s after DROP: got %v, want nothing", mode, got)
+				}
+			}
+		})
+	}
+}
+
+// TestKVListenAuth: only the users of KVPasswords get in, with their
+// passwords; everyone else gets MySQL's access-denied error.
+func TestKVListenAuth(t *testing.T) {
+	addr := startKVListener(t, mysqlproxy.Config{KVPasswords: map[string]string{
+		"app":    kvPass,
+		"hashed": "*" + strings.ToUpper("2470c0c06dee42fd1618bb99005adca2ec9d1e19"), // PASSWORD('password')
+		"nopass": "",
+	}})
+	for _, c := range []struct {
+		user, pass string
+		ok         bool
+	}{
+		{"app", kvPass, true},
+		{"hashed", "password", true},
+		{"nopass", "", true},
+		{"app", "wrong", false},
+		{"app", "", false},
+		{"hashed", "*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19", false},
+		{"nopass", "something", false},
+		{"stranger", kvPass, false},
+		{"root", "", false},
+	} {
+		db := openDB(t, testenv.DSNFor(addr, c.user, c.pass, "", ""))
+		err := db.Ping()
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%s/%q: got %v, want in", c.user, c.pass, err)
+		case !c.ok && err == nil:
+			t.Errorf("%s/%q: got in, want error 1045", c.user, c.pass)
+		case !c.ok && mysqlErr(t, err).Number != 1045:
+			t.Errorf("%s/%q: got %v, want error 1045", c.user, c.pass, err)
+		}
+	}
+}
+
+// TestKVListenRefusesSQL: SQL gets an error that says what the listener
+// is for, and the connection goes on working.
+func TestKVListenRefusesSQL(t *testing.T) {
+	addr := startKVListener(t, mysqlproxy.Config{})
+	db := openDB(t, testenv.DSNFor(addr, "app", kvPass, "", ""))
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{`SELECT 1`, `SELECT 'x'`, `SELECT "x" AS y`, `CREATE TABLE t (a INT)`, `SHOW DATABASES`} {
+		var s string
+		err := db.QueryRow(q).Scan(&s)
+		if err == nil {
+			t.Errorf("%s: got %q, want an error", q, s)
+			continue
+		}
+		if e := mysqlErr(t, err); e.Number != 1235 || !strings.Contains(e.Message, "only the key/value") {
+			t.Errorf("%s: got %d %q, want 1235 about key/value pseudo-queries", q, e.Number, e.Message)
+		}
+		if _, err := db.Exec(`INSERT "after" = "ok"`); err != nil {
+			t.Fatalf("after %s the connection broke: %v", q, err)
+		}
+	}
+	if _, err := db.Prepare(`SELECT a FROM t WHERE id = ?`); err == nil || mysqlErr(t, err).Number != 1235 {
+		t.Errorf("prepare of SQL: got %v, want error 1235", err)
+	}
+	if _, err := db.Exec(`INSERT "k" = `); err == nil || mysqlErr(t, err).Number != 1064 {
+		t.Errorf("malformed pseudo-query: got %v, want error 1064", err)
+	}
+	if got := kvRows(t, db, `SELECT "after"`); strings.Join(got, " ") != "after=ok" {
+		t.Errorf(`SELECT "after": got %v, want after=ok`, got)
+	}
+}
+
+// TestKVListenCLIAndPyMySQL: the mariadb client, including the banner
+// query it sends when it starts, and PyMySQL, which sets up its session
+// with SET statements and commits.
+func TestKVListenCLIAndPyMySQL(t *testing.T) {
+	addr := startKVListener(t, mysqlproxy.Config{})
+	host, port, _ := strings.Cut(addr, ":")
+	cli := exec.Command("mariadb", "-h", host, "-P", port, "-uapp", "-p"+kvPass, "--batch", "-e",
+		`SELECT @@version_comment LIMIT 1; INSERT "k1" = 'one'; INSERT "k2" = "two" TTL 60; SELECT "k1"; SELECT "k1", "k2"; DELETE "k1"; SELECT *; DROP;`)
+	out, err := cli.CombinedOutput()
+	if err != nil {
+		t.Fatalf("mariadb: %v\n%s", err, out)
+	}
+	want := "@@version_comment\nmycached key/value listener\nkey\tvalue\nk1\tone\nkey\tvalue\nk1\tone\nk2\ttwo\nkey\tvalue\nk2\ttwo\n"
+	if string(out) != want {
+		t.Errorf("mariadb output:\ngot  %q\nwant %q", out, want)
+	}
+	cli = exec.Command("mariadb", "-h", host, "-P", port, "-uapp", "-pwrong", "--batch", "-e", `SELECT "k"`)
+	if out, err := cli.CombinedOutput(); err == nil || !strings.Contains(string(out), "1045") {
+		t.Errorf("mariadb with a wrong password: got %v\n%s\nwant ERROR 1045", err, out)
+	}
+	// With -e the client stops at the first error; from a script, --force
+	// carries on, over the same connection.
+	cli = exec.Command("mariadb", "-h", host, "-P", port, "-uapp", "-p"+kvPass, "--batch", "--force")
+	cli.Stdin = strings.NewReader(`SELECT 1; INSERT "k3" = "three"; SELECT "k3";`)
+	out, _ = cli.CombinedOutput()
+	if !strings.Contains(string(out), "ERROR 1235") || !strings.Contains(string(out), "k3\tthree") {
+		t.Errorf("mariadb --force with SQL then kv: got\n%s\nwant ERROR 1235, then the kv result", out)
+	}
+	py := exec.Command("/usr/bin/python3", "-c", `
+import pymysql, sys
+c = pymysql.connect(host=sys.argv[1], port=int(sys.argv[2]), user="app", password=sys.argv[3])
+cur = c.cursor()
+cur.execute('INSERT %s = %s', ("pk", "pv"))
+c.commit()
+cur.execute('SELECT "pk"')
+print(cur.fetchall())
+cur.execute('DELETE %s', ("pk",))
+print(cur.rowcount)
+c.close()
+`, host, port, kvPass)
+	out, err = py.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	if got := string(out); got != "(('pk', 'pv'),)\n1\n" {
+		t.Errorf("PyMySQL output: got %q, want %q", got, "(('pk', 'pv'),)\n1\n")
+	}
+}
+
+// TestKVListenAuthSwitch: a client that starts with caching_sha2_password
+// is switched to mysql_native_password and gets in with the right
+// password, and not with a wrong one.
+func TestKVListenAuthSwitch(t *testing.T) {
+	addr := startKVListener(t, mysqlproxy.Config{})
+	for _, c := range []struct {
+		pass string
+		want byte
+	}{{kvPass, mysql.OK_HEADER}, {"wrong", mysql.ERR_HEADER}} {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		r := bufio.NewReader(conn)
+		greeting, _ := readRawPacket(t, r)
+		if greeting[0] != 10 {
+			t.Fatalf("greeting: protocol %d, want 10", greeting[0])
+		}
+		caps := uint32(mysql.CLIENT_PROTOCOL_41 | mysql.CLIENT_SECURE_CONNECTION | mysql.CLIENT_PLUGIN_AUTH |
+			mysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA | mysql.CLIENT_LONG_PASSWORD)
+		resp := binary.LittleEndian.AppendUint32(nil, caps)
+		resp = binary.LittleEndian.AppendUint32(resp, 1<<24)
+		resp = append(resp, 45)
+		resp = append(resp, make([]byte, 23)...)
+		resp = append(resp, "app\x00"...)
+		resp = append(resp, 32)
+		resp = append(resp, make([]byte, 32)...) // a sha256 scramble the server cannot check
+		resp = append(resp, "caching_sha2_password\x00"...)
+		writeRawPacket(t, conn, resp, 1)
+		sw, seq := readRawPacket(t, r)
+		plugin, rest, _ := strings.Cut(string(sw[1:]), "\x00")
+		if sw[0] != 0xfe || plugin != "mysql_native_password" || len(rest) != 21 {
+			t.Fatalf("after a caching_sha2_password reply: got %q, want an auth switch to mysql_native_password", sw)
+		}
+		writeRawPacket(t, conn, mysql.CalcNativePassword([]byte(rest[:20]), []byte(c.pass)), seq+1)
+		res, _ := readRawPacket(t, r)
+		if res[0] != c.want {
+			t.Errorf("password %q after the switch: got %q, want header %#x", c.pass, res, c.want)
+		}
+		conn.Close()
+	}
+}
+
+func readRawPacket(t *testing.T, r *bufio.Reader) ([]byte, byte) {
+	t.Helper()
+	var h [4]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		t.Fatalf("read header: %v", err)
+	}
+	p := make([]byte, int(h[0])|int(h[1])<<8|int(h[2])<<16)
+	if _, err := io.ReadFull(r, p); err != nil || len(p) == 0 {
+		t.Fatalf("read payload: %v (%d bytes)", err, len(p))
+	}
+	return p, h[3]
+}
+
+func writeRawPacket(t *testing.T, w io.Writer, p []byte, seq byte) {
+	t.Helper()
+	h := []byte{byte(len(p)), byte(len(p) >> 8), byte(len(p) >> 16), seq}
+	if _, err := w.Write(append(h, p...)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+}
