@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net"
 	"strings"
-	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -53,59 +52,7 @@ var errKVAuth = errors.New("mysqlproxy: kv listener: malformed auth exchange")
 // connection goes on. Each connection gets its own goroutine, which
 // recovers from panics as Serve's do.
 func (s *Server) ServeKV(ln net.Listener) error {
-	s.mu.Lock()
-	if s.draining.Load() {
-		s.mu.Unlock()
-		return ErrServerClosed
-	}
-	s.listeners[ln] = struct{}{}
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.listeners, ln)
-		s.mu.Unlock()
-	}()
-	var delay time.Duration
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if s.draining.Load() {
-				return ErrServerClosed
-			}
-			if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() || errors.Is(err, syscallEMFILE) {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				s.log.Warn("kv accept failed; retrying", "err", err, "delay", delay)
-				time.Sleep(delay)
-				continue
-			}
-			return err
-		}
-		delay = 0
-		s.startKV(c)
-	}
-}
-
-func (s *Server) startKV(c net.Conn) {
-	sess := &session{srv: s, id: s.nextID.Add(1), client: newPconn(c), clientAddr: c.RemoteAddr().String()}
-	sess.log = s.log.With("session", sess.id, "client", sess.clientAddr, "listener", "kv")
-	s.mu.Lock()
-	if s.draining.Load() {
-		s.mu.Unlock()
-		sess.client.release()
-		_ = c.Close()
-		return
-	}
-	s.sessions[sess] = struct{}{}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				sess.log.Error("session panic", "panic", r)
-			}
-		}()
-		sess.runKV()
-	}()
+	return s.serve(ln, "kv", (*session).runKV)
 }
 
 // runKV serves one kv-only connection: its own handshake, then commands.
@@ -128,7 +75,7 @@ func (s *session) runKV() {
 	setDeadline(s.client.conn, 0)
 	s.log = s.log.With("user", s.hello.user)
 	s.state.reset(s.hello.charset)
-	s.kvLoop()
+	s.loop(s.dispatchKV)
 }
 
 // kvHandshake sends the greeting, reads the client's reply and checks its
@@ -283,42 +230,6 @@ func parseKVHello(p []byte) (clientHello, []byte, error) {
 		auth = []byte(a)
 	}
 	return h, auth, nil
-}
-
-// kvLoop reads and answers commands until the client goes away.
-func (s *session) kvLoop() {
-	for {
-		s.idle.Store(true)
-		if s.srv.draining.Load() {
-			return
-		}
-		p, seq, err := s.client.readPacket(s.buf, s.srv.cfg.MaxPacket)
-		s.idle.Store(false)
-		if err != nil {
-			if errors.Is(err, errPacketTooLarge) {
-				s.sendError(s.client.lastSeq+1, mysql.ER_NET_PACKET_TOO_LARGE, "08S01", "mycached: packet larger than --max-packet", true)
-			}
-			s.logEnd("client read", err)
-			return
-		}
-		if seq != 0 || len(p) == 0 {
-			s.log.Warn("malformed client packet, closing", "seq", seq, "len", len(p))
-			return
-		}
-		s.errSeq = s.client.lastSeq + 1
-		err = s.dispatchKV(p)
-		if cap(p) <= 1<<20 {
-			s.buf = p[:0]
-		} else {
-			s.buf = nil
-		}
-		if err != nil {
-			if !errors.Is(err, errQuit) {
-				s.logEnd("session ended", err)
-			}
-			return
-		}
-	}
 }
 
 // dispatchKV answers one command on the kv-only listener.

@@ -140,6 +140,12 @@ func backendTLSConfig(cfg Config) (*tls.Config, error) {
 // gets its own goroutine, which recovers from panics so that one bad
 // session never takes the process down.
 func (s *Server) Serve(ln net.Listener) error {
+	return s.serve(ln, "main", (*session).run)
+}
+
+// serve is the accept loop of Serve and ServeKV: each connection becomes a
+// session that run serves.
+func (s *Server) serve(ln net.Listener, name string, run func(*session)) error {
 	s.mu.Lock()
 	if s.draining.Load() {
 		s.mu.Unlock()
@@ -162,20 +168,23 @@ func (s *Server) Serve(ln net.Listener) error {
 			if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() || errors.Is(err, syscallEMFILE) {
 				// Out of descriptors: back off instead of spinning.
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				s.log.Warn("accept failed; retrying", "err", err, "delay", delay)
+				s.log.Warn("accept failed; retrying", "listener", name, "err", err, "delay", delay)
 				time.Sleep(delay)
 				continue
 			}
 			return err
 		}
 		delay = 0
-		s.start(c)
+		s.start(c, name, run)
 	}
 }
 
-func (s *Server) start(c net.Conn) {
+func (s *Server) start(c net.Conn, listener string, run func(*session)) {
 	sess := &session{srv: s, id: s.nextID.Add(1), client: newPconn(c), clientAddr: c.RemoteAddr().String()}
-	sess.log = s.log.With("session", sess.id, "client", c.RemoteAddr().String())
+	sess.log = s.log.With("session", sess.id, "client", sess.clientAddr)
+	if listener != "main" {
+		sess.log = sess.log.With("listener", listener)
+	}
 	s.mu.Lock()
 	if s.draining.Load() {
 		s.mu.Unlock()
@@ -192,7 +201,7 @@ func (s *Server) start(c net.Conn) {
 				sess.log.Error("session panic", "panic", r)
 			}
 		}()
-		sess.run()
+		run(sess)
 	}()
 }
 

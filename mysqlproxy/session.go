@@ -109,11 +109,12 @@ func (s *session) run() {
 	setDeadline(s.backend.conn, 0)
 	s.log = s.log.With("user", s.hello.user)
 	s.state.reset(s.hello.charset)
-	s.loop()
+	s.loop(s.relayCommand)
 }
 
-// loop reads and handles commands one at a time.
-func (s *session) loop() {
+// loop reads commands one at a time and hands each to dispatch, until the
+// client or dispatch ends the session.
+func (s *session) loop(dispatch func(p []byte) error) {
 	for {
 		s.idle.Store(true)
 		if s.srv.draining.Load() {
@@ -133,11 +134,7 @@ func (s *session) loop() {
 			return
 		}
 		s.errSeq = s.client.lastSeq + 1
-		before := s.status
-		err = s.dispatch(p)
-		if before&mysql.SERVER_STATUS_IN_TRANS != 0 && s.status&mysql.SERVER_STATUS_IN_TRANS == 0 {
-			s.endTransaction()
-		}
+		err = dispatch(p)
 		// A huge command's buffer is not worth keeping for the next one.
 		if cap(p) <= 1<<20 {
 			s.buf = p[:0]
@@ -156,6 +153,18 @@ func (s *session) loop() {
 			return
 		}
 	}
+}
+
+// relayCommand handles one command of a relaying session. A transaction
+// that ended without a statement mycached saw end it (a reset, a change of
+// user) still gets its second invalidation.
+func (s *session) relayCommand(p []byte) error {
+	before := s.status
+	err := s.dispatch(p)
+	if before&mysql.SERVER_STATUS_IN_TRANS != 0 && s.status&mysql.SERVER_STATUS_IN_TRANS == 0 {
+		s.endTransaction()
+	}
+	return err
 }
 
 // dispatch handles one command packet.
