@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
-	"strings"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -56,13 +55,7 @@ func (s *session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *stmt) 
 		SQL: sql, Digest: info.Digest, Kind: info.Kind.String(), Tables: deps.tables,
 		DB: s.hello.db, User: s.hello.user, ClientAddr: s.clientAddr, Prepared: st != nil,
 		InTransaction: s.status&mysql.SERVER_STATUS_IN_TRANS != 0, Cacheable: true,
-		PointLookup: deps.point,
-	}
-	if deps.point {
-		q.Keys = make([]string, len(deps.keys))
-		for i, k := range deps.keys {
-			q.Keys[i] = strings.Join(k, ",")
-		}
+		PointLookup: deps.point, Keys: deps.keyStr,
 	}
 	dec, ok := srv.policy.Cache(q)
 	if !ok || dec.TTL <= 0 {

@@ -214,6 +214,12 @@ func (s *session) invalidate(info *sqlinfo.Info, sql string, resp *Response, par
 	}
 	if info.Unmapped {
 		deps = s.unmappedDeps(deps, info)
+		if info.Kind != sqlinfo.Call {
+			// It may have been DDL mycached could not read: what it knows
+			// of primary keys is no longer trusted.
+			srv.pks.m.Clear()
+			srv.depsMemo.clear()
+		}
 	}
 	if extra := srv.policy.Invalidate(&cachepolicy.Write{Tables: tables, Kind: info.Kind.String(), SQL: sql, DB: s.hello.db, User: s.hello.user}); len(extra) > 0 {
 		for _, t := range extra {

@@ -248,11 +248,21 @@ func canonicalKey(v sqlinfo.Value, params []paramValue) (string, bool) {
 
 // readDepsFor returns the dependencies of a read: row-level for a
 // primary-key lookup, table-level otherwise.
+//
+// A statement's text fixes its key values, so without parameters the
+// result is memoized per analysis and database, like table-level ones;
+// DDL clears the memo, since it may change a primary key.
 func (s *session) readDepsFor(info *sqlinfo.Info, params []paramValue) *readDeps {
-	deps := s.srv.deps(info, s.hello.db)
 	if info.Point == nil || len(info.Reads) != 1 || s.srv.cfg.TableLevel {
-		return deps
+		return s.srv.deps(info, s.hello.db)
 	}
+	k := depsKey{info, s.hello.db, true}
+	if params == nil {
+		if v, ok := s.srv.depsMemo.m.Load(k); ok {
+			return v.(*readDeps)
+		}
+	}
+	deps := s.srv.deps(info, s.hello.db)
 	t := sqlinfo.Qualify([]sqlinfo.Table{info.Point.Table}, s.hello.db)[0]
 	keys := keyRows(s.primaryKey(t), info.Point.Cols, info.Point.Rows, params)
 	if keys == nil {
@@ -261,10 +271,15 @@ func (s *session) readDepsFor(info *sqlinfo.Info, params []paramValue) *readDeps
 	name := t.String()
 	d := &readDeps{tables: deps.tables, point: true, keys: keys}
 	d.all = make([]string, 0, len(keys)+3)
-	for _, k := range keys {
+	d.keyStr = make([]string, len(keys))
+	for i, k := range keys {
 		d.all = append(d.all, rowDep(name, k))
+		d.keyStr[i] = strings.Join(k, ",")
 	}
 	d.all = append(d.all, nonKey(name), t.DB+".*", "*")
+	if params == nil {
+		s.srv.depsMemo.store(k, d)
+	}
 	return d
 }
 
@@ -329,6 +344,7 @@ func (s *session) writeDeps(info *sqlinfo.Info, t sqlinfo.Table, resp *Response,
 		return out
 	case sqlinfo.DDL:
 		s.srv.pks.forget(name)
+		s.srv.depsMemo.clear()
 	}
 	return all
 }

@@ -44,6 +44,7 @@ type readDeps struct {
 	all    []string
 	point  bool       // a primary-key lookup: rows and the non-key generation
 	keys   [][]string // the primary-key values of its rows
+	keyStr []string   // the same, one string a row, as policies see them
 }
 
 // depsMemo memoizes the dependencies of an analysis in a database, so the
@@ -58,12 +59,13 @@ type depsMemo struct {
 type depsKey struct {
 	info *sqlinfo.Info
 	db   string
+	rows bool // the dependencies with row-level ones, not the table-level base
 }
 
 const maxDepsMemo = 20000
 
 func (s *Server) deps(info *sqlinfo.Info, db string) *readDeps {
-	k := depsKey{info, db}
+	k := depsKey{info, db, false}
 	if v, ok := s.depsMemo.m.Load(k); ok {
 		return v.(*readDeps)
 	}
@@ -78,15 +80,28 @@ func (s *Server) deps(info *sqlinfo.Info, db string) *readDeps {
 		d.all = append(d.all, x+".*")
 	}
 	d.all = append(d.all, "*")
-	s.depsMemo.n.Lock()
-	if s.depsMemo.k >= maxDepsMemo {
-		s.depsMemo.m.Clear()
-		s.depsMemo.k = 0
-	}
-	s.depsMemo.k++
-	s.depsMemo.n.Unlock()
-	s.depsMemo.m.Store(k, d)
+	s.depsMemo.store(k, d)
 	return d
+}
+
+func (m *depsMemo) store(k depsKey, d *readDeps) {
+	m.n.Lock()
+	if m.k >= maxDepsMemo {
+		m.m.Clear()
+		m.k = 0
+	}
+	m.k++
+	m.n.Unlock()
+	m.m.Store(k, d)
+}
+
+// clear forgets every memoized dependency list: what mycached knows of
+// primary keys may have changed.
+func (m *depsMemo) clear() {
+	m.n.Lock()
+	m.m.Clear()
+	m.k = 0
+	m.n.Unlock()
 }
 
 func (s *Server) getTee() []byte {
