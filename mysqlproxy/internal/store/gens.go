@@ -1,10 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,10 +87,26 @@ func legalKey(k string) bool {
 	return true
 }
 
+// parseGen parses a decimal generation without allocating: it runs for
+// every dep of every lookup.
 func parseGen(v []byte) (uint64, bool) {
 	// memcached may space-pad a counter whose length shrank.
-	g, err := strconv.ParseUint(strings.TrimRight(string(v), " "), 10, 64)
-	return g, err == nil
+	v = bytes.TrimRight(v, " ")
+	if len(v) == 0 {
+		return 0, false
+	}
+	var g uint64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if g > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		g = g*10 + d
+	}
+	return g, true
 }
 
 // localGens holds generations in L1-only mode. Reads are lock-free (the
@@ -175,24 +193,24 @@ func (s *Store) Snapshot(ctx context.Context, deps []string) (gens []uint64, ok 
 	for i, d := range deps {
 		keys[i] = s.keys.key(d)
 	}
-	items, err := s.getMulti(ctx, keys)
+	vals, err := s.getMulti(ctx, keys)
 	if err != nil {
 		return nil, false
 	}
-	gens, err = s.currentGens(ctx, keys, items)
+	gens, err = s.currentGens(ctx, keys, vals)
 	if err != nil {
 		return nil, false
 	}
 	return gens, true
 }
 
-// currentGens extracts the generations of genKeys from items, creating
-// missing (or unparsable) ones in memcached.
-func (s *Store) currentGens(ctx context.Context, genKeys []string, items map[string]*memcache.Item) ([]uint64, error) {
+// currentGens extracts the generations of genKeys from vals (indexed like
+// genKeys), creating missing (or unparsable) ones in memcached.
+func (s *Store) currentGens(ctx context.Context, genKeys []string, vals [][]byte) ([]uint64, error) {
 	gens := make([]uint64, len(genKeys))
 	for i, k := range genKeys {
-		if it := items[k]; it != nil {
-			if g, ok := parseGen(it.Value); ok {
+		if v := vals[i]; v != nil {
+			if g, ok := parseGen(v); ok {
 				gens[i] = g
 				continue
 			}
@@ -221,18 +239,14 @@ func (s *Store) ensureGen(ctx context.Context, key string) (uint64, error) {
 		if !errors.Is(err, memcache.ErrNotStored) {
 			return 0, err
 		}
-		var it *memcache.Item
-		err = s.mcDo(ctx, func() (err error) {
-			it, err = s.mc.Get(key)
-			return err
-		})
+		vals, err := s.getMulti(ctx, []string{key})
 		switch {
-		case errors.Is(err, memcache.ErrCacheMiss):
-			continue // evicted again between add and get
 		case err != nil:
 			return 0, err
+		case vals[0] == nil:
+			continue // evicted again between add and get
 		}
-		if g, ok := parseGen(it.Value); ok {
+		if g, ok := parseGen(vals[0]); ok {
 			return g, nil
 		}
 		// Not a number: only a foreign writer could have put it there.

@@ -152,11 +152,11 @@ func (s *Store) lookupShared(ctx context.Context, key string, check []byte, deps
 	for _, d := range deps {
 		keys = append(keys, s.keys.key(d))
 	}
-	items, err := s.getMulti(ctx, keys)
+	vals, err := s.getMulti(ctx, keys)
 	if err != nil {
 		return nil, TierNone, nil, Error
 	}
-	cur, err := s.currentGens(ctx, keys[len(keys)-len(deps):], items)
+	cur, err := s.currentGens(ctx, keys[len(keys)-len(deps):], vals[len(keys)-len(deps):])
 	if err != nil {
 		return nil, TierNone, nil, Error
 	}
@@ -167,23 +167,17 @@ func (s *Store) lookupShared(ctx context.Context, key string, check []byte, deps
 		}
 		s.l1.deleteIf(key, e1)
 		// Another sidecar may already have stored a fresh entry.
-		var it *memcache.Item
-		err := s.mcDo(ctx, func() (err error) {
-			it, err = s.mc.Get(key)
-			return err
-		})
-		if err != nil && !isMiss(err) {
+		if vals, err = s.getMulti(ctx, []string{key}); err != nil {
 			return nil, TierNone, nil, Error
 		}
-		items = map[string]*memcache.Item{key: it}
 	}
+	val := vals[0]
 	s.stats.l1Misses.Add(1)
-	it := items[key]
-	if it == nil {
+	if val == nil {
 		s.stats.mcMisses.Add(1)
 		return nil, TierNone, cur, Miss
 	}
-	e, err := s.decodeItem(ctx, key, it.Value)
+	e, err := s.decodeItem(ctx, key, val)
 	if err != nil {
 		return nil, TierNone, nil, Error
 	}
@@ -211,17 +205,16 @@ func (s *Store) decodeItem(ctx context.Context, key string, val []byte) (*Entry,
 		for i := range keys {
 			keys[i] = chunkKey(key, h.nonce, i)
 		}
-		items, err := s.getMulti(ctx, keys)
+		vals, err := s.getMulti(ctx, keys)
 		if err != nil {
 			return nil, err
 		}
 		buf := make([]byte, 0, h.total)
-		for _, k := range keys {
-			it := items[k]
-			if it == nil || len(buf)+len(it.Value) > h.total {
+		for _, v := range vals {
+			if v == nil || len(buf)+len(v) > h.total {
 				return nil, nil
 			}
-			buf = append(buf, it.Value...)
+			buf = append(buf, v...)
 		}
 		if len(buf) != h.total || xxhash.Sum64(buf) != h.sum {
 			return nil, nil

@@ -41,13 +41,15 @@ func (s *Store) mcDo(ctx context.Context, op func() error) error {
 	return err
 }
 
-func (s *Store) getMulti(ctx context.Context, keys []string) (map[string]*memcache.Item, error) {
-	var items map[string]*memcache.Item
+// getMulti returns the values of keys, indexed like keys: nil for a miss.
+// The values are the caller's to keep.
+func (s *Store) getMulti(ctx context.Context, keys []string) ([][]byte, error) {
+	var vals [][]byte
 	err := s.mcDo(ctx, func() (err error) {
-		items, err = s.mc.GetMulti(keys)
+		vals, err = s.fetch(ctx, keys)
 		return err
 	})
-	return items, err
+	return vals, err
 }
 
 // isTooLarge reports whether err is memcached refusing an item over its

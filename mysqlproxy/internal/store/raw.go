@@ -56,12 +56,14 @@ func (s *Store) RawGet(ctx context.Context, keys []string) (map[string][]byte, e
 		}
 		return out, nil
 	}
-	items, err := s.getMulti(ctx, keys)
+	vals, err := s.getMulti(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
-	for k, it := range items {
-		out[k] = it.Value
+	for i, v := range vals {
+		if v != nil {
+			out[keys[i]] = v
+		}
 	}
 	return out, nil
 }

@@ -157,7 +157,8 @@ type Store struct {
 	local localGens
 	keys  genKeyCache
 
-	mc      *memcache.Client // nil in L1-only mode
+	mc      *memcache.Client // nil in L1-only mode; writes and misc reads
+	pools   []*connPool      // per server, for the multi-gets of lookups
 	ring    *ring.Ring
 	mcErr   error          // set when the servers could not be resolved
 	itemMax []atomic.Int64 // per server, 0 = not read yet
@@ -212,6 +213,9 @@ func New(opts Options) *Store {
 		s.mc.Timeout = opts.Timeout
 		s.mc.MaxIdleConns = opts.MaxIdleConns
 		s.itemMax = make([]atomic.Int64, len(opts.Servers))
+		for _, a := range r.Addrs() {
+			s.pools = append(s.pools, newConnPool(a, opts.MaxIdleConns))
+		}
 		s.wg.Add(1)
 		go s.retryPending()
 	}
@@ -231,6 +235,9 @@ func (s *Store) Close() {
 		}
 		if s.mc != nil {
 			s.mc.Close()
+		}
+		for _, p := range s.pools {
+			p.close()
 		}
 	})
 }
