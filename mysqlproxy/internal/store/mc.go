@@ -44,9 +44,13 @@ func (s *Store) mcDo(ctx context.Context, op func() error) error {
 // getMulti returns the values of keys, indexed like keys: nil for a miss.
 // The values are the caller's to keep.
 func (s *Store) getMulti(ctx context.Context, keys []string) ([][]byte, error) {
+	return s.getMultiTimeout(ctx, keys, s.opts.Timeout)
+}
+
+func (s *Store) getMultiTimeout(ctx context.Context, keys []string, timeout time.Duration) ([][]byte, error) {
 	var vals [][]byte
 	err := s.mcDo(ctx, func() (err error) {
-		vals, err = s.fetch(ctx, keys)
+		vals, err = s.fetch(ctx, keys, timeout)
 		return err
 	})
 	return vals, err

@@ -297,7 +297,7 @@ func isDigits(b []byte) bool {
 // empty value is not). Keys on one server (the common case, and always
 // with one server) are fetched inline; otherwise each server gets its own
 // get, concurrently.
-func (s *Store) fetch(ctx context.Context, keys []string) ([][]byte, error) {
+func (s *Store) fetch(ctx context.Context, keys []string, timeout time.Duration) ([][]byte, error) {
 	vals := make([][]byte, len(keys))
 	if len(keys) == 0 {
 		return vals, nil
@@ -308,7 +308,7 @@ func (s *Store) fetch(ctx context.Context, keys []string) ([][]byte, error) {
 			return nil, ErrBadKey
 		}
 	}
-	deadline := time.Now().Add(s.opts.Timeout)
+	deadline := time.Now().Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}

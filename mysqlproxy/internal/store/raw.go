@@ -56,7 +56,7 @@ func (s *Store) RawGet(ctx context.Context, keys []string) (map[string][]byte, e
 		}
 		return out, nil
 	}
-	vals, err := s.getMulti(ctx, keys)
+	vals, err := s.getMultiTimeout(ctx, keys, s.opts.RawTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (s *Store) RawSet(ctx context.Context, key string, val []byte, ttl time.Dur
 	}
 	e, _ := mcExpiration(exp, s.now())
 	err := s.mcDo(ctx, func() error {
-		return s.mc.Set(&memcache.Item{Key: key, Value: val, Expiration: e})
+		return s.rawMC.Set(&memcache.Item{Key: key, Value: val, Expiration: e})
 	})
 	if isTooLarge(err) {
 		s.forgetItemSizeMax()
@@ -112,7 +112,7 @@ func (s *Store) RawDelete(ctx context.Context, key string) (existed bool, err er
 		}
 		return s.l1.delete(key), nil
 	}
-	err = s.mcDo(ctx, func() error { return s.mc.Delete(key) })
+	err = s.mcDo(ctx, func() error { return s.rawMC.Delete(key) })
 	if isMiss(err) {
 		return false, nil
 	}

@@ -59,6 +59,11 @@ type Options struct {
 	Servers []string
 	// Timeout bounds every memcached operation (default 50ms).
 	Timeout time.Duration
+	// RawTimeout bounds the raw (kv) operations instead (default 1s, and
+	// never less than Timeout). A cache lookup that times out falls back
+	// to MySQL; a kv operation has nowhere to fall back to, so it waits
+	// longer before it fails.
+	RawTimeout time.Duration
 	// MaxIdleConns is the idle connection pool per server (default 64;
 	// gomemcache's own default of 2 churns connections under load).
 	MaxIdleConns int
@@ -158,6 +163,7 @@ type Store struct {
 	keys  genKeyCache
 
 	mc      *memcache.Client // nil in L1-only mode; writes and misc reads
+	rawMC   *memcache.Client // the raw (kv) writes, with RawTimeout
 	pools   []*connPool      // per server, for the multi-gets of lookups
 	ring    *ring.Ring
 	mcErr   error          // set when the servers could not be resolved
@@ -179,6 +185,10 @@ func New(opts Options) *Store {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
+	if opts.RawTimeout <= 0 {
+		opts.RawTimeout = time.Second
+	}
+	opts.RawTimeout = max(opts.RawTimeout, opts.Timeout)
 	if opts.MaxIdleConns <= 0 {
 		opts.MaxIdleConns = DefaultMaxIdleConns
 	}
@@ -212,6 +222,9 @@ func New(opts Options) *Store {
 		s.mc = memcache.NewFromSelector(r)
 		s.mc.Timeout = opts.Timeout
 		s.mc.MaxIdleConns = opts.MaxIdleConns
+		s.rawMC = memcache.NewFromSelector(r)
+		s.rawMC.Timeout = opts.RawTimeout
+		s.rawMC.MaxIdleConns = opts.MaxIdleConns
 		s.itemMax = make([]atomic.Int64, len(opts.Servers))
 		for _, a := range r.Addrs() {
 			s.pools = append(s.pools, newConnPool(a, opts.MaxIdleConns))
@@ -235,6 +248,7 @@ func (s *Store) Close() {
 		}
 		if s.mc != nil {
 			s.mc.Close()
+			s.rawMC.Close()
 		}
 		for _, p := range s.pools {
 			p.close()
