@@ -81,8 +81,22 @@ bench-relay: deps bench-tools
 bench-cache: deps bench-tools
 	examples/bench/cache.sh
 
+# bench runs every scenario of issue 6 against its baselines and writes
+# bench-out/report.md and bench-out/report.png; QUICK=1 is a short smoke
+# run of the same scenarios.
+QUICK ?=
+.PHONY: bench
+bench: deps bench-tools
+	QUICK=$(QUICK) examples/bench/bench.sh
+
 # test-examples-hibernate runs only the Hibernate example
 # (examples/hibernate-2lc); `make test` runs it too, with every package.
 .PHONY: test-examples-hibernate
 test-examples-hibernate: deps
 	$(GO) test -count=1 -timeout 10m ./examples/hibernate-2lc/
+
+# bench-kv compares SELECT "k" through mycached with a direct memcached Get
+# at 1, 8 and 32 clients (examples/bench/kv.sh; table in bench-out/kv.md).
+.PHONY: bench-kv
+bench-kv: deps bench-tools
+	examples/bench/kv.sh

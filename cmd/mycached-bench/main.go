@@ -6,9 +6,13 @@
 //
 //	mycached-bench relay -listen 127.0.0.1:P -backend 127.0.0.1:Q
 //	mycached-bench query -dsn DSN -query SQL [-threads N] [-duration D]
+//	mycached-bench load -dsn DSN -query SQL [-threads N] [-duration D] [-once] ...
+//	mycached-bench mix -dsn DSN [-admin-dsn DSN] [-read-pct P] ...
+//	mycached-bench sysbench < sysbench-output
+//	mycached-bench report -in results.jsonl [-out report.md] [-png chart.png]
 //
 // examples/bench/relay.sh and examples/bench/cache.sh (make bench-relay,
-// make bench-cache) drive them.
+// make bench-cache) and examples/bench/bench.sh (make bench) drive them.
 package main
 
 import (
@@ -27,6 +31,25 @@ const usage = `Usage:
       of one extra hop
   mycached-bench query -dsn DSN -query SQL [-threads N] [-duration D]
       run one query from N clients for D and print ops/s, p50 and p99
+  mycached-bench kv -dsn DSN -memcached ADDR -target sql|memcached [-clients N] [-duration D]
+      read one kv pair from N clients for D, as SELECT "key" through
+      mycached or as a direct gomemcache Get, and print ops/s, p50 and p99
+      (examples/bench/kv.sh, make bench-kv)
+  mycached-bench load -dsn DSN -query SQL [-threads N] [-duration D]
+        [-id-min A -id-max B] [-prepared] [-warm] [-once] [-status-dsn DSN]
+      run one query from N pinned connections, a ? taking a random id, and
+      print ops/s, percentiles and a histogram as JSON; -once releases every
+      connection at the same moment and -status-dsn counts what the backend
+      executed (Com_select)
+  mycached-bench mix -dsn DSN [-admin-dsn DSN] [-threads N] [-hot ROWS]
+        [-read-pct P] [-duration D]
+      read and write a hot set, checking every read of a row this client
+      wrote against its last acknowledged write; prints JSON with the stale
+      reads, and the hit ratio and invalidations/s from -admin-dsn
+  mycached-bench sysbench
+      read sysbench --histogram=on output on stdin and print it as JSON
+  mycached-bench report -in RESULTS [-out report.md] [-png chart.png] [-header FILE]
+      write the Markdown report and the PNG chart of a make bench run
 `
 
 func main() {
@@ -42,6 +65,16 @@ func main() {
 		err = runRelay(ctx, args, os.Stderr)
 	case "query":
 		err = runQuery(ctx, args, os.Stdout)
+	case "kv":
+		err = runKV(ctx, args, os.Stdout)
+	case "load":
+		err = runLoad(ctx, args, os.Stdout, os.Stderr)
+	case "mix":
+		err = runMix(ctx, args, os.Stdout, os.Stderr)
+	case "sysbench":
+		err = runSysbench(args, os.Stdin, os.Stdout, os.Stderr)
+	case "report":
+		err = runReport(args, os.Stdout, os.Stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(os.Stdout, usage)
 		return

@@ -117,13 +117,15 @@ mc_start_mariadb() {
 	printf -v "${name^^}_SOCK" %s "$dir/mariadbd.sock"
 }
 
-# mc_start_memcached NAME starts a 64 MB memcached and sets NAME_PORT.
+# mc_start_memcached NAME [memcached args...] starts a 64 MB memcached
+# (later args win, for example -m 512) and sets NAME_PORT.
 mc_start_memcached() {
 	local name=$1 port user=()
+	shift
 	port=$(mc_free_port)
 	# memcached refuses to run as root unless told which user to be.
 	if [[ $(id -u) -eq 0 ]]; then user=(-u root); fi
-	"$(mc_bin memcached)" -l 127.0.0.1 -p "$port" -U 0 -m 64 -t 2 "${user[@]}" >"$MC_TMP/$name.log" 2>&1 &
+	"$(mc_bin memcached)" -l 127.0.0.1 -p "$port" -U 0 -m 64 -t 2 "${user[@]}" "$@" >"$MC_TMP/$name.log" 2>&1 &
 	MC_PIDS+=($!)
 	mc_wait_port "$port" "$!" "$MC_TMP/$name.log"
 	printf -v "${name^^}_PORT" %s "$port"

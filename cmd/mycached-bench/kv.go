@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+)
+
+// runKV measures one kv read path from -clients concurrent clients for
+// -duration: SELECT "key" through mycached (-target sql), or a direct
+// gomemcache Get of the same memcached item (-target memcached). It first
+// stores the value through mycached and checks that memcached holds the
+// same bytes, so both targets read one item. It prints one line: target,
+// clients, ops/s, p50 and p99.
+func runKV(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("kv", flag.ContinueOnError)
+	dsn := fs.String("dsn", "", "go-sql-driver/mysql DSN of a mycached listener with kv rights")
+	mcAddr := fs.String("memcached", "", "the memcached server mycached stores kv pairs in")
+	target := fs.String("target", "sql", `what to measure: "sql" (SELECT "key" through mycached) or "memcached" (gomemcache Get)`)
+	clients := fs.Int("clients", 1, "concurrent clients")
+	duration := fs.Duration("duration", 10*time.Second, "how long to run")
+	key := fs.String("key", "bench:k", "the kv key")
+	prefix := fs.String("prefix", "kv:", "mycached's --kv-prefix")
+	valueBytes := fs.Int("value-bytes", 100, "size of the value")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if *dsn == "" || *mcAddr == "" || *clients < 1 || (*target != "sql" && *target != "memcached") {
+		fmt.Fprintln(fs.Output(), `kv: -dsn and -memcached are required, -clients must be positive, -target is sql or memcached`)
+		return errUsage
+	}
+	db, err := sql.Open("mysql", *dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(*clients)
+	db.SetMaxIdleConns(*clients)
+	mc := memcache.New(*mcAddr)
+	// gomemcache keeps two idle connections by default; more clients than
+	// that would measure connection churn, not Get.
+	mc.MaxIdleConns = *clients
+	mc.Timeout = 5 * time.Second // a shared, busy machine can stall a read for long; that is latency, not failure
+
+	val := bytes.Repeat([]byte("v"), *valueBytes)
+	if _, err := db.ExecContext(ctx, "INSERT ? = ?", *key, val); err != nil {
+		return fmt.Errorf("kv: INSERT through mycached: %w", err)
+	}
+	it, err := mc.Get(*prefix + *key)
+	if err != nil || !bytes.Equal(it.Value, val) {
+		return fmt.Errorf("kv: memcached does not hold what mycached stored under %q: %v", *prefix+*key, err)
+	}
+	query := `SELECT "` + *key + `"`
+	op := func(ctx context.Context) error {
+		if *target == "memcached" {
+			it, err := mc.Get(*prefix + *key)
+			if err == nil && len(it.Value) != len(val) {
+				err = errors.New("short value")
+			}
+			return err
+		}
+		return kvSelect(ctx, db, query, len(val))
+	}
+	// One untimed op per client opens the connections.
+	for range *clients {
+		if err := op(ctx); err != nil {
+			return fmt.Errorf("kv: warm-up: %w", err)
+		}
+	}
+
+	runCtx, cancel := context.WithTimeout(ctx, *duration)
+	defer cancel()
+	lats := make([][]time.Duration, *clients)
+	errs := make([]error, *clients)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range *clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lats[i] = make([]time.Duration, 0, 1<<16)
+			for runCtx.Err() == nil {
+				t0 := time.Now()
+				if err := op(runCtx); err != nil {
+					if runCtx.Err() == nil {
+						errs[i] = err
+					}
+					return
+				}
+				lats[i] = append(lats[i], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("kv: %w", err)
+	}
+	all := slices.Concat(lats...)
+	slices.Sort(all)
+	fmt.Fprintf(stdout, "target=%s clients=%d ops=%d seconds=%.2f ops_per_sec=%.1f p50_ms=%.3f p99_ms=%.3f\n",
+		*target, *clients, len(all), elapsed.Seconds(), float64(len(all))/elapsed.Seconds(), msf(pct(all, 50)), msf(pct(all, 99)))
+	return nil
+}
+
+// kvSelect runs a kv SELECT as text and checks that it returned the value.
+func kvSelect(ctx context.Context, db *sql.DB, query string, n int) error {
+	rows, err := db.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var k, v sql.RawBytes
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return errors.New("no row for " + strings.TrimPrefix(query, "SELECT "))
+	}
+	if err := rows.Scan(&k, &v); err != nil {
+		return err
+	}
+	if len(v) != n {
+		return fmt.Errorf("value of %d bytes, want %d", len(v), n)
+	}
+	for rows.Next() {
+	}
+	return rows.Err()
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# kv.sh (make bench-kv): the key/value pseudo-queries' read path.
+# SELECT "k" through mycached (memcached as the tier), on the kv-only
+# listener (--kv-listen, no backend) and on the main listener (MariaDB
+# behind it), against a direct gomemcache Get of the same item, at 1, 8 and
+# 32 clients. Each cell runs BENCH_REPS times, interleaved; the table shows
+# the median and the spread (min-max) of ops/s, p50 and p99. It goes to
+# stdout and bench-out/kv.md.
+set -euo pipefail
+MC_ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+source "$MC_ROOT/examples/bench/lib.sh"
+
+BENCH_TIME=${BENCH_TIME:-10} # seconds per measurement
+BENCH_REPS=${BENCH_REPS:-3}
+KV_CLIENTS=${KV_CLIENTS:-"1 8 32"}
+KV_VALUE_BYTES=${KV_VALUE_BYTES:-100}
+KV_PASSWORD=bench-kv
+
+mc_init bench-kv
+RESULTS=$MC_TMP/results.txt
+: >"$RESULTS"
+
+echo "== starting MariaDB, memcached and mycached (in $MC_TMP)"
+mc_start_mariadb db
+mc_start_memcached memcached
+printf 'bench:%s\n' "$KV_PASSWORD" >"$MC_TMP/kv-users"
+KV_PORT=$(mc_free_port)
+# kv has no backend to fall back to, so a memcached timeout is an error for
+# the client. With the client, mycached, memcached and MariaDB sharing a few
+# CPUs, a read can wait for a CPU longer than the default 50ms; the bound
+# here keeps the benchmark about throughput and latency, not about that.
+mc_start_mycached my "$DB_PORT" --memcached "127.0.0.1:$MEMCACHED_PORT" --memcached-timeout 1s \
+	--kv-listen "127.0.0.1:$KV_PORT" --kv-users-file "$MC_TMP/kv-users" --kv-users root,bench
+mc_wait_port "$KV_PORT" "${MC_PIDS[-1]}" "$MC_TMP/my.log"
+
+dsn_of() {
+	case $1 in
+	kv-listen) echo "bench:$KV_PASSWORD@tcp(127.0.0.1:$KV_PORT)/" ;;
+	*) echo "root:$MC_ROOT_PASSWORD@tcp(127.0.0.1:$MY_PORT)/" ;;
+	esac
+}
+
+# measure LABEL TARGET CLIENTS DSN appends "LABEL CLIENTS ops/s p50 p99".
+measure() {
+	local label=$1 target=$2 clients=$3 dsn=$4 line
+	line=$("$MC_ROOT/bin/mycached-bench" kv -dsn "$dsn" -memcached "127.0.0.1:$MEMCACHED_PORT" \
+		-target "$target" -clients "$clients" -duration "${BENCH_TIME}s" -value-bytes "$KV_VALUE_BYTES") ||
+		mc_die "mycached-bench kv $label $clients failed"
+	echo "  $label: $line"
+	awk -v l="$label" -v c="$clients" '{
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		print l, c, v["ops_per_sec"], v["p50_ms"], v["p99_ms"]
+	}' <<<"$line" >>"$RESULTS"
+}
+
+for rep in $(seq "$BENCH_REPS"); do
+	for clients in $KV_CLIENTS; do
+		echo "== repetition $rep/$BENCH_REPS, $clients clients"
+		measure memcached-direct memcached "$clients" "$(dsn_of kv-listen)"
+		measure mycached-kv-listen sql "$clients" "$(dsn_of kv-listen)"
+		measure mycached-main sql "$clients" "$(dsn_of main)"
+	done
+done
+
+# summarize prints the markdown table: per label and clients, the median
+# and min-max of each measure, and mycached's median ops/s as a share of
+# direct memcached's.
+summarize() {
+	awk '
+	function med(s,   a, n) { n = split(s, a, " "); asort(a); return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+	function lo(s,   a, n) { n = split(s, a, " "); asort(a); return a[1] }
+	function hi(s,   a, n) { n = split(s, a, " "); asort(a); return a[n] }
+	{
+		k = $1 SUBSEP $2; ops[k] = ops[k] " " $3; p50[k] = p50[k] " " $4; p99[k] = p99[k] " " $5
+		if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+	}
+	END {
+		print "| target | clients | ops/s median (min-max) | vs direct | p50 ms median (min-max) | p99 ms median (min-max) |"
+		print "|---|---:|---:|---:|---:|---:|"
+		for (i = 1; i <= n; i++) { split(order[i], kc, SUBSEP); if (kc[1] == "memcached-direct") direct[kc[2]] = med(ops[order[i]]) }
+		for (c in direct) clist = clist " " c
+		nc = split(clist, cs, " "); asort(cs)
+		split("memcached-direct mycached-kv-listen mycached-main", labels, " ")
+		for (j = 1; j <= nc; j++) for (l = 1; l <= 3; l++) {
+			k = labels[l] SUBSEP cs[j]
+			if (!(k in seen)) continue
+			m = med(ops[k])
+			printf "| %s | %d | %.0f (%.0f-%.0f) | %.2fx | %.3f (%.3f-%.3f) | %.3f (%.3f-%.3f) |\n", labels[l], cs[j],
+				m, lo(ops[k]), hi(ops[k]), m / direct[cs[j]],
+				med(p50[k]), lo(p50[k]), hi(p50[k]), med(p99[k]), lo(p99[k]), hi(p99[k])
+		}
+	}' "$RESULTS"
+}
+
+mkdir -p "$MC_ROOT/bench-out"
+{
+	echo "# make bench-kv"
+	echo
+	echo "SELECT \"k\" (a ${KV_VALUE_BYTES}-byte value) through mycached with memcached as its tier, against a"
+	echo "direct gomemcache Get of the same item (mycached-bench kv). ${BENCH_TIME}s per run, $BENCH_REPS runs"
+	echo "per cell, interleaved. $(nproc) CPUs shared by the client, mycached, memcached and MariaDB;"
+	echo "$(date -u +%Y-%m-%dT%H:%MZ). Target at 32 clients: >= 0.5x direct ops/s, p99 <= 2 ms."
+	echo
+	summarize
+} | tee "$MC_ROOT/bench-out/kv.md"
