@@ -81,7 +81,7 @@ bench-relay: deps bench-tools
 bench-cache: deps bench-tools
 	examples/bench/cache.sh
 
-# bench runs every scenario of issue 6 against its baselines and writes
+# bench runs every benchmark scenario against its baselines and writes
 # bench-out/report.md and bench-out/report.png; QUICK=1 is a short smoke
 # run of the same scenarios.
 QUICK ?=

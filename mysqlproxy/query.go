@@ -28,10 +28,12 @@ func (s *session) comQuery(p []byte) error {
 	if handled, err := s.pseudo(sql); handled {
 		return err
 	}
-	info := s.srv.analyzer.Analyze(sql)
-	if info.Kind == sqlinfo.Select && s.srv.cfg.Passthrough {
+	if s.srv.cfg.Passthrough && sqlinfo.FirstKeyword(sql) == "SELECT" {
+		// Nothing is cached, and a SELECT writes nothing (SELECT ... INTO
+		// OUTFILE writes a file, not a table): no analysis needed.
 		return s.relayMode(p, modeResult)
 	}
+	info := s.srv.analyzer.Analyze(sql)
 	if info.Kind == sqlinfo.Select && info.Cacheable {
 		return s.cacheRead(p, info, sql, nil)
 	}

@@ -77,7 +77,10 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.backendTLS = bt
-	s.analyzer = sqlinfo.NewAnalyzer(sqlinfo.Options{})
+	// A point lookup's text carries its key, so an application that reads
+	// many rows by id has as many texts as rows it reads often; the exact
+	// memo is sized to hold a working set of them (bounded: about 30 MiB).
+	s.analyzer = sqlinfo.NewAnalyzer(sqlinfo.Options{ExactCap: 100000})
 	s.store = store.New(store.Options{
 		Servers:          cfg.Memcached,
 		Timeout:          cfg.MemcachedTimeout,
