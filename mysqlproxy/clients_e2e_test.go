@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -299,6 +300,12 @@ func TestE2EAuth(t *testing.T) {
 		pool := openDB(t, fmt.Sprintf("%s:%s@tcp(%s)/%s", user, pass, addr, dbName))
 		var cur, usr string
 		err := pool.QueryRowContext(ctx, "SELECT CURRENT_USER(), USER()").Scan(&cur, &usr)
+		for try := 0; try < 3 && errors.Is(err, mysql.ErrMalformPkt); try++ {
+			// go-sql-driver strips a trailing zero byte from auth-switch
+			// data, so one ed25519 nonce in 256 that ends in 0x00 fails
+			// its login, directly as through the proxy; a new nonce works.
+			err = pool.QueryRowContext(ctx, "SELECT CURRENT_USER(), USER()").Scan(&cur, &usr)
+		}
 		return cur + " " + usr, err
 	}
 
