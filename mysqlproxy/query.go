@@ -93,6 +93,11 @@ func (s *session) comStmtExecute(p []byte) error {
 		return s.kvExecute(st.kv, p)
 	}
 	s.noteParamTypes(st, p)
+	if s.srv.cfg.Passthrough && st.info.Kind == sqlinfo.Select {
+		// Nothing is served from the cache, so the backend has seen every
+		// execute and its types: relay it as it is.
+		return s.relayMode(p, modeResult)
+	}
 	p = withTypes(st, p)
 	defer func() { st.longData = false }()
 	if st.info.Kind == sqlinfo.Select && st.info.Cacheable && (st.params == 0 || st.types != nil) {

@@ -13,13 +13,13 @@ type check struct {
 	met  bool
 }
 
-// target is one row of issue 6's table of targets.
+// target is one row of the table of performance targets.
 type target struct {
 	name, threshold string
 	eval            func(rs results) []check
 }
 
-// targets are issue 6's targets in its order. None is a pass/fail test:
+// targets are the performance targets, in order. None is a pass/fail test:
 // the report marks each as met or not.
 var targets = []target{
 	{"Passthrough", "≥ 0.9× the plain relay", func(rs results) []check {

@@ -271,23 +271,55 @@ func (s *Store) Bump(ctx context.Context, deps []string) {
 }
 
 // bump is Bump, reporting whether every bump landed.
+//
+// A write waits for its bumps before its client hears OK, and a
+// transaction's COMMIT bumps everything it wrote, so the bumps to
+// memcached run concurrently (up to maxBumpFlight at a time): the write
+// then costs about one round trip, not one per table and row.
 func (s *Store) bump(ctx context.Context, deps []string) error {
-	var first error
-	for _, d := range deps {
-		s.stats.bumps.Add(1)
-		if s.mc == nil {
+	s.stats.bumps.Add(uint64(len(deps)))
+	if s.mc == nil {
+		for _, d := range deps {
 			s.local.bump(d, s.timeSeed())
-			continue
 		}
-		if err := s.bumpOne(ctx, d); err != nil {
-			s.pending.add(d)
-			s.log.Warn("store: bump failed; pending", "dep", d, "err", err)
-			if first == nil {
-				first = ErrPending
-			}
-		}
+		return nil
 	}
+	if len(deps) == 1 {
+		return s.bumpOrPend(ctx, deps[0])
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex // protects first
+		first error
+		sem   = make(chan struct{}, maxBumpFlight)
+	)
+	for _, d := range deps {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := s.bumpOrPend(ctx, d); err != nil {
+				mu.Lock()
+				first = err
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
 	return first
+}
+
+// maxBumpFlight bounds the bumps of one write that run at once.
+const maxBumpFlight = 16
+
+// bumpOrPend bumps dep, or records it as pending when memcached failed.
+func (s *Store) bumpOrPend(ctx context.Context, d string) error {
+	if err := s.bumpOne(ctx, d); err != nil {
+		s.pending.add(d)
+		s.log.Warn("store: bump failed; pending", "dep", d, "err", err)
+		return ErrPending
+	}
+	return nil
 }
 
 // bumpOne increments dep's generation in memcached, creating it with a
