@@ -2,7 +2,7 @@
 # bench.sh (make bench, make bench QUICK=1): the whole performance story in
 # one run. It starts a private MariaDB, a second one with its query cache
 # on, memcached, the plain io.Copy relay and mycached in four
-# configurations, loads the data, runs every scenario of issue 6 against
+# configurations, loads the data, runs every benchmark scenario against
 # its baselines, and writes bench-out/report.md and bench-out/report.png.
 # Scenarios that sysbench covers use sysbench; the others use
 # mycached-bench (go-sql-driver). Every measurement also records the CPU

@@ -86,6 +86,6 @@ mkdir -p "$MC_ROOT/bench-out"
 	echo
 	summarize direct query-cache
 	echo
-	echo "Targets (issue 3): L1 point select >= 1.0x direct at 8 threads and >= 1.2x at 1 thread;"
+	echo "Targets: L1 point select >= 1.0x direct at 8 threads and >= 1.2x at 1 thread;"
 	echo "memcached-only point select >= 0.8x direct; heavy query hits >= 100x direct; >= 1.3x the query cache at 8 threads."
 } | tee "$MC_ROOT/bench-out/cache.md"

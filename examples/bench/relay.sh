@@ -68,5 +68,5 @@ mkdir -p "$MC_ROOT/bench-out"
 	echo
 	summarize direct relay
 	echo
-	echo "Target (issue 2): mycached-relay >= 0.9x relay's q/s at 8 threads, p99 <= 1.2x relay's."
+	echo "Target: mycached-relay >= 0.9x relay's q/s at 8 threads, p99 <= 1.2x relay's."
 } | tee "$MC_ROOT/bench-out/relay.md"
