@@ -238,11 +238,9 @@ func (s *session) replay(payload, p []byte) error {
 // passwords, so the refresh runs on this session's own backend
 // connection, and its response goes nowhere but the cache.
 func (s *session) refresh(key string, check []byte, deps []string, gens []uint64, dec cachepolicy.Decision, p []byte) {
+	// The store hands Stale to one lookup per key at a time, so one
+	// session refreshes while the others are served the entry.
 	srv := s.srv
-	if !srv.refreshing.TryAcquire(key) {
-		return
-	}
-	defer srv.refreshing.Release(key)
 	if err := s.forward(p); err != nil {
 		return
 	}

@@ -2,7 +2,6 @@ package mysqlproxy
 
 import (
 	"context"
-	"encoding/binary"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -327,5 +326,3 @@ func (s *session) resetState() {
 	s.cacheOff, s.tainted = false, false
 	s.endTransaction()
 }
-
-func le16(b []byte) uint16 { return binary.LittleEndian.Uint16(b) }

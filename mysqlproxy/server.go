@@ -35,19 +35,18 @@ type Server struct {
 	tlsConfig  *tls.Config // for clients; nil masks CLIENT_SSL
 	backendTLS *tls.Config
 
-	analyzer   *sqlinfo.Analyzer
-	store      *store.Store
-	flight     flight.Group
-	policy     cachepolicy.Policy
-	engine     *cachepolicy.Engine // the Lua engine, when it is the policy
-	kv         kvStore
-	reg        *metrics.Registry
-	stats      *stats
-	queries    queryStats
-	refreshing keyLocks
-	depsMemo   depsMemo
-	pks        pkCache
-	tees       sync.Pool // *[]byte tee buffers
+	analyzer *sqlinfo.Analyzer
+	store    *store.Store
+	flight   flight.Group
+	policy   cachepolicy.Policy
+	engine   *cachepolicy.Engine // the Lua engine, when it is the policy
+	kv       kvStore
+	reg      *metrics.Registry
+	stats    *stats
+	queries  queryStats
+	depsMemo depsMemo
+	pks      pkCache
+	tees     sync.Pool // *[]byte tee buffers
 
 	mu        sync.Mutex // protects listeners and sessions
 	listeners map[net.Listener]struct{}

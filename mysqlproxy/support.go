@@ -9,34 +9,6 @@ import (
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 )
 
-// keyLocks is a set of keys being worked on, so that one request refreshes
-// an entry while the others go on being served.
-type keyLocks struct {
-	mu sync.Mutex // protects m
-	m  map[string]struct{}
-}
-
-// TryAcquire takes key if nobody holds it.
-func (k *keyLocks) TryAcquire(key string) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if _, ok := k.m[key]; ok {
-		return false
-	}
-	if k.m == nil {
-		k.m = make(map[string]struct{})
-	}
-	k.m[key] = struct{}{}
-	return true
-}
-
-// Release gives key back.
-func (k *keyLocks) Release(key string) {
-	k.mu.Lock()
-	delete(k.m, key)
-	k.mu.Unlock()
-}
-
 // readDeps are the dependencies of a read: its tables ("db.table"), and
 // all of them plus the database-wide and global generations.
 type readDeps struct {
