@@ -182,7 +182,10 @@ func startNginx(t *testing.T, memcached string) string {
 	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(c), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	startProc(t, dir, "nginx", bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-e", filepath.Join(dir, "error.log"))
+	// One process with no workers: killing it by its pid then leaves
+	// nothing behind.
+	startProc(t, dir, "nginx", bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-e", filepath.Join(dir, "error.log"),
+		"-g", "master_process off;")
 	waitPort(t, addr, filepath.Join(dir, "error.log"))
 	return addr
 }
