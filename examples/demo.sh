@@ -69,7 +69,7 @@ echo "mysql> UPDATE inventory SET qty = 4242 WHERE product_id = 7"
 through -e "UPDATE inventory SET qty = 4242 WHERE product_id = 7"
 echo "mysql> $q"
 through -t -e "$q"
-echo "(the new value: the UPDATE bumped the table's generation, so the cached row was not served)"
+echo "(the new value: the UPDATE by primary key bumped that row's generation, so the cached row was not served)"
 
 step "SHOW MYCACHED STATUS (any client, as an --admin-users user)"
 through -t -e "SHOW MYCACHED STATUS"
