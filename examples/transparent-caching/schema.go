@@ -9,9 +9,10 @@ import (
 )
 
 // schema is the shop. Stock lives in its own table, as inventory usually
-// does: mycached invalidates by table, so keeping the often-written stock
-// apart from the rarely written catalog lets product and order reads stay
-// cached while stock changes.
+// does: a write invalidates every cached read of its table but the
+// primary-key lookups of other rows, so keeping the often-written stock
+// apart from the rarely written catalog lets product lists, order reads and
+// aggregates stay cached while stock changes.
 var schema = []string{
 	"DROP TABLE IF EXISTS orders, inventory, products, customers",
 	`CREATE TABLE customers (
