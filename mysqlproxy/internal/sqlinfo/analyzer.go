@@ -31,13 +31,16 @@ type Analyzer struct {
 	digest  shardedMemo[*shapes]
 	parsers sync.Pool // of *parser.Parser, which is not safe for concurrent use
 	bufs    sync.Pool // of *[]byte, shape signature scratch
+	scans   sync.Pool // of *textScan, template matching scratch
 }
 
 // shapes holds the analyses of one digest, one per identifier shape (see
-// appendShape). It is immutable once published; an update replaces it.
+// appendShape), or per token skeleton for analyses rebuilt from literals
+// (see template). It is immutable once published; an update replaces it.
 type shapes struct {
 	sigs  []string
 	infos []*Info
+	tmpls []*template // nil where infos[i] is shared as is
 }
 
 // maxShapes bounds the variants kept per digest.
@@ -59,6 +62,7 @@ func NewAnalyzer(opts Options) *Analyzer {
 	a.digest.init(opts.DigestCap)
 	a.parsers.New = func() any { return parser.New() }
 	a.bufs.New = func() any { b := make([]byte, 0, 256); return &b }
+	a.scans.New = func() any { return &textScan{} }
 	return a
 }
 
@@ -82,8 +86,11 @@ func cloneString(s string) string {
 
 func (a *Analyzer) analyzeMiss(sql string) *Info {
 	digest, ok := normalize(sql)
-	if !ok {
-		return a.parse(sql, "")
+	if !ok || digest == "" {
+		// An empty digest is shared by empty texts and some unparsable
+		// ones ("\""), which must not answer for each other.
+		info, _ := a.parse(sql, "")
+		return info
 	}
 	hint := hasNoCacheHint(sql)
 	bp := a.bufs.Get().(*[]byte)
@@ -95,36 +102,74 @@ func (a *Analyzer) analyzeMiss(sql string) *Info {
 	defer func() { *bp = sig[:0]; a.bufs.Put(bp) }()
 
 	if sh, ok := a.digest.get(digest); ok {
-		for i, s := range sh.sigs {
-			if s == string(sig) {
-				return sh.infos[i]
-			}
+		if info, ok := a.fromShapes(sh, sig, sql); ok {
+			return info
 		}
 	}
-	info := a.parse(sql, digest)
+	info, tmpl := a.parse(sql, digest)
 	info.NoCacheHint = info.NoCacheHint || hint
-	if shapeLevel(info) && len(digest) <= a.maxText {
+	if (shapeLevel(info) || tmpl != nil) && len(digest) <= a.maxText {
 		a.digest.update(digest, func(old *shapes) *shapes {
 			n := &shapes{}
 			if old != nil && len(old.sigs) < maxShapes {
 				n.sigs = append(n.sigs, old.sigs...)
 				n.infos = append(n.infos, old.infos...)
+				n.tmpls = append(n.tmpls, old.tmpls...)
 			}
 			n.sigs = append(n.sigs, string(sig))
 			n.infos = append(n.infos, info)
+			n.tmpls = append(n.tmpls, tmpl)
 			return n
 		})
 	}
 	return info
 }
 
+// fromShapes answers sql, of signature sig, from the analyses of its digest:
+// a shared one as is, or a template's with sql's literals.
+func (a *Analyzer) fromShapes(sh *shapes, sig []byte, sql string) (*Info, bool) {
+	var sc *textScan
+	for i, s := range sh.sigs {
+		if s != string(sig) {
+			continue
+		}
+		t := sh.tmpls[i]
+		if t == nil {
+			a.putScan(sc)
+			return sh.infos[i], true
+		}
+		if sc == nil {
+			sc = a.scans.Get().(*textScan)
+			if !scanText(sc, sql) {
+				break
+			}
+		}
+		if info, ok := t.instantiate(sh.infos[i], sql, sc); ok {
+			a.putScan(sc)
+			return info, true
+		}
+	}
+	a.putScan(sc)
+	return nil, false
+}
+
+func (a *Analyzer) putScan(sc *textScan) {
+	if sc != nil {
+		a.scans.Put(sc)
+	}
+}
+
 // shapeLevel reports whether info holds only what every statement of its
 // digest and shape shares. SET values, pinned values and inserted values
-// taken from literals are not shared, as the digest drops literals; such a
-// statement is parsed in full at each new text. Values bound to ?
-// placeholders are shared, which keeps prepared statements on the fast path.
+// taken from literals are not shared, as the digest drops literals; pinned
+// and inserted ones are rebuilt for each new text from a template instead
+// (see template). Values bound to ? placeholders are shared, which keeps
+// prepared statements on the fast path.
+//
+// The analysis of a text that did not parse is not shared either: the
+// digest of a broken text can equal that of a valid one.
 func shapeLevel(info *Info) bool {
-	return len(info.Sets) == 0 && info.Kind != Set && !hasLiteralValues(info)
+	return len(info.Sets) == 0 && info.Kind != Set && !info.ParseError && !hasLiteralValues(info)
 }
 
 // normalize returns the parser's normalized text, recovering from any panic
@@ -138,8 +183,9 @@ func normalize(sql string) (digest string, ok bool) {
 	return parser.Normalize(sql, "ON"), true
 }
 
-// parse runs the full parser and analyses the result. It never panics.
-func (a *Analyzer) parse(sql, digest string) (info *Info) {
+// parse runs the full parser and analyses the result, with the template
+// that rebuilds it for other literals when it has one. It never panics.
+func (a *Analyzer) parse(sql, digest string) (info *Info, tmpl *template) {
 	p := a.parsers.Get().(*parser.Parser)
 	var stmts []ast.StmtNode
 	var err error
@@ -154,17 +200,20 @@ func (a *Analyzer) parse(sql, digest string) (info *Info) {
 		stmts, _, err = p.Parse(sql, "", "")
 		if err == nil {
 			info = analyzeStmts(stmts, sql)
+			if digest != "" && len(stmts) == 1 && templatable(info) {
+				tmpl = buildTemplate(info, stmts[0], sql)
+			}
 		}
 	}()
 	a.parsers.Put(p)
 	if err != nil || info == nil {
-		info = fallback(sql)
+		info, tmpl = fallback(sql), nil
 	}
 	info.Digest = digest
 	if info.NoCacheHint || hasNoCacheHint(sql) {
 		info.NoCacheHint = true
 	}
-	return info
+	return info, tmpl
 }
 
 type panicError struct{}

@@ -13,7 +13,11 @@ import (
 // keyInfo fills the row-level fields of a single statement's info: Point,
 // SetCols, Insert and OnDuplicate. subquery reports a subquery anywhere in s.
 func keyInfo(info *Info, s ast.StmtNode, sql string, subquery bool) {
-	p := &params{sql: sql}
+	keyInfoWith(info, s, &params{sql: sql}, subquery)
+}
+
+// keyInfoWith is keyInfo reading values through p.
+func keyInfoWith(info *Info, s ast.StmtNode, p *params, subquery bool) {
 	switch x := s.(type) {
 	case *ast.SelectStmt:
 		// A subquery, even on the same table, makes the result depend on
@@ -347,6 +351,8 @@ type params struct {
 	sql  string
 	offs []int // byte offsets of the placeholders, ascending
 	done bool
+	// tags, when set, stands tags in for literal values (see tagger).
+	tags *tagger
 }
 
 // valueOf returns the Value of e.
@@ -363,7 +369,11 @@ func (p *params) valueOf(e ast.ExprNode) Value {
 			return Value{Param: i}
 		}
 	case *driver.ValueExpr:
-		return literalValue(x)
+		v := literalValue(x)
+		if p.tags != nil && v.literal() {
+			return p.tags.tag(x, v)
+		}
+		return v
 	case *ast.UnaryOperationExpr:
 		if x.Op != opcode.Minus && x.Op != opcode.Plus {
 			break
