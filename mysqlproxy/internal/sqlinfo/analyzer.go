@@ -29,9 +29,10 @@ type Analyzer struct {
 	maxText int
 	exact   shardedMemo[*Info]
 	digest  shardedMemo[*shapes]
-	parsers sync.Pool // of *parser.Parser, which is not safe for concurrent use
-	bufs    sync.Pool // of *[]byte, shape signature scratch
-	scans   sync.Pool // of *textScan, template matching scratch
+	skels   shardedMemo[*skelEntry] // by skelKey; see skeleton.go
+	parsers sync.Pool               // of *parser.Parser, which is not safe for concurrent use
+	bufs    sync.Pool               // of *[]byte, shape signature scratch
+	scans   sync.Pool               // of *textScan, template matching scratch
 }
 
 // shapes holds the analyses of one digest, one per identifier shape (see
@@ -60,6 +61,7 @@ func NewAnalyzer(opts Options) *Analyzer {
 	a := &Analyzer{maxText: opts.MaxTextLen}
 	a.exact.init(opts.ExactCap)
 	a.digest.init(opts.DigestCap)
+	a.skels.init(opts.DigestCap)
 	a.parsers.New = func() any { return parser.New() }
 	a.bufs.New = func() any { b := make([]byte, 0, 256); return &b }
 	a.scans.New = func() any { return &textScan{} }
@@ -85,6 +87,17 @@ func cloneString(s string) string {
 }
 
 func (a *Analyzer) analyzeMiss(sql string) *Info {
+	sc := a.scans.Get().(*textScan)
+	defer a.scans.Put(sc)
+	scanned := scanText(sc, sql)
+	keyed := scanned && len(sql) <= a.maxText && skelKey(sc, sql)
+	if keyed {
+		if e, ok := a.skels.get(string(sc.key)); ok {
+			if info, ok := e.answer(sql, sc); ok {
+				return info
+			}
+		}
+	}
 	digest, ok := normalize(sql)
 	if !ok || digest == "" {
 		// An empty digest is shared by empty texts and some unparsable
@@ -102,7 +115,14 @@ func (a *Analyzer) analyzeMiss(sql string) *Info {
 	defer func() { *bp = sig[:0]; a.bufs.Put(bp) }()
 
 	if sh, ok := a.digest.get(digest); ok {
-		if info, ok := a.fromShapes(sh, sig, sql); ok {
+		var sp *textScan
+		if scanned {
+			sp = sc
+		}
+		if info, i, ok := a.fromShapes(sh, sig, sql, sp); ok {
+			if keyed {
+				a.rememberSkeleton(sc, sql, digest, sh.infos[i], sh.tmpls[i], hint)
+			}
 			return info
 		}
 	}
@@ -121,42 +141,49 @@ func (a *Analyzer) analyzeMiss(sql string) *Info {
 			n.tmpls = append(n.tmpls, tmpl)
 			return n
 		})
+		if keyed {
+			a.rememberSkeleton(sc, sql, digest, info, tmpl, hint)
+		}
 	}
 	return info
 }
 
+// rememberSkeleton memoizes under sc's skeleton key the analysis info of
+// sql, shared as is or through tmpl, unless a text of that key already has
+// an entry. A key whose literals turn out to shape the digest is memoized as
+// refused, so that it is checked once.
+func (a *Analyzer) rememberSkeleton(sc *textScan, sql, digest string, info *Info, tmpl *template, hint bool) {
+	if _, ok := a.skels.get(string(sc.key)); ok {
+		return
+	}
+	e := &skelEntry{info: info, tmpl: tmpl, hint: hint}
+	if !skeletonDigestStable(sql, sc, digest) {
+		e = &skelEntry{refused: true}
+	}
+	a.skels.put(string(sc.key), e)
+}
+
 // fromShapes answers sql, of signature sig, from the analyses of its digest:
-// a shared one as is, or a template's with sql's literals.
-func (a *Analyzer) fromShapes(sh *shapes, sig []byte, sql string) (*Info, bool) {
-	var sc *textScan
+// a shared one as is, or a template's with sql's literals. sc is sql's scan,
+// or nil when it is not at hand. The index of the analysis used is returned
+// too.
+func (a *Analyzer) fromShapes(sh *shapes, sig []byte, sql string, sc *textScan) (*Info, int, bool) {
 	for i, s := range sh.sigs {
 		if s != string(sig) {
 			continue
 		}
 		t := sh.tmpls[i]
 		if t == nil {
-			a.putScan(sc)
-			return sh.infos[i], true
+			return sh.infos[i], i, true
 		}
 		if sc == nil {
-			sc = a.scans.Get().(*textScan)
-			if !scanText(sc, sql) {
-				break
-			}
+			return nil, 0, false
 		}
 		if info, ok := t.instantiate(sh.infos[i], sql, sc); ok {
-			a.putScan(sc)
-			return info, true
+			return info, i, true
 		}
 	}
-	a.putScan(sc)
-	return nil, false
-}
-
-func (a *Analyzer) putScan(sc *textScan) {
-	if sc != nil {
-		a.scans.Put(sc)
-	}
+	return nil, 0, false
 }
 
 // shapeLevel reports whether info holds only what every statement of its

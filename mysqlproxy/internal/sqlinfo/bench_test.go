@@ -61,7 +61,8 @@ func BenchmarkAnalyzeDigestHitPrepared(b *testing.B) {
 
 // BenchmarkAnalyzeNewPointSysbench is a point lookup with a new literal key:
 // its values come from the literals, which the shape's template reads from
-// the new text without a parse.
+// the new text without a parse, found by the text's skeleton without a
+// digest.
 func BenchmarkAnalyzeNewPointSysbench(b *testing.B) {
 	benchDigestHit(b, "SELECT c FROM sbtest1 WHERE id=", "")
 }

@@ -27,7 +27,8 @@ import (
 
 // The classes of literal tokens, as written into a skeleton after litMark.
 const (
-	litInt     = 'I' // digits only
+	litInt     = 'I' // digits only, at most math.MaxUint64
+	litBigInt  = 'J' // digits only, above math.MaxUint64: a decimal to the parser
 	litDecimal = 'D' // digits with a point, no exponent
 	litFloat   = 'F' // digits with an exponent
 	litSingle  = 'S' // a '...' string
@@ -48,6 +49,11 @@ type litTok struct {
 type textScan struct {
 	skel []byte
 	toks []litTok
+	// odd, hints, key and kept serve the skeleton memo (see skelKey).
+	odd   bool
+	hints []byte
+	key   []byte
+	kept  []int
 }
 
 // scanText appends to sc the skeleton and the literal tokens of sql. The
@@ -58,10 +64,14 @@ type textScan struct {
 // one literal), control bytes.
 func scanText(sc *textScan, sql string) bool {
 	sc.skel, sc.toks = sc.skel[:0], sc.toks[:0]
+	sc.odd, sc.hints = false, sc.hints[:0]
 	i, prevEnd := 0, 0
 	prevIdent, prevString, afterDot := false, false, false
 	for {
 		start := skipSpaceAndComments(sql, i)
+		if start > i {
+			sc.checkGap(sql[i:start])
+		}
 		if start >= len(sql) {
 			return true
 		}
@@ -111,6 +121,13 @@ func scanText(sc *textScan, sql string) bool {
 				sc.skel = append(sc.skel, sql[i:end]...)
 				i, isIdent = end, true
 				break
+			}
+			if class == litInt && end-i > 19 {
+				// The grammar takes an integer above math.MaxUint64 for a
+				// decimal, which some places (LIMIT) reject.
+				if _, err := strconv.ParseUint(sql[i:end], 10, 64); err != nil {
+					class = litBigInt
+				}
 			}
 			sc.toks = append(sc.toks, litTok{off: i, end: end, class: class})
 			sc.skel = append(sc.skel, litMark, class)

@@ -44,6 +44,21 @@ func viaTemplate(a *Analyzer, sql string) bool {
 	return false
 }
 
+// viaSkeleton reports whether a's skeleton memo answers sql, without a
+// digest, and whether it does so through a template.
+func viaSkeleton(a *Analyzer, sql string) (hit, tmpl bool) {
+	sc := &textScan{}
+	if !scanText(sc, sql) || !skelKey(sc, sql) {
+		return false, false
+	}
+	e, ok := a.skels.get(string(sc.key))
+	if !ok {
+		return false, false
+	}
+	_, ok = e.answer(sql, sc)
+	return ok, ok && e.tmpl != nil
+}
+
 // litGen writes random literals for the verbs of a text pattern:
 //
 //	%I  an unsigned integer, sometimes huge or with leading zeros
@@ -206,17 +221,24 @@ var templatePatterns = []struct {
 	{"INSERT INTO t (id) VALUES %_(%I)%_,%_(%I)", false},
 	{"SELECT * FROM t WHERE id = %I; SELECT * FROM t WHERE id = %I", false},
 	{"SELECT * FROM t WHERE id = %I AND k IN (SELECT k FROM u WHERE id = %I)", false},
+	// Literals the digest keeps or that the grammar rejects by value.
+	{"SELECT * FROM t WHERE id = %I ORDER BY %i", false},
+	{"SELECT * FROM t WHERE id = %I GROUP BY k, %i ORDER BY 2", false},
+	{"SELECT * FROM t WHERE name = %S LIMIT %I", false},
+	{"SELECT /*+ MAX_EXECUTION_TIME(%i) */ * FROM t WHERE id = %I", false},
+	{"SELECT * FROM t WHERE name = %S%_AND k = %I%_", true},
 }
 
 // TestTemplateDifferential checks that the Info of a new text answered from
-// a shape's template equals the full parse's, for many random texts of
-// each shape, and that the template path is taken where it should be.
+// a shape's template, or from the skeleton memo, equals the full parse's,
+// digest included, for many random texts of each shape, and that both paths
+// are taken where they should be.
 func TestTemplateDifferential(t *testing.T) {
 	for seed := int64(1); seed <= 2; seed++ {
 		g := litGen{r: rand.New(rand.NewSource(seed))}
 		for _, p := range templatePatterns {
 			a := NewAnalyzer(Options{ExactCap: 1})
-			fast := 0
+			fast, skel := 0, 0
 			const n = 300
 			for i := 0; i < n; i++ {
 				q := g.fill(p.pattern)
@@ -224,7 +246,18 @@ func TestTemplateDifferential(t *testing.T) {
 				if tmpl {
 					fast++
 				}
+				skelHit, skelTmpl := viaSkeleton(a, q)
+				if skelHit {
+					skel++
+				}
+				// The skeleton memo also answers some texts the digest
+				// memo parses (a float's exponent splits its shapes). An
+				// answer from a template must equal the full parse's.
+				tmpl = tmpl || skelTmpl
 				got, want := a.Analyze(q), fullParse(q)
+				if got.Digest != want.Digest {
+					t.Fatalf("%q (template %v, skeleton %v): digest %q, want %q", q, tmpl, skelHit, got.Digest, want.Digest)
+				}
 				if !tmpl && got.Point == nil && want.Point != nil && hasLiteralValues(want) {
 					// A text whose literals leave no Point ("a = 1 AND a = 2")
 					// shares its analysis with the digest; a later text of it
@@ -241,6 +274,9 @@ func TestTemplateDifferential(t *testing.T) {
 			}
 			if p.fast && fast < n*9/10 {
 				t.Errorf("%q: %d of %d texts took the template path, want at least 90%%", p.pattern, fast, n)
+			}
+			if p.fast && skel < n*9/10 {
+				t.Errorf("%q: %d of %d texts took the skeleton path, want at least 90%%", p.pattern, skel, n)
 			}
 		}
 	}
@@ -384,4 +420,60 @@ func FuzzTemplate(f *testing.F) {
 			t.Fatalf("%q after %q: got %+v point %s, want %+v point %s", y, x, *got, fmtPoint(got.Point), *want, fmtPoint(want.Point))
 		}
 	})
+}
+
+// TestSkeletonDigest checks texts whose skeletons match but whose digests,
+// or analyses, may not: each second text must get the full parse's Info,
+// digest included, after the first.
+func TestSkeletonDigest(t *testing.T) {
+	pairs := []struct {
+		x, y string
+		fast bool // y must be answered by the skeleton memo
+	}{
+		{"SELECT c FROM sbtest1 WHERE id=5012", "SELECT c FROM sbtest1 WHERE id=77", true},
+		{"SELECT c FROM t WHERE id BETWEEN 5 AND 9", "SELECT c FROM t WHERE id BETWEEN 6 AND 10", true},
+		{"SELECT * FROM t WHERE id = 1 ORDER BY 1", "SELECT * FROM t WHERE id = 2 ORDER BY 1", true},
+		{"SELECT * FROM t WHERE id = 1 ORDER BY 1", "SELECT * FROM t WHERE id = 1 ORDER BY 2", false},
+		{"SELECT * FROM t WHERE id = 1 GROUP BY (1, 2)", "SELECT * FROM t WHERE id = 1 GROUP BY (1, 3)", false},
+		{"SELECT * FROM t WHERE id = 1 ORDER BY k, 1", "SELECT * FROM t WHERE id = 1 ORDER BY k, 3", false},
+		{"SELECT * FROM t WHERE id = 1 ORDER BY `by`, 1", "SELECT * FROM t WHERE id = 1 ORDER BY `by`, 3", false},
+		{"SELECT * FROM t WHERE name = 'a'", "SELECT * FROM t WHERE name = '*'", false},
+		{"SELECT * FROM t WHERE name = 'a'", `SELECT * FROM t WHERE name = '\*'`, false},
+		{"SELECT * FROM t FORCE INDEX (k) WHERE id = 'a'", "SELECT * FROM t FORCE INDEX (k) WHERE id = ')'", false},
+		{"SELECT * FROM t WHERE id = X'41' AND k = 1", "SELECT * FROM t WHERE id = X'4G' AND k = 1", false},
+		{"SELECT /*+ MAX_EXECUTION_TIME(1) */ * FROM t WHERE id = 1", "SELECT /*+ MAX_EXECUTION_TIME(2) */ * FROM t WHERE id = 2", false},
+		{"SELECT /*+ MAX_EXECUTION_TIME(1) */ * FROM t WHERE id = 1", "SELECT * /*+ MAX_EXECUTION_TIME(1) */ FROM t WHERE id = 2", false},
+		{"SELECT /*+ no_cache */ * FROM t WHERE id = 1", "SELECT /*+ no_cache */ * FROM t WHERE id = 2", true},
+		{"SELECT * FROM t WHERE id = 1", "SELECT /*+ no_cache */ * FROM t WHERE id = 2", false},
+		{"SELECT * FROM t WHERE id = 1 AND v = 'a'", "SELECT * FROM t WHERE id = 1 AND v = '/*+ no_cache */'", false},
+		{"SELECT * FROM t WHERE id = 1 /*!50000 AND k = 2 */", "SELECT * FROM t WHERE id = 1 /*!99999 AND k = 3 */", false},
+		{"SELECT * FROM t WHERE id = 1 /*M! AND k = 2 */", "SELECT * FROM t WHERE id = 2 /*M! AND k = 3 */", false},
+		{"SELECT * FROM t WHERE id = 1 --\x01 x", "SELECT * FROM t WHERE id = 2 --\x01 x", false},
+		{"SELECT * FROM t WHERE id = 1 -- x\n", "SELECT * FROM t WHERE id = 2 # y", true},
+		{"SELECT * FROM t WHERE id = -1", "SELECT * FROM t WHERE id = -2", true},
+		{"SELECT * FROM t WHERE id = -1", "SELECT * FROM t WHERE id = - 2", false},
+		{"SELECT * FROM t WHERE id IN (1, 2, 3)", "SELECT * FROM t WHERE id IN (4, 5, 6)", true},
+		{"SELECT * FROM t WHERE id IN (1, 2, 3)", "SELECT * FROM t WHERE id IN (4, 4, 6)", false},
+		{"SELECT * FROM t WHERE id = 1 LIMIT 18446744073709551616", "SELECT * FROM t WHERE id = 2 LIMIT 5", false},
+		{"SELECT * FROM t WHERE id = 1 LIMIT 5", "SELECT * FROM t WHERE id = 2 LIMIT 18446744073709551616", false},
+		{"SELECT * FROM t WHERE id = 1 LIMIT 5", "SELECT * FROM t WHERE id = 2 LIMIT 18446744073709551615", true},
+	}
+	for _, p := range pairs {
+		a := NewAnalyzer(Options{ExactCap: 1})
+		a.Analyze(p.x)
+		hit, _ := viaSkeleton(a, p.y)
+		if p.fast && !hit {
+			t.Errorf("%q after %q: not answered from the skeleton memo", p.y, p.x)
+		}
+		if !p.fast && hit {
+			t.Errorf("%q answered from the skeleton memo of %q", p.y, p.x)
+		}
+		got, want := a.Analyze(p.y), fullParse(p.y)
+		if got.Digest != want.Digest {
+			t.Errorf("%q after %q: digest %q, want %q", p.y, p.x, got.Digest, want.Digest)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q after %q: got %+v point %s, want %+v point %s", p.y, p.x, *got, fmtPoint(got.Point), *want, fmtPoint(want.Point))
+		}
+	}
 }
