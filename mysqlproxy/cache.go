@@ -1,6 +1,7 @@
 package mysqlproxy
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -109,21 +110,15 @@ func (s *session) fill(p []byte, key string, check []byte, deps []string, gens [
 	var relayErr error
 	v, _, _ := srv.flight.Do(fk, func() (any, error) {
 		leader = true
-		payload, err := s.relayTee(p, dec)
+		payload, why, err := s.relayTee(p, dec, nil)
 		relayErr = err
+		if why != "" {
+			srv.stats.bypass(why)
+		}
 		if payload == nil {
 			return nil, nil
 		}
-		e := &store.Entry{
-			Check: append([]byte(nil), check...), Payload: payload,
-			Deps: deps, Gens: gens, Expires: time.Now().Add(dec.TTL),
-		}
-		if dec.SoftTTL > 0 && dec.SoftTTL < dec.TTL {
-			e.Soft = time.Now().Add(dec.SoftTTL)
-		}
-		if err := srv.store.Put(context.Background(), key, e); err == nil {
-			srv.stats.stores.Inc()
-		}
+		s.put(key, check, deps, gens, dec, payload)
 		srv.stats.missLatency.Observe(time.Since(start).Seconds())
 		return payload, nil
 	})
@@ -137,32 +132,44 @@ func (s *session) fill(p []byte, key string, check []byte, deps []string, gens [
 	return s.relayMode(p, modeResult)
 }
 
-// relayTee relays a read and returns its response in cacheable form, or
-// nil when it must not be stored.
-func (s *session) relayTee(p []byte, dec cachepolicy.Decision) ([]byte, error) {
+// relayTee relays a read to dst (nil: the client) and returns its
+// response in cacheable form, or nil and the reason it must not be stored.
+func (s *session) relayTee(p []byte, dec cachepolicy.Decision, dst *bufio.Writer) ([]byte, string, error) {
 	if err := s.forward(p); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	limit := s.srv.cfg.MaxResultBytes
 	if dec.MaxBytes > 0 && dec.MaxBytes < limit {
 		limit = dec.MaxBytes
 	}
-	r := relayer{s: s, teeMax: int(limit) + payloadHeaderMax}
-	r.tee = s.srv.getTee()
-	r.tee = append(r.tee, 0, 0) // room for the count of status offsets
+	r := relayer{s: s, dst: dst, teeMax: int(limit) + payloadHeaderMax}
+	r.tee = append(s.srv.getTee(), 0, 0) // room for the count of status offsets
+	defer func() { s.srv.putTee(r.tee) }()
 	err := r.relay(modeResult)
 	s.errSeq = r.lastSeq + 1
 	s.last = r.resp
-	defer func() { s.srv.putTee(r.tee) }()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	why := storable(&r.resp, r.tee, dec)
-	if why != "" {
-		s.srv.stats.bypass(why)
-		return nil, nil
+	if why := storable(&r.resp, r.tee, dec); why != "" {
+		return nil, why, nil
 	}
-	return r.payload(), nil
+	return r.payload(), "", nil
+}
+
+// put stores a response with the generations read before it ran.
+func (s *session) put(key string, check []byte, deps []string, gens []uint64, dec cachepolicy.Decision, payload []byte) {
+	now := time.Now()
+	e := &store.Entry{
+		Check: append([]byte(nil), check...), Payload: payload,
+		Deps: deps, Gens: gens, Expires: now.Add(dec.TTL),
+	}
+	if dec.SoftTTL > 0 && dec.SoftTTL < dec.TTL {
+		e.Soft = now.Add(dec.SoftTTL)
+	}
+	if err := s.srv.store.Put(context.Background(), key, e); err == nil {
+		s.srv.stats.stores.Inc()
+	}
 }
 
 // storable says why a relayed response must not be stored, or "".
@@ -240,24 +247,10 @@ func (s *session) replay(payload, p []byte) error {
 func (s *session) refresh(key string, check []byte, deps []string, gens []uint64, dec cachepolicy.Decision, p []byte) {
 	// The store hands Stale to one lookup per key at a time, so one
 	// session refreshes while the others are served the entry.
-	srv := s.srv
-	if err := s.forward(p); err != nil {
-		return
-	}
-	discard := srv.discard()
-	defer srv.putDiscard(discard)
-	r := relayer{s: s, dst: discard, teeMax: int(srv.cfg.MaxResultBytes) + payloadHeaderMax}
-	r.tee = append(srv.getTee(), 0, 0)
-	defer func() { srv.putTee(r.tee) }()
-	if err := r.relay(modeResult); err != nil || storable(&r.resp, r.tee, dec) != "" {
-		return
-	}
-	e := &store.Entry{Check: append([]byte(nil), check...), Payload: r.payload(), Deps: deps, Gens: gens, Expires: time.Now().Add(dec.TTL)}
-	if dec.SoftTTL > 0 {
-		e.Soft = time.Now().Add(dec.SoftTTL)
-	}
-	if srv.store.Put(context.Background(), key, e) == nil {
-		srv.stats.stores.Inc()
+	discard := s.srv.discard()
+	defer s.srv.putDiscard(discard)
+	if payload, _, err := s.relayTee(p, dec, discard); err == nil && payload != nil {
+		s.put(key, check, deps, gens, dec, payload)
 	}
 }
 

@@ -299,32 +299,19 @@ func fallback(sql string) *Info {
 		default:
 			info.Kind = Savepoint
 		}
-	case "INSERT":
-		info.Kind = Insert
-		unmappedGlobal(info)
-	case "REPLACE":
-		info.Kind = Replace
-		unmappedGlobal(info)
-	case "UPDATE":
-		info.Kind = Update
-		unmappedGlobal(info)
-	case "DELETE":
-		info.Kind = Delete
-		unmappedGlobal(info)
-	case "CALL":
-		info.Kind = Call
-		unmappedGlobal(info)
-	case "LOAD":
-		info.Kind = LoadData
-		unmappedGlobal(info)
-	case "CREATE", "ALTER", "DROP", "TRUNCATE", "RENAME":
-		info.Kind = DDL
-		unmappedGlobal(info)
 	default:
-		info.Kind = Other
+		// A write mycached cannot read: it may touch any table.
+		info.Kind = unparsedWrites[FirstKeyword(sql)] // Other when not listed
 		unmappedGlobal(info)
 	}
 	return info
+}
+
+// unparsedWrites are the kinds of writes known by their first keyword.
+var unparsedWrites = map[string]Kind{
+	"INSERT": Insert, "REPLACE": Replace, "UPDATE": Update, "DELETE": Delete,
+	"CALL": Call, "LOAD": LoadData,
+	"CREATE": DDL, "ALTER": DDL, "DROP": DDL, "TRUNCATE": DDL, "RENAME": DDL,
 }
 
 func startsWithParen(sql string) bool {
