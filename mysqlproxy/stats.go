@@ -42,6 +42,8 @@ func newStats(reg *metrics.Registry, st *store.Store, sessions func() int) *stat
 	reg.GaugeFunc("mycached_l1_entries", "Entries held by the in-process cache.", func() float64 { return float64(st.Stats().L1Entries) })
 	reg.GaugeFunc("mycached_pending_bumps", "Invalidations waiting for memcached to come back.", func() float64 { return float64(st.Stats().PendingBumps) })
 	reg.GaugeFunc("mycached_memcached_errors", "memcached operations that failed.", func() float64 { return float64(st.Stats().MemcachedErrors) })
+	reg.GaugeFunc("mycached_memcached_gets", "Multi-gets sent to memcached (cache lookups and kv reads).", func() float64 { return float64(st.Stats().MemcachedGets) })
+	reg.GaugeFunc("mycached_memcached_get_writes", "Socket writes that sent those multi-gets; concurrent gets to one server share a write.", func() float64 { return float64(st.Stats().MemcachedGetWrites) })
 	return s
 }
 

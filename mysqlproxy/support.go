@@ -108,6 +108,8 @@ func (s *Server) statusRows() [][2]string {
 		{"L1_entries", i(st.L1Entries)},
 		{"Pending_bumps", i(int64(st.PendingBumps))},
 		{"Memcached_errors", i(int64(st.MemcachedErrors))},
+		{"Memcached_gets", u(st.MemcachedGets)},
+		{"Memcached_get_writes", u(st.MemcachedGetWrites)},
 	}
 }
 

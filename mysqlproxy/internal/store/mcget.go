@@ -48,13 +48,22 @@ type connPool struct {
 	addr net.Addr
 	max  int // idle connections kept
 
+	batchers map[time.Duration]*batcher // by timeout; read-only after newConnPool
+	stats    *counters
+
 	mu     sync.Mutex // protects idle and closed
 	idle   []*mcConn
 	closed bool
 }
 
-func newConnPool(addr net.Addr, maxIdle int) *connPool {
-	return &connPool{addr: addr, max: maxIdle}
+// newConnPool returns the pool of one server, with a batcher for each of
+// timeouts.
+func newConnPool(addr net.Addr, maxIdle int, stats *counters, timeouts ...time.Duration) *connPool {
+	p := &connPool{addr: addr, max: maxIdle, stats: stats, batchers: map[time.Duration]*batcher{}}
+	for _, t := range timeouts {
+		p.batchers[t] = &batcher{pool: p, stats: stats}
+	}
+	return p
 }
 
 // conn returns an idle connection (reused is true) or, when there is none
@@ -123,15 +132,26 @@ func (p *connPool) idleCount() int {
 // getMulti fills vals[i] with the value of keys[i] (nil for a miss). A
 // pooled connection that turns out to be closed by the server (it
 // restarted, or dropped idle clients) is retried once on a new one: a get
-// has no side effects.
+// has no side effects. The values share one buffer.
 func (p *connPool) getMulti(ctx context.Context, keys []string, vals [][]byte, deadline time.Time) error {
+	return p.get(ctx, keys, vals, deadline, false)
+}
+
+// getMultiSeparate is getMulti with each value in an array of its own, for
+// values that go to different lookups: none of them keeps another's
+// values alive.
+func (p *connPool) getMultiSeparate(keys []string, vals [][]byte, deadline time.Time) error {
+	return p.get(context.Background(), keys, vals, deadline, true)
+}
+
+func (p *connPool) get(ctx context.Context, keys []string, vals [][]byte, deadline time.Time, separate bool) error {
 	fresh := false
 	for {
 		c, reused, err := p.conn(ctx, deadline, fresh)
 		if err != nil {
 			return err
 		}
-		err = c.getMulti(keys, vals, deadline)
+		err = c.getMulti(keys, vals, deadline, separate)
 		if err == nil {
 			p.put(c)
 			return nil
@@ -152,7 +172,7 @@ func connGone(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-func (c *mcConn) getMulti(keys []string, vals [][]byte, deadline time.Time) error {
+func (c *mcConn) getMulti(keys []string, vals [][]byte, deadline time.Time, separate bool) error {
 	if err := c.nc.SetDeadline(deadline); err != nil {
 		return err
 	}
@@ -165,14 +185,15 @@ func (c *mcConn) getMulti(keys []string, vals [][]byte, deadline time.Time) erro
 	if err := c.w.Flush(); err != nil {
 		return err
 	}
-	return readGetReply(c.r, keys, vals)
+	return readGetReply(c.r, keys, vals, separate)
 }
 
 // readGetReply parses the reply to "get keys...": VALUE blocks then END.
-// The values are copied out of r into one buffer, so they stay valid
-// after the connection is reused; decoded entries keep slices of them.
-// io.EOF is returned only if the reply had not begun.
-func readGetReply(r *bufio.Reader, keys []string, vals [][]byte) error {
+// The values are copied out of r into one buffer (into one array each if
+// separate is set), so they stay valid after the connection is reused;
+// decoded entries keep slices of them. io.EOF is returned only if the
+// reply had not begun.
+func readGetReply(r *bufio.Reader, keys []string, vals [][]byte, separate bool) error {
 	var buf []byte
 	next := 0 // memcached answers in request order: search from here
 	for first := true; ; first = false {
@@ -197,7 +218,12 @@ func readGetReply(r *bufio.Reader, keys []string, vals [][]byte) error {
 			return errProtocol
 		}
 		next = i + 1
-		v := valueSpace(&buf, n, len(keys)-next)
+		var v []byte
+		if separate {
+			v = make([]byte, n)
+		} else {
+			v = valueSpace(&buf, n, len(keys)-next)
+		}
 		if _, err := io.ReadFull(r, v); err != nil {
 			return io.ErrUnexpectedEOF
 		}
@@ -309,15 +335,16 @@ func (s *Store) fetch(ctx context.Context, keys []string, timeout time.Duration)
 		}
 	}
 	deadline := time.Now().Add(timeout)
+	batched := true
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
+		deadline, batched = d, false
 	}
 	first := s.ring.Index(keys[0])
 	if first < 0 {
 		return nil, ring.ErrNoServers
 	}
 	if len(s.pools) == 1 {
-		return vals, s.pools[first].getMulti(ctx, keys, vals, deadline)
+		return vals, s.pools[first].lookup(ctx, keys, vals, deadline, timeout, batched)
 	}
 	owner := make([]int, len(keys))
 	single := true
@@ -326,14 +353,14 @@ func (s *Store) fetch(ctx context.Context, keys []string, timeout time.Duration)
 		single = single && owner[i] == first
 	}
 	if single {
-		return vals, s.pools[first].getMulti(ctx, keys, vals, deadline)
+		return vals, s.pools[first].lookup(ctx, keys, vals, deadline, timeout, batched)
 	}
-	return vals, s.fetchSpread(ctx, keys, owner, vals, deadline)
+	return vals, s.fetchSpread(ctx, keys, owner, vals, deadline, timeout, batched)
 }
 
 // fetchSpread gets keys owned by several servers, one get per server. The
 // first server's runs on this goroutine.
-func (s *Store) fetchSpread(ctx context.Context, keys []string, owner []int, vals [][]byte, deadline time.Time) error {
+func (s *Store) fetchSpread(ctx context.Context, keys []string, owner []int, vals [][]byte, deadline time.Time, timeout time.Duration, batched bool) error {
 	type group struct {
 		keys []string
 		idx  []int
@@ -361,10 +388,10 @@ func (s *Store) fetchSpread(ctx context.Context, keys []string, owner []int, val
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g.err = s.pools[si].getMulti(ctx, g.keys, g.vals, deadline)
+			g.err = s.pools[si].lookup(ctx, g.keys, g.vals, deadline, timeout, batched)
 		}()
 	}
-	groups[lead].err = s.pools[lead].getMulti(ctx, groups[lead].keys, groups[lead].vals, deadline)
+	groups[lead].err = s.pools[lead].lookup(ctx, groups[lead].keys, groups[lead].vals, deadline, timeout, batched)
 	wg.Wait()
 	var first error
 	for _, g := range groups {

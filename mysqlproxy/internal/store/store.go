@@ -144,12 +144,15 @@ type Stats struct {
 	Bumps              uint64 // generations bumped (one per dep)
 	Stores             uint64 // entries Put
 	ChunkedStores      uint64 // entries stored in chunks
+	MemcachedGets      uint64 // multi-gets sent (lookups, kv reads)
+	MemcachedGetWrites uint64 // writes that sent them: fewer when gets are pipelined
 }
 
 type counters struct {
 	l1Hits, l1Misses, mcHits, mcMisses atomic.Uint64
 	stale, bypasses, mcErrors          atomic.Uint64
 	bumps, stores, chunked             atomic.Uint64
+	mcGets, mcGetWrites                atomic.Uint64 // lookups sent, and the writes that sent them
 }
 
 // Store is the cache. Its methods are safe for concurrent use.
@@ -227,7 +230,7 @@ func New(opts Options) *Store {
 		s.rawMC.MaxIdleConns = opts.MaxIdleConns
 		s.itemMax = make([]atomic.Int64, len(opts.Servers))
 		for _, a := range r.Addrs() {
-			s.pools = append(s.pools, newConnPool(a, opts.MaxIdleConns))
+			s.pools = append(s.pools, newConnPool(a, opts.MaxIdleConns, &s.stats, opts.Timeout, opts.RawTimeout))
 		}
 		s.wg.Add(1)
 		go s.retryPending()
@@ -259,17 +262,19 @@ func (s *Store) Close() {
 // Stats returns a snapshot of the counters.
 func (s *Store) Stats() Stats {
 	st := Stats{
-		L1Hits:          s.stats.l1Hits.Load(),
-		L1Misses:        s.stats.l1Misses.Load(),
-		MemcachedHits:   s.stats.mcHits.Load(),
-		MemcachedMisses: s.stats.mcMisses.Load(),
-		Stale:           s.stats.stale.Load(),
-		Bypasses:        s.stats.bypasses.Load(),
-		MemcachedErrors: s.stats.mcErrors.Load(),
-		PendingBumps:    s.pending.n.Load(),
-		Bumps:           s.stats.bumps.Load(),
-		Stores:          s.stats.stores.Load(),
-		ChunkedStores:   s.stats.chunked.Load(),
+		L1Hits:             s.stats.l1Hits.Load(),
+		L1Misses:           s.stats.l1Misses.Load(),
+		MemcachedHits:      s.stats.mcHits.Load(),
+		MemcachedMisses:    s.stats.mcMisses.Load(),
+		Stale:              s.stats.stale.Load(),
+		Bypasses:           s.stats.bypasses.Load(),
+		MemcachedErrors:    s.stats.mcErrors.Load(),
+		PendingBumps:       s.pending.n.Load(),
+		Bumps:              s.stats.bumps.Load(),
+		Stores:             s.stats.stores.Load(),
+		ChunkedStores:      s.stats.chunked.Load(),
+		MemcachedGets:      s.stats.mcGets.Load(),
+		MemcachedGetWrites: s.stats.mcGetWrites.Load(),
 	}
 	if s.l1 != nil {
 		st.L1Bytes, st.L1Entries = s.l1.usage()

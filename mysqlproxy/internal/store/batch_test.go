@@ -1,0 +1,268 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
+)
+
+// gatedMemcached answers gets from a fixed map, but only when the test
+// lets each one through: every get line received is sent on lines, and
+// its reply waits for a value on release.
+type gatedMemcached struct {
+	ln      net.Listener
+	values  map[string]string
+	lines   chan string
+	release chan struct{}
+	wg      sync.WaitGroup
+}
+
+func startGatedMemcached(t *testing.T, values map[string]string) *gatedMemcached {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gatedMemcached{ln: ln, values: values, lines: make(chan string, 100), release: make(chan struct{})}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			g.wg.Add(1)
+			go g.handle(nc)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		close(g.release)
+		g.wg.Wait()
+	})
+	return g
+}
+
+func (g *gatedMemcached) handle(nc net.Conn) {
+	defer g.wg.Done()
+	defer nc.Close()
+	r := bufio.NewReader(nc)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		line = strings.TrimRight(line, "\r\n")
+		g.lines <- line
+		if _, ok := <-g.release; !ok {
+			return
+		}
+		var reply strings.Builder
+		for _, k := range strings.Fields(line)[1:] {
+			if v, ok := g.values[k]; ok {
+				fmt.Fprintf(&reply, "VALUE %s 0 %d\r\n%s\r\n", k, len(v), v)
+			}
+		}
+		reply.WriteString("END\r\n")
+		if _, err := nc.Write([]byte(reply.String())); err != nil {
+			return
+		}
+	}
+}
+
+func (g *gatedMemcached) nextLine(t *testing.T) string {
+	t.Helper()
+	select {
+	case l := <-g.lines:
+		return l
+	case <-time.After(30 * time.Second):
+		t.Fatal("gave up waiting for a get")
+		return ""
+	}
+}
+
+// queued returns the number of lookups waiting in the store's batcher for
+// raw (kv) reads.
+func queued(s *Store) int {
+	b := s.pools[0].batchers[s.opts.RawTimeout]
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue)
+}
+
+type rawResult struct {
+	keys []string
+	vals [][]byte
+	err  error
+}
+
+func rawGetAsync(s *Store, keys ...string) chan rawResult {
+	ch := make(chan rawResult, 1)
+	go func() {
+		vals, err := s.RawGet(context.Background(), keys)
+		ch <- rawResult{keys, vals, err}
+	}()
+	return ch
+}
+
+// TestBatchedLookupsShareOneGet holds two gets in flight so that the next
+// lookups queue, then checks that the queued ones went out as one get of
+// their distinct keys and that each lookup got exactly its own values.
+func TestBatchedLookupsShareOneGet(t *testing.T) {
+	values := map[string]string{"kv:a": "1", "kv:b": "22", "kv:c": "", "kv:d": "4444"}
+	g := startGatedMemcached(t, values)
+	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}, RawTimeout: 30 * time.Second})
+
+	first := []chan rawResult{rawGetAsync(s, "kv:a"), rawGetAsync(s, "kv:b", "kv:zz")}
+	inFlight := []string{g.nextLine(t), g.nextLine(t)}
+	slices.Sort(inFlight)
+	if want := []string{"get kv:a", "get kv:b kv:zz"}; !slices.Equal(inFlight, want) {
+		t.Fatalf("in flight: got %q, want %q", inFlight, want)
+	}
+	lookups := [][]string{
+		{"kv:a"}, {"kv:c", "kv:a"}, {"kv:zz"}, {"kv:d", "kv:b", "kv:c"}, {"kv:a"},
+		{"kv:b"}, {"kv:d"}, {"kv:zz", "kv:yy"}, {"kv:c"}, {"kv:a", "kv:b", "kv:c", "kv:d"},
+	}
+	var rest []chan rawResult
+	for i, keys := range lookups {
+		rest = append(rest, rawGetAsync(s, keys...))
+		waitFor(t, "the lookup to queue", func() bool { return queued(s) == i+1 })
+	}
+
+	g.release <- struct{}{}
+	g.release <- struct{}{}
+	batch := g.nextLine(t)
+	// Distinct keys, in the order the queued lookups first ask for them.
+	if want := "get kv:a kv:c kv:zz kv:d kv:b kv:yy"; batch != want {
+		t.Errorf("queued lookups sent %q, want %q", batch, want)
+	}
+	g.release <- struct{}{}
+	for _, ch := range append(first, rest...) {
+		r := <-ch
+		if r.err != nil {
+			t.Errorf("lookup %q: %v", r.keys, r.err)
+			continue
+		}
+		for i, k := range r.keys {
+			want, ok := values[k]
+			switch got := r.vals[i]; {
+			case !ok && got != nil:
+				t.Errorf("lookup %q: key %s: got %q, want a miss", r.keys, k, got)
+			case ok && (got == nil || string(got) != want):
+				t.Errorf("lookup %q: key %s: got %q, want %q", r.keys, k, got, want)
+			}
+		}
+	}
+	st := s.Stats()
+	if st.MemcachedGets != 12 || st.MemcachedGetWrites != 3 {
+		t.Errorf("got %d gets in %d writes, want 12 in 3", st.MemcachedGets, st.MemcachedGetWrites)
+	}
+	select {
+	case l := <-g.lines:
+		t.Errorf("unexpected get %q", l)
+	default:
+	}
+}
+
+// TestQueuedLookupPastDeadline: a lookup whose deadline passes while it
+// waits for a connection fails at its deadline's end rather than being
+// sent late, and the store carries on.
+func TestQueuedLookupPastDeadline(t *testing.T) {
+	g := startGatedMemcached(t, map[string]string{"kv:a": "1"})
+	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}, Timeout: 200 * time.Millisecond, RawTimeout: 200 * time.Millisecond})
+	first := []chan rawResult{rawGetAsync(s, "kv:a"), rawGetAsync(s, "kv:a")}
+	g.nextLine(t)
+	g.nextLine(t)
+	late := rawGetAsync(s, "kv:late")
+	waitFor(t, "the lookup to queue", func() bool { return queued(s) == 1 })
+	for _, ch := range append(first, late) {
+		var ne net.Error
+		if r := <-ch; !errors.As(r.err, &ne) || !ne.Timeout() {
+			t.Errorf("lookup %q: got %v, want a timeout", r.keys, r.err)
+		}
+	}
+	// Let the held replies go; the connections were closed at the timeout.
+	g.release <- struct{}{}
+	g.release <- struct{}{}
+	done := rawGetAsync(s, "kv:a")
+	if l := g.nextLine(t); l != "get kv:a" {
+		t.Errorf("got %q after the timeouts, want \"get kv:a\" (the late lookup must not be sent)", l)
+	}
+	g.release <- struct{}{}
+	if r := <-done; r.err != nil || string(r.vals[0]) != "1" {
+		t.Errorf("lookup after the timeouts: got %q, %v", r.vals, r.err)
+	}
+}
+
+// TestConcurrentLookupsGetTheirOwnValues runs many concurrent lookups of
+// overlapping keys, some missing and some empty, against a real memcached
+// and checks every value each one got.
+func TestConcurrentLookupsGetTheirOwnValues(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	s := newStore(t, Options{Servers: []string{mc.Addr}})
+	ctx := context.Background()
+	want := map[string]string{}
+	var keys []string
+	for i := range 40 {
+		k := fmt.Sprintf("kv:conc-%d", i)
+		keys = append(keys, k)
+		if i%5 == 4 {
+			continue // missing
+		}
+		v := strings.Repeat(fmt.Sprint(i), i%7*30)
+		want[k] = v
+		if err := s.RawSet(ctx, k, []byte(v), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := s.Stats().MemcachedGets
+	const workers, each = 32, 200
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			for range each {
+				ks := make([]string, 1+rng.IntN(5))
+				for i := range ks {
+					ks[i] = keys[rng.IntN(len(keys))]
+				}
+				vals, err := s.RawGet(ctx, ks)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for i, k := range ks {
+					v, ok := want[k]
+					if (vals[i] != nil) != ok || string(vals[i]) != v {
+						errs <- fmt.Errorf("key %s: got %q (present %v), want %q (present %v)", k, vals[i], vals[i] != nil, v, ok)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	st := s.Stats()
+	if got := st.MemcachedGets - before; got != workers*each {
+		t.Errorf("got %d gets, want %d", got, workers*each)
+	}
+	t.Logf("%d lookups in %d writes", st.MemcachedGets, st.MemcachedGetWrites)
+}
