@@ -24,7 +24,7 @@ type kvStore struct {
 	l1Only bool
 }
 
-func (k kvStore) GetMulti(ctx context.Context, keys []string) (map[string][]byte, error) {
+func (k kvStore) GetMulti(ctx context.Context, keys []string) ([][]byte, error) {
 	return k.st.RawGet(ctx, keys)
 }
 
@@ -107,12 +107,9 @@ func (s *session) writeKVResult(r kv.Result, binary bool) error {
 	case r.IsError():
 		return s.writeErr(r.Code, r.State, r.Msg)
 	case r.IsRows:
-		rows := make([][]*string, len(r.Rows))
-		for i, kvp := range r.Rows {
-			k, v := string(kvp[0]), string(kvp[1])
-			rows[i] = []*string{&k, &v}
-		}
-		return s.writeRows(r.Columns, rows, binary)
+		return s.writeRows(r.Columns, len(r.Rows), func(row, col int) ([]byte, bool) {
+			return r.Rows[row][col], true
+		}, binary)
 	}
 	return s.writeOK(r.Affected)
 }
@@ -259,12 +256,11 @@ type luaKV struct {
 }
 
 func (l luaKV) Get(key string) ([]byte, bool, error) {
-	m, err := l.kv.GetMulti(context.Background(), []string{l.prefix + key})
+	vals, err := l.kv.GetMulti(context.Background(), []string{l.prefix + key})
 	if err != nil {
 		return nil, false, err
 	}
-	v, ok := m[l.prefix+key]
-	return v, ok, nil
+	return vals[0], vals[0] != nil, nil
 }
 
 func (l luaKV) Set(key string, val []byte, ttl time.Duration) error {

@@ -30,12 +30,18 @@ func (s *session) writeErr(code uint16, state, msg string) error {
 // writeResult answers the current command with a text result set whose
 // columns are all strings; a nil value is NULL.
 func (s *session) writeResult(cols []string, rows [][]*string) error {
-	return s.writeRows(cols, rows, false)
+	return s.writeRows(cols, len(rows), func(r, c int) ([]byte, bool) {
+		if c < len(rows[r]) && rows[r][c] != nil {
+			return []byte(*rows[r][c]), true
+		}
+		return nil, false // a short row is padded with NULLs
+	}, false)
 }
 
-// writeRows answers with a result set in the text protocol, or in the
-// binary protocol of COM_STMT_EXECUTE.
-func (s *session) writeRows(cols []string, rows [][]*string, binaryRows bool) error {
+// writeRows answers with a result set of nrows rows of string columns
+// cols, in the text protocol, or in the binary protocol of
+// COM_STMT_EXECUTE. cell returns a row's column value, or false for NULL.
+func (s *session) writeRows(cols []string, nrows int, cell func(row, col int) ([]byte, bool), binaryRows bool) error {
 	seq := byte(1)
 	var err error
 	b := mysql.AppendLengthEncodedInteger(nil, uint64(len(cols)))
@@ -53,18 +59,19 @@ func (s *session) writeRows(cols []string, rows [][]*string, binaryRows bool) er
 			return clientErr{err}
 		}
 	}
-	for _, row := range rows {
+	for r := range nrows {
 		b = b[:0]
 		var nulls []byte
 		if binaryRows {
 			// The binary row's NULL bitmap is offset by two bits.
 			b = append(b, mysql.OK_HEADER)
-			nb := (len(row) + 7 + 2) / 8
+			nb := (len(cols) + 7 + 2) / 8
 			b = append(b, make([]byte, nb)...)
 			nulls = b[1 : 1+nb]
 		}
-		for i, v := range row {
-			if v == nil {
+		for i := range cols {
+			v, ok := cell(r, i)
+			if !ok {
 				if binaryRows {
 					nulls[(i+2)/8] |= 1 << ((i + 2) % 8)
 				} else {
@@ -72,8 +79,8 @@ func (s *session) writeRows(cols []string, rows [][]*string, binaryRows bool) er
 				}
 				continue
 			}
-			b = mysql.AppendLengthEncodedInteger(b, uint64(len(*v)))
-			b = append(b, *v...)
+			b = mysql.AppendLengthEncodedInteger(b, uint64(len(v)))
+			b = append(b, v...)
 		}
 		if seq, err = s.client.writePacket(b, seq); err != nil {
 			return clientErr{err}
@@ -88,7 +95,7 @@ func (s *session) writeRows(cols []string, rows [][]*string, binaryRows bool) er
 	if _, err = s.client.writePacket(b, seq); err != nil {
 		return clientErr{err}
 	}
-	s.last = Response{Kind: RespResultSet, Status: s.status, Results: 1, Columns: len(cols), Rows: int64(len(rows))}
+	s.last = Response{Kind: RespResultSet, Status: s.status, Results: 1, Columns: len(cols), Rows: int64(nrows)}
 	return s.flush()
 }
 

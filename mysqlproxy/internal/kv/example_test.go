@@ -12,11 +12,11 @@ import (
 // mapStore is a minimal kv.Store over a map, standing in for the cache tier.
 type mapStore map[string][]byte
 
-func (m mapStore) GetMulti(_ context.Context, keys []string) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	for _, k := range keys {
+func (m mapStore) GetMulti(_ context.Context, keys []string) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
 		if v, ok := m[k]; ok {
-			out[k] = v
+			out[i] = append([]byte{}, v...)
 		}
 	}
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -84,16 +85,23 @@ func execSelect(ctx context.Context, s Store, ns string, st *Stmt) Result {
 	// One row per distinct key, in the order first asked for.
 	keys := make([]string, 0, len(st.Keys))
 	userKeys := make([][]byte, 0, len(st.Keys))
-	seen := make(map[string]bool, len(st.Keys))
+	var seen map[string]bool // for long lists; short ones are searched
+	if len(st.Keys) > 8 {
+		seen = make(map[string]bool, len(st.Keys))
+	}
 	for _, k := range st.Keys {
 		key, res := fullKey(ns, k)
 		if res.IsError() {
 			return res
 		}
-		if seen[key] {
+		if seen != nil {
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+		} else if slices.Contains(keys, key) {
 			continue
 		}
-		seen[key] = true
 		keys = append(keys, key)
 		userKeys = append(userKeys, k)
 	}
@@ -102,8 +110,8 @@ func execSelect(ctx context.Context, s Store, ns string, st *Stmt) Result {
 		return storeError("SELECT", err)
 	}
 	res := Result{Columns: Columns(), IsRows: true}
-	for i, key := range keys {
-		if v, ok := vals[key]; ok {
+	for i, v := range vals {
+		if v != nil {
 			res.Rows = append(res.Rows, [2][]byte{userKeys[i], v})
 		}
 	}
@@ -159,9 +167,9 @@ func execSelectAll(ctx context.Context, s Store, ns string) Result {
 			return storeError("SELECT *", err)
 		}
 		// A key deleted or expired since Keys ran is simply absent.
-		for _, k := range batch {
-			if v, ok := vals[k]; ok {
-				res.Rows = append(res.Rows, [2][]byte{[]byte(k[len(ns):]), v})
+		for i, v := range vals {
+			if v != nil {
+				res.Rows = append(res.Rows, [2][]byte{[]byte(batch[i][len(ns):]), v})
 			}
 		}
 	}

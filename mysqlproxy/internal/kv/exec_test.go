@@ -27,15 +27,15 @@ func newFakeStore() *fakeStore {
 	return &fakeStore{m: map[string][]byte{}, ttl: map[string]time.Duration{}, fail: map[string]error{}}
 }
 
-func (f *fakeStore) GetMulti(ctx context.Context, keys []string) (map[string][]byte, error) {
+func (f *fakeStore) GetMulti(ctx context.Context, keys []string) ([][]byte, error) {
 	f.getCalls = append(f.getCalls, append([]string(nil), keys...))
 	if err := f.fail["GetMulti"]; err != nil {
 		return nil, err
 	}
-	out := map[string][]byte{}
-	for _, k := range keys {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
 		if v, ok := f.m[k]; ok {
-			out[k] = v
+			out[i] = append([]byte{}, v...)
 		}
 	}
 	return out, nil

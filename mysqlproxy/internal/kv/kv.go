@@ -136,8 +136,9 @@ const (
 // Store is what kv needs from the cache tier. Keys passed to it are fully
 // namespaced (prefix included) and already valid memcached keys.
 type Store interface {
-	// GetMulti returns the values of the keys that exist.
-	GetMulti(ctx context.Context, keys []string) (map[string][]byte, error)
+	// GetMulti returns the values of keys, indexed like keys: nil for a
+	// key that does not exist, and non-nil (if empty) for one that does.
+	GetMulti(ctx context.Context, keys []string) ([][]byte, error)
 	// Set stores val under key, expiring after ttl (0 = never). An
 	// implementation whose backend rejects the value as too large should
 	// return an error that wraps ErrTooLarge.

@@ -88,7 +88,7 @@ func TestReadGetReply(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := bufio.NewReader(strings.NewReader(tc.reply))
 			vals := make([][]byte, len(tc.keys))
-			err := readGetReply(r, tc.keys, vals)
+			err := readGetReply(r, tc.keys, vals, false)
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("got err %v, want %v", err, tc.wantErr)
 			}
@@ -116,11 +116,11 @@ func ptr(s string) *string { return &s }
 func TestReadGetReplyValuesOutliveReader(t *testing.T) {
 	r := bufio.NewReader(strings.NewReader("VALUE a 0 3\r\nabc\r\nEND\r\nVALUE a 0 3\r\nxyz\r\nEND\r\n"))
 	first := make([][]byte, 1)
-	if err := readGetReply(r, []string{"a"}, first); err != nil {
+	if err := readGetReply(r, []string{"a"}, first, false); err != nil {
 		t.Fatal(err)
 	}
 	second := make([][]byte, 1)
-	if err := readGetReply(r, []string{"a"}, second); err != nil {
+	if err := readGetReply(r, []string{"a"}, second, false); err != nil {
 		t.Fatal(err)
 	}
 	if string(first[0]) != "abc" || string(second[0]) != "xyz" {
@@ -229,6 +229,21 @@ func (f *fakeMemcached) addr(t *testing.T) net.Addr {
 	return a
 }
 
+// rawGet is RawGet as a map of the keys that exist.
+func rawGet(ctx context.Context, s *Store, keys ...string) (map[string][]byte, error) {
+	vals, err := s.RawGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string][]byte{}
+	for i, v := range vals {
+		if v != nil {
+			m[keys[i]] = v
+		}
+	}
+	return m, nil
+}
+
 func poolGet(p *connPool, keys ...string) ([][]byte, error) {
 	vals := make([][]byte, len(keys))
 	err := p.getMulti(context.Background(), keys, vals, time.Now().Add(10*time.Second))
@@ -237,7 +252,7 @@ func poolGet(p *connPool, keys ...string) ([][]byte, error) {
 
 func TestConnPoolReusesCleanConns(t *testing.T) {
 	f := startFakeMemcached(t, "VALUE a 0 1\r\n1\r\nEND\r\n", "END\r\n", "VALUE a 0 1\r\n2\r\nEND\r\n")
-	p := newConnPool(f.addr(t), 4)
+	p := newConnPool(f.addr(t), 4, &counters{})
 	defer p.close()
 	for i, want := range []string{"1", "", "2"} {
 		vals, err := poolGet(p, "a")
@@ -268,7 +283,7 @@ func TestConnPoolDropsBrokenConns(t *testing.T) {
 	} {
 		t.Run(strings.Fields(reply)[0], func(t *testing.T) {
 			f := startFakeMemcached(t, reply, "VALUE a 0 1\r\n1\r\nEND\r\n")
-			p := newConnPool(f.addr(t), 4)
+			p := newConnPool(f.addr(t), 4, &counters{})
 			defer p.close()
 			if _, err := poolGet(p, "a"); err == nil {
 				t.Fatalf("got no error for reply %q", reply)
@@ -291,7 +306,7 @@ func TestConnPoolDropsBrokenConns(t *testing.T) {
 // the pool, gives up the connection: the server sees it closed.
 func TestConnPoolClosesConnOnProtocolError(t *testing.T) {
 	f := startFakeMemcached(t, "SERVER_ERROR busy\r\n")
-	p := newConnPool(f.addr(t), 4)
+	p := newConnPool(f.addr(t), 4, &counters{})
 	defer p.close()
 	if _, err := poolGet(p, "a"); !errors.Is(err, errProtocol) {
 		t.Fatalf("got %v, want errProtocol", err)
@@ -303,7 +318,7 @@ func TestConnPoolClosesConnOnProtocolError(t *testing.T) {
 // has since closed (as a restarted memcached has) costs no error.
 func TestConnPoolRetriesConnClosedByServer(t *testing.T) {
 	f := startFakeMemcached(t, "VALUE a 0 1\r\n1\r\nEND\r\n<close>", "VALUE a 0 1\r\n2\r\nEND\r\n")
-	p := newConnPool(f.addr(t), 4)
+	p := newConnPool(f.addr(t), 4, &counters{})
 	defer p.close()
 	if _, err := poolGet(p, "a"); err != nil {
 		t.Fatal(err)
@@ -327,7 +342,7 @@ func TestGetMultiFollowsRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if got, err := s.RawGet(ctx, []string{"kv:a"}); err != nil || string(got["kv:a"]) != "1" {
+		if got, err := rawGet(ctx, s, "kv:a"); err != nil || string(got["kv:a"]) != "1" {
 			t.Fatalf("got %q, %v, want \"1\"", got["kv:a"], err)
 		}
 	}
@@ -338,7 +353,7 @@ func TestGetMultiFollowsRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	errs := s.Stats().MemcachedErrors
-	if _, err := s.RawGet(ctx, []string{"kv:a"}); err == nil {
+	if _, err := rawGet(ctx, s, "kv:a"); err == nil {
 		t.Fatal("got no error with memcached killed")
 	}
 	if got := s.Stats().MemcachedErrors; got != errs+1 {
@@ -347,7 +362,7 @@ func TestGetMultiFollowsRestart(t *testing.T) {
 	if err := mc.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.RawGet(ctx, []string{"kv:a"})
+	got, err := rawGet(ctx, s, "kv:a")
 	if err != nil || len(got) != 0 {
 		t.Fatalf("first get after restart: got %q, %v, want an empty result", got, err)
 	}
@@ -360,7 +375,7 @@ func TestGetMultiFollowsRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.RawGet(ctx, []string{"kv:a"}); err != nil || string(got["kv:a"]) != "2" {
+	if got, err := rawGet(ctx, s, "kv:a"); err != nil || string(got["kv:a"]) != "2" {
 		t.Fatalf("got %q, %v, want \"2\"", got["kv:a"], err)
 	}
 }
@@ -380,7 +395,7 @@ func TestGetMultiManyKeys(t *testing.T) {
 			}
 		}
 	}
-	got, err := s.RawGet(ctx, keys)
+	got, err := rawGet(ctx, s, keys...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +429,7 @@ func TestGetMultiSpreadOverServers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.RawGet(ctx, keys)
+	got, err := rawGet(ctx, s, keys...)
 	if err != nil || len(got) != len(keys) {
 		t.Fatalf("got %d values, %v, want %d", len(got), err, len(keys))
 	}
@@ -426,7 +441,7 @@ func TestGetMultiSpreadOverServers(t *testing.T) {
 	if err := mcs[1].Kill(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RawGet(ctx, keys); err == nil {
+	if _, err := rawGet(ctx, s, keys...); err == nil {
 		t.Error("got no error with one server down, want an error")
 	}
 }

@@ -36,36 +36,31 @@ func isReserved(key string) bool {
 		strings.HasPrefix(key, internalPrefix)
 }
 
-// RawGet returns the values of the keys that exist.
-func (s *Store) RawGet(ctx context.Context, keys []string) (map[string][]byte, error) {
+// RawGet returns the values of keys, indexed like keys: nil for a key
+// that does not exist (an empty value is not nil).
+func (s *Store) RawGet(ctx context.Context, keys []string) ([][]byte, error) {
 	for _, k := range keys {
 		if err := checkRawKey(k); err != nil {
 			return nil, err
 		}
 	}
-	out := make(map[string][]byte, len(keys))
 	if s.mc == nil {
+		vals := make([][]byte, len(keys))
 		if s.l1 == nil {
-			return out, nil
+			return vals, nil
 		}
 		now := s.now()
-		for _, k := range keys {
+		for i, k := range keys {
 			if e := s.l1.get(k); e != nil && !expired(e, now) {
-				out[k] = e.Payload
+				vals[i] = e.Payload
+				if vals[i] == nil {
+					vals[i] = []byte{}
+				}
 			}
 		}
-		return out, nil
+		return vals, nil
 	}
-	vals, err := s.getMultiTimeout(ctx, keys, s.opts.RawTimeout)
-	if err != nil {
-		return nil, err
-	}
-	for i, v := range vals {
-		if v != nil {
-			out[keys[i]] = v
-		}
-	}
-	return out, nil
+	return s.getMultiTimeout(ctx, keys, s.opts.RawTimeout)
 }
 
 // RawSet stores val under key with ttl (0 = none). Raw values are never

@@ -213,7 +213,7 @@ func TestFlush(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantLookup(t, s, qkey(1), []byte("a"), deps1, Miss, nil)
-		got, err := s.RawGet(ctx, []string{"kv:k"})
+		got, err := rawGet(ctx, s, "kv:k")
 		if err != nil || string(got["kv:k"]) != "v" {
 			t.Errorf("got kv %q (%v) after flush, want %q", got["kv:k"], err, "v")
 		}
@@ -407,7 +407,7 @@ func TestRawNamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 		fill(t, s, qkey(1), []byte("c"), []byte("p"), deps1)
-		got, err := s.RawGet(ctx, []string{"kv:a", "kv:b%/ü", "kv:none"})
+		got, err := rawGet(ctx, s, "kv:a", "kv:b%/ü", "kv:none")
 		if err != nil {
 			t.Fatal(err)
 		}
