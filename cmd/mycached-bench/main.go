@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 )
 
@@ -50,6 +51,9 @@ const usage = `Usage:
       read sysbench --histogram=on output on stdin and print it as JSON
   mycached-bench report -in RESULTS [-out report.md] [-png chart.png] [-header FILE]
       write the Markdown report and the PNG chart of a make bench run
+
+MYCACHED_BENCH_CPUPROFILE=FILE writes a CPU profile of the load generator
+itself to FILE, to see what the client side of a measurement costs.
 `
 
 func main() {
@@ -59,6 +63,17 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if f := os.Getenv("MYCACHED_BENCH_CPUPROFILE"); f != "" {
+		out, err := os.Create(f)
+		if err == nil {
+			err = pprof.StartCPUProfile(out)
+		}
+		if err != nil {
+			slog.Error("mycached-bench: cpu profile", "err", err)
+			os.Exit(1)
+		}
+		defer func() { pprof.StopCPUProfile(); out.Close() }()
+	}
 	var err error
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
 	case "relay":
