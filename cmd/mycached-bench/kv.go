@@ -8,7 +8,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,8 +22,10 @@ import (
 // -duration: SELECT "key" through mycached (-target sql), or a direct
 // gomemcache Get of the same memcached item (-target memcached). It first
 // stores the value through mycached and checks that memcached holds the
-// same bytes, so both targets read one item. It prints one line: target,
-// clients, ops/s, p50 and p99.
+// same bytes, so both targets read the same items. With -keys N the
+// clients read N pairs (key0 to key<N-1>) at random instead of one, so
+// that concurrent reads are mostly of different keys. It prints one line:
+// target, clients, ops/s, p50 and p99.
 func runKV(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("kv", flag.ContinueOnError)
 	dsn := fs.String("dsn", "", "go-sql-driver/mysql DSN of a mycached listener with kv rights")
@@ -32,12 +36,20 @@ func runKV(ctx context.Context, args []string, stdout io.Writer) error {
 	key := fs.String("key", "bench:k", "the kv key")
 	prefix := fs.String("prefix", "kv:", "mycached's --kv-prefix")
 	valueBytes := fs.Int("value-bytes", 100, "size of the value")
+	nkeys := fs.Int("keys", 1, "read this many pairs at random rather than one")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
-	if *dsn == "" || *mcAddr == "" || *clients < 1 || (*target != "sql" && *target != "memcached") {
-		fmt.Fprintln(fs.Output(), `kv: -dsn and -memcached are required, -clients must be positive, -target is sql or memcached`)
+	if *dsn == "" || *mcAddr == "" || *clients < 1 || *nkeys < 1 || (*target != "sql" && *target != "memcached") {
+		fmt.Fprintln(fs.Output(), `kv: -dsn and -memcached are required, -clients and -keys must be positive, -target is sql or memcached`)
 		return errUsage
+	}
+	keys := []string{*key}
+	if *nkeys > 1 {
+		keys = make([]string, *nkeys)
+		for i := range keys {
+			keys[i] = *key + strconv.Itoa(i)
+		}
 	}
 	db, err := sql.Open("mysql", *dsn)
 	if err != nil {
@@ -53,14 +65,17 @@ func runKV(ctx context.Context, args []string, stdout io.Writer) error {
 	mc.Timeout = 5 * time.Second // a shared, busy machine can stall a read for long; that is latency, not failure
 
 	val := bytes.Repeat([]byte("v"), *valueBytes)
-	if _, err := db.ExecContext(ctx, "INSERT ? = ?", *key, val); err != nil {
-		return fmt.Errorf("kv: INSERT through mycached: %w", err)
+	queries := make([]string, len(keys))
+	for i, k := range keys {
+		if _, err := db.ExecContext(ctx, "INSERT ? = ?", k, val); err != nil {
+			return fmt.Errorf("kv: INSERT through mycached: %w", err)
+		}
+		it, err := mc.Get(*prefix + k)
+		if err != nil || !bytes.Equal(it.Value, val) {
+			return fmt.Errorf("kv: memcached does not hold what mycached stored under %q: %v", *prefix+k, err)
+		}
+		queries[i] = `SELECT "` + k + `"`
 	}
-	it, err := mc.Get(*prefix + *key)
-	if err != nil || !bytes.Equal(it.Value, val) {
-		return fmt.Errorf("kv: memcached does not hold what mycached stored under %q: %v", *prefix+*key, err)
-	}
-	query := `SELECT "` + *key + `"`
 	// Each SQL client pins one connection, as each gomemcache Get reuses
 	// an idle one: database/sql's pool would otherwise check the
 	// connection's liveness (a system call) before every query. Ops get
@@ -77,19 +92,19 @@ func runKV(ctx context.Context, args []string, stdout io.Writer) error {
 			defer conns[i].Close()
 		}
 	}
-	op := func(conn *sql.Conn) error {
+	op := func(conn *sql.Conn, i int) error {
 		if conn == nil {
-			it, err := mc.Get(*prefix + *key)
+			it, err := mc.Get(*prefix + keys[i])
 			if err == nil && len(it.Value) != len(val) {
 				err = errors.New("short value")
 			}
 			return err
 		}
-		return kvSelect(conn, query, len(val))
+		return kvSelect(conn, queries[i], len(val))
 	}
 	// One untimed op per client opens the connections.
 	for _, c := range conns {
-		if err := op(c); err != nil {
+		if err := op(c, 0); err != nil {
 			return fmt.Errorf("kv: warm-up: %w", err)
 		}
 	}
@@ -105,9 +120,10 @@ func runKV(ctx context.Context, args []string, stdout io.Writer) error {
 		go func() {
 			defer wg.Done()
 			lats[i] = make([]time.Duration, 0, 1<<16)
+			rng := rand.New(rand.NewPCG(uint64(i), 0))
 			for runCtx.Err() == nil {
 				t0 := time.Now()
-				if err := op(conns[i]); err != nil {
+				if err := op(conns[i], rng.IntN(len(keys))); err != nil {
 					if runCtx.Err() == nil {
 						errs[i] = err
 					}

@@ -32,7 +32,7 @@ const usage = `Usage:
       of one extra hop
   mycached-bench query -dsn DSN -query SQL [-threads N] [-duration D]
       run one query from N clients for D and print ops/s, p50 and p99
-  mycached-bench kv -dsn DSN -memcached ADDR -target sql|memcached [-clients N] [-duration D]
+  mycached-bench kv -dsn DSN -memcached ADDR -target sql|memcached [-clients N] [-duration D] [-keys N]
       read one kv pair from N clients for D, as SELECT "key" through
       mycached or as a direct gomemcache Get, and print ops/s, p50 and p99
       (examples/bench/kv.sh, make bench-kv)

@@ -3,9 +3,11 @@
 # SELECT "k" through mycached (memcached as the tier), on the kv-only
 # listener (--kv-listen, no backend) and on the main listener (MariaDB
 # behind it), against a direct gomemcache Get of the same item, at 1, 8 and
-# 32 clients. Each cell runs BENCH_REPS times, interleaved; the table shows
-# the median and the spread (min-max) of ops/s, p50 and p99. It goes to
-# stdout and bench-out/kv.md.
+# 32 clients, all reading one pair; then, at KV_SPREAD_CLIENTS clients, each
+# read picks one of KV_SPREAD_KEYS pairs at random, so that concurrent
+# reads are mostly of different keys. Each cell runs BENCH_REPS times,
+# interleaved; the table shows the median and the spread (min-max) of
+# ops/s, p50 and p99. It goes to stdout and bench-out/kv.md.
 set -euo pipefail
 MC_ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 source "$MC_ROOT/examples/bench/lib.sh"
@@ -14,6 +16,8 @@ BENCH_TIME=${BENCH_TIME:-10} # seconds per measurement
 BENCH_REPS=${BENCH_REPS:-3}
 KV_CLIENTS=${KV_CLIENTS:-"1 8 32"}
 KV_VALUE_BYTES=${KV_VALUE_BYTES:-100}
+KV_SPREAD_KEYS=${KV_SPREAD_KEYS:-1000}
+KV_SPREAD_CLIENTS=${KV_SPREAD_CLIENTS:-32}
 KV_PASSWORD=bench-kv
 
 mc_init bench-kv
@@ -40,25 +44,32 @@ dsn_of() {
 	esac
 }
 
-# measure LABEL TARGET CLIENTS DSN appends "LABEL CLIENTS ops/s p50 p99".
+# measure LABEL TARGET CLIENTS KEYS DSN appends "LABEL CLIENTS KEYS ops/s
+# p50 p99".
 measure() {
-	local label=$1 target=$2 clients=$3 dsn=$4 line
+	local label=$1 target=$2 clients=$3 keys=$4 dsn=$5 line
 	line=$("$MC_ROOT/bin/mycached-bench" kv -dsn "$dsn" -memcached "127.0.0.1:$MEMCACHED_PORT" \
-		-target "$target" -clients "$clients" -duration "${BENCH_TIME}s" -value-bytes "$KV_VALUE_BYTES") ||
+		-target "$target" -clients "$clients" -keys "$keys" -duration "${BENCH_TIME}s" -value-bytes "$KV_VALUE_BYTES") ||
 		mc_die "mycached-bench kv $label $clients failed"
 	echo "  $label: $line"
-	awk -v l="$label" -v c="$clients" '{
+	awk -v l="$label" -v c="$clients" -v k="$keys" '{
 		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-		print l, c, v["ops_per_sec"], v["p50_ms"], v["p99_ms"]
+		print l, c, k, v["ops_per_sec"], v["p50_ms"], v["p99_ms"]
 	}' <<<"$line" >>"$RESULTS"
 }
 
+cells=()
+for clients in $KV_CLIENTS; do cells+=("$clients 1"); done
+if [[ $KV_SPREAD_KEYS -gt 1 ]]; then
+	for clients in $KV_SPREAD_CLIENTS; do cells+=("$clients $KV_SPREAD_KEYS"); done
+fi
 for rep in $(seq "$BENCH_REPS"); do
-	for clients in $KV_CLIENTS; do
-		echo "== repetition $rep/$BENCH_REPS, $clients clients"
-		measure memcached-direct memcached "$clients" "$(dsn_of kv-listen)"
-		measure mycached-kv-listen sql "$clients" "$(dsn_of kv-listen)"
-		measure mycached-main sql "$clients" "$(dsn_of main)"
+	for cell in "${cells[@]}"; do
+		read -r clients keys <<<"$cell"
+		echo "== repetition $rep/$BENCH_REPS, $clients clients, $keys key(s)"
+		measure memcached-direct memcached "$clients" "$keys" "$(dsn_of kv-listen)"
+		measure mycached-kv-listen sql "$clients" "$keys" "$(dsn_of kv-listen)"
+		measure mycached-main sql "$clients" "$keys" "$(dsn_of main)"
 	done
 done
 
@@ -71,23 +82,26 @@ summarize() {
 	function lo(s,   a, n) { n = split(s, a, " "); asort(a); return a[1] }
 	function hi(s,   a, n) { n = split(s, a, " "); asort(a); return a[n] }
 	{
-		k = $1 SUBSEP $2; ops[k] = ops[k] " " $3; p50[k] = p50[k] " " $4; p99[k] = p99[k] " " $5
-		if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+		cell = $2 SUBSEP $3; k = $1 SUBSEP cell
+		ops[k] = ops[k] " " $4; p50[k] = p50[k] " " $5; p99[k] = p99[k] " " $6
+		if (!(k in seen)) { seen[k] = 1 }
+		if (!(cell in cseen)) { cseen[cell] = 1; cells[++nc] = cell }
 	}
 	END {
-		print "| target | clients | ops/s median (min-max) | vs direct | p50 ms median (min-max) | p99 ms median (min-max) |"
-		print "|---|---:|---:|---:|---:|---:|"
-		for (i = 1; i <= n; i++) { split(order[i], kc, SUBSEP); if (kc[1] == "memcached-direct") direct[kc[2]] = med(ops[order[i]]) }
-		for (c in direct) clist = clist " " c
-		nc = split(clist, cs, " "); asort(cs)
+		print "| target | clients | keys | ops/s median (min-max) | vs direct | p50 ms median (min-max) | p99 ms median (min-max) |"
+		print "|---|---:|---:|---:|---:|---:|---:|"
 		split("memcached-direct mycached-kv-listen mycached-main", labels, " ")
-		for (j = 1; j <= nc; j++) for (l = 1; l <= 3; l++) {
-			k = labels[l] SUBSEP cs[j]
-			if (!(k in seen)) continue
-			m = med(ops[k])
-			printf "| %s | %d | %.0f (%.0f-%.0f) | %.2fx | %.3f (%.3f-%.3f) | %.3f (%.3f-%.3f) |\n", labels[l], cs[j],
-				m, lo(ops[k]), hi(ops[k]), m / direct[cs[j]],
-				med(p50[k]), lo(p50[k]), hi(p50[k]), med(p99[k]), lo(p99[k]), hi(p99[k])
+		for (j = 1; j <= nc; j++) {
+			split(cells[j], ck, SUBSEP)
+			direct = med(ops["memcached-direct" SUBSEP cells[j]])
+			for (l = 1; l <= 3; l++) {
+				k = labels[l] SUBSEP cells[j]
+				if (!(k in seen)) continue
+				m = med(ops[k])
+				printf "| %s | %d | %d | %.0f (%.0f-%.0f) | %.2fx | %.3f (%.3f-%.3f) | %.3f (%.3f-%.3f) |\n", labels[l], ck[1], ck[2],
+					m, lo(ops[k]), hi(ops[k]), m / direct,
+					med(p50[k]), lo(p50[k]), hi(p50[k]), med(p99[k]), lo(p99[k]), hi(p99[k])
+			}
 		}
 	}' "$RESULTS"
 }
@@ -97,7 +111,9 @@ mkdir -p "$MC_ROOT/bench-out"
 	echo "# make bench-kv"
 	echo
 	echo "SELECT \"k\" (a ${KV_VALUE_BYTES}-byte value) through mycached with memcached as its tier, against a"
-	echo "direct gomemcache Get of the same item (mycached-bench kv). ${BENCH_TIME}s per run, $BENCH_REPS runs"
+	echo "direct gomemcache Get of the same item (mycached-bench kv); keys > 1: each read picks one of that"
+	echo "many pairs at random. SQL clients are go-sql-driver/mysql, one pinned connection each, text"
+	echo "protocol. ${BENCH_TIME}s per run, $BENCH_REPS runs"
 	echo "per cell, interleaved. $(nproc) CPUs shared by the client, mycached, memcached and MariaDB;"
 	echo "$(date -u +%Y-%m-%dT%H:%MZ). Target at 32 clients: >= 0.5x direct ops/s, p99 <= 2 ms."
 	echo
