@@ -2,14 +2,39 @@ package store
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
 	"time"
 )
 
-// lookup fills vals[i] with the value of keys[i]: pipelined with the
-// concurrent lookups that share its timeout when batched is set (the
-// deadline is now plus that timeout), on a connection of its own
+// Shared gets. Every lookup that reaches memcached costs a write and a
+// read on a socket, in the proxy and in memcached; under concurrency those
+// system calls and the wake-ups they cause, not the lookups, are what the
+// CPUs spend their time on. A batcher lets concurrent lookups on one
+// server share them: while maxInFlight gets are outstanding, new lookups
+// queue; when one finishes, the first queued lookup takes the queue and
+// sends the distinct keys of all its lookups as one get, then gives each
+// lookup its values. (memcached answers pipelined get commands with a
+// reply each, so one get of all the keys is what saves its system calls.)
+//
+// Nothing waits to form a batch: an idle server gets a lookup at once, as
+// before, and batches only form from lookups that would otherwise have
+// waited for memcached anyway. Every lookup is sent after it arrived, so a
+// batched lookup sees what it would have seen alone, and each value is
+// read into an array of its own, so a lookup (or an L1 entry decoded from
+// it) keeps no other lookup's values alive.
+
+// maxInFlight is the number of gets outstanding on one server (each on
+// its own connection) before lookups queue.
+const maxInFlight = 2
+
+// maxBatch bounds the lookups in one get; the rest wait for the next.
+const maxBatch = 64
+
+// lookup fills vals[i] with the value of keys[i]: in a get shared with
+// the concurrent lookups of the same timeout when batched is set (the
+// deadline is then now plus that timeout), on a connection of its own
 // otherwise.
 func (p *connPool) lookup(ctx context.Context, keys []string, vals [][]byte, deadline time.Time, timeout time.Duration, batched bool) error {
 	if b := p.batchers[timeout]; b != nil && batched {
@@ -19,28 +44,6 @@ func (p *connPool) lookup(ctx context.Context, keys []string, vals [][]byte, dea
 	p.stats.mcGetWrites.Add(1)
 	return p.getMulti(ctx, keys, vals, deadline)
 }
-
-// Pipelined gets. Every lookup that reaches memcached costs a write and a
-// read on a socket, in the proxy and in memcached; under concurrency those
-// system calls, not the lookups, are what the CPUs spend their time on. A
-// batcher lets concurrent lookups on one server share them: while
-// maxInFlight gets are outstanding, new lookups queue; when one finishes,
-// the first queued lookup takes the whole queue and sends it as one write
-// of pipelined get commands, then reads the replies in order, handing each
-// lookup its reply as soon as it is read.
-//
-// Nothing waits to form a batch: an idle server gets a lookup at once, as
-// before, and batches only form from lookups that would otherwise have
-// waited for memcached anyway. Every lookup is its own get command with
-// its own keys and its own value buffer, and is sent after it arrived, so
-// a batched lookup sees exactly what it would have seen alone.
-
-// maxInFlight is the number of pipelined writes outstanding on one server
-// (each on its own connection) before lookups queue.
-const maxInFlight = 2
-
-// maxBatch bounds the lookups in one write; the rest wait for the next.
-const maxBatch = 64
 
 // getReq is one lookup waiting in, or leading, a batch.
 type getReq struct {
@@ -54,8 +57,9 @@ type getReq struct {
 
 var getReqs = sync.Pool{New: func() any { return &getReq{done: make(chan struct{}, 1)} }}
 
-// batcher pipelines the gets of one server that share a timeout, so that
-// the deadlines within a batch differ only by arrival time.
+// batcher shares the gets of one server among concurrent lookups of one
+// timeout, so that the deadlines within a batch differ only by arrival
+// time.
 type batcher struct {
 	pool *connPool
 
@@ -94,20 +98,42 @@ func (b *batcher) get(keys []string, vals [][]byte, deadline time.Time) error {
 	b.queue = append(b.queue[:0], b.queue[n:]...)
 	b.mu.Unlock()
 
-	b.run(r, batch)
-
-	b.mu.Lock()
-	if len(b.queue) > 0 {
-		next := b.queue[0]
-		b.queue = append(b.queue[:0], b.queue[1:]...)
-		next.lead = true
-		next.done <- struct{}{}
-	} else {
-		b.inFlight--
-	}
-	b.mu.Unlock()
+	b.lead(r, batch)
 	return r.release()
 }
+
+// lead runs batch, answers the other lookups in it, and then passes the
+// lead to the first queued lookup or gives its place in flight back.
+// Should the run panic, the other lookups get an error and the queue
+// still moves before the panic goes on.
+func (b *batcher) lead(r *getReq, batch []*getReq) {
+	ran := false
+	defer func() {
+		for _, q := range batch {
+			if !ran {
+				q.err = errBatchAborted
+			}
+			if q != r {
+				q.done <- struct{}{}
+			}
+		}
+		b.mu.Lock()
+		if len(b.queue) > 0 {
+			next := b.queue[0]
+			b.queue = append(b.queue[:0], b.queue[1:]...)
+			next.lead = true
+			next.done <- struct{}{}
+		} else {
+			b.inFlight--
+		}
+		b.mu.Unlock()
+	}()
+	b.run(batch)
+	ran = true
+}
+
+// errBatchAborted is the error of lookups whose batch stopped on a panic.
+var errBatchAborted = errors.New("store: memcached get aborted")
 
 // release returns r to the pool and the error of its lookup.
 func (r *getReq) release() error {
@@ -118,25 +144,26 @@ func (r *getReq) release() error {
 }
 
 // run sends batch as one get of the keys its lookups ask for (each key
-// once) and hands every lookup its values. It is called by lead, whose own
-// lookup is in batch; every other lookup is signalled when its values (or
-// its failure) are known. A lookup whose deadline has passed while it
-// queued fails without being sent. As with a single get, a pooled
-// connection found closed by the server (it restarted, or dropped idle
-// clients) is retried once on a new one: a get has no side effects.
-func (b *batcher) run(lead *getReq, batch []*getReq) {
-	finish := func(r *getReq, err error) {
-		r.err = err
-		if r != lead {
-			r.done <- struct{}{}
-		}
-	}
+// once) and sets every lookup's values and error. A lookup whose deadline
+// has passed while it queued fails without being sent.
+func (b *batcher) run(batch []*getReq) {
 	now := time.Now()
-	live := batch[:0]
+	if len(batch) == 1 {
+		r := batch[0]
+		if !r.deadline.After(now) {
+			r.err = os.ErrDeadlineExceeded
+			return
+		}
+		b.stats.mcGets.Add(1)
+		b.stats.mcGetWrites.Add(1)
+		r.err = b.pool.getMulti(context.Background(), r.keys, r.vals, r.deadline)
+		return
+	}
+	live := make([]*getReq, 0, len(batch))
 	var deadline time.Time
 	for _, r := range batch {
 		if !r.deadline.After(now) {
-			finish(r, os.ErrDeadlineExceeded)
+			r.err = os.ErrDeadlineExceeded
 			continue
 		}
 		if len(live) == 0 || r.deadline.Before(deadline) {
@@ -151,7 +178,7 @@ func (b *batcher) run(lead *getReq, batch []*getReq) {
 	b.stats.mcGetWrites.Add(1)
 	if len(live) == 1 {
 		r := live[0]
-		finish(r, b.pool.getMulti(context.Background(), r.keys, r.vals, deadline))
+		r.err = b.pool.getMulti(context.Background(), r.keys, r.vals, deadline)
 		return
 	}
 	// Each distinct key once; at[j] is the index in keys of the j-th key
@@ -183,6 +210,6 @@ func (b *batcher) run(lead *getReq, batch []*getReq) {
 			}
 			at = at[len(r.keys):]
 		}
-		finish(r, err)
+		r.err = err
 	}
 }

@@ -145,7 +145,7 @@ type Stats struct {
 	Stores             uint64 // entries Put
 	ChunkedStores      uint64 // entries stored in chunks
 	MemcachedGets      uint64 // multi-gets sent (lookups, kv reads)
-	MemcachedGetWrites uint64 // writes that sent them: fewer when gets are pipelined
+	MemcachedGetWrites uint64 // writes that sent them: fewer when concurrent gets share one
 }
 
 type counters struct {
