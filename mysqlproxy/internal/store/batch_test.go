@@ -116,18 +116,26 @@ func rawGetAsync(s *Store, keys ...string) chan rawResult {
 	return ch
 }
 
-// TestBatchedLookupsShareOneGet holds two gets in flight so that the next
-// lookups queue, then checks that the queued ones went out as one get of
+// TestBatchedLookupsShareOneGet holds every get in flight so that the
+// next lookups queue, then checks that the queued ones went out as one get of
 // their distinct keys and that each lookup got exactly its own values.
 func TestBatchedLookupsShareOneGet(t *testing.T) {
 	values := map[string]string{"kv:a": "1", "kv:b": "22", "kv:c": "", "kv:d": "4444"}
 	g := startGatedMemcached(t, values)
 	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}, RawTimeout: 30 * time.Second})
 
-	first := []chan rawResult{rawGetAsync(s, "kv:a"), rawGetAsync(s, "kv:b", "kv:zz")}
-	inFlight := []string{g.nextLine(t), g.nextLine(t)}
+	// Fill every place in flight.
+	firstKeys := [][]string{{"kv:a"}, {"kv:b", "kv:zz"}, {"kv:c"}}[:maxInFlight]
+	var first []chan rawResult
+	var want, inFlight []string
+	for _, keys := range firstKeys {
+		first = append(first, rawGetAsync(s, keys...))
+		want = append(want, "get "+strings.Join(keys, " "))
+		inFlight = append(inFlight, g.nextLine(t))
+	}
+	slices.Sort(want)
 	slices.Sort(inFlight)
-	if want := []string{"get kv:a", "get kv:b kv:zz"}; !slices.Equal(inFlight, want) {
+	if !slices.Equal(inFlight, want) {
 		t.Fatalf("in flight: got %q, want %q", inFlight, want)
 	}
 	lookups := [][]string{
@@ -140,8 +148,9 @@ func TestBatchedLookupsShareOneGet(t *testing.T) {
 		waitFor(t, "the lookup to queue", func() bool { return queued(s) == i+1 })
 	}
 
-	g.release <- struct{}{}
-	g.release <- struct{}{}
+	for range maxInFlight {
+		g.release <- struct{}{}
+	}
 	batch := g.nextLine(t)
 	// Distinct keys, in the order the queued lookups first ask for them.
 	if want := "get kv:a kv:c kv:zz kv:d kv:b kv:yy"; batch != want {
@@ -165,8 +174,8 @@ func TestBatchedLookupsShareOneGet(t *testing.T) {
 		}
 	}
 	st := s.Stats()
-	if st.MemcachedGets != 12 || st.MemcachedGetWrites != 3 {
-		t.Errorf("got %d gets in %d writes, want 12 in 3", st.MemcachedGets, st.MemcachedGetWrites)
+	if want := uint64(maxInFlight + len(lookups)); st.MemcachedGets != want || st.MemcachedGetWrites != maxInFlight+1 {
+		t.Errorf("got %d gets in %d writes, want %d in %d", st.MemcachedGets, st.MemcachedGetWrites, want, maxInFlight+1)
 	}
 	select {
 	case l := <-g.lines:
@@ -181,9 +190,11 @@ func TestBatchedLookupsShareOneGet(t *testing.T) {
 func TestQueuedLookupPastDeadline(t *testing.T) {
 	g := startGatedMemcached(t, map[string]string{"kv:a": "1"})
 	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}, Timeout: 200 * time.Millisecond, RawTimeout: 200 * time.Millisecond})
-	first := []chan rawResult{rawGetAsync(s, "kv:a"), rawGetAsync(s, "kv:a")}
-	g.nextLine(t)
-	g.nextLine(t)
+	var first []chan rawResult
+	for range maxInFlight {
+		first = append(first, rawGetAsync(s, "kv:a"))
+		g.nextLine(t)
+	}
 	late := rawGetAsync(s, "kv:late")
 	waitFor(t, "the lookup to queue", func() bool { return queued(s) == 1 })
 	for _, ch := range append(first, late) {
@@ -193,8 +204,9 @@ func TestQueuedLookupPastDeadline(t *testing.T) {
 		}
 	}
 	// Let the held replies go; the connections were closed at the timeout.
-	g.release <- struct{}{}
-	g.release <- struct{}{}
+	for range maxInFlight {
+		g.release <- struct{}{}
+	}
 	done := rawGetAsync(s, "kv:a")
 	if l := g.nextLine(t); l != "get kv:a" {
 		t.Errorf("got %q after the timeouts, want \"get kv:a\" (the late lookup must not be sent)", l)

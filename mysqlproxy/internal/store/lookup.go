@@ -205,7 +205,7 @@ func (s *Store) decodeItem(ctx context.Context, key string, val []byte) (*Entry,
 		for i := range keys {
 			keys[i] = chunkKey(key, h.nonce, i)
 		}
-		vals, err := s.getMulti(ctx, keys)
+		vals, err := s.getChunks(ctx, keys)
 		if err != nil {
 			return nil, err
 		}

@@ -323,7 +323,7 @@ func isDigits(b []byte) bool {
 // empty value is not). Keys on one server (the common case, and always
 // with one server) are fetched inline; otherwise each server gets its own
 // get, concurrently.
-func (s *Store) fetch(ctx context.Context, keys []string, timeout time.Duration) ([][]byte, error) {
+func (s *Store) fetch(ctx context.Context, keys []string, timeout time.Duration, shared bool) ([][]byte, error) {
 	vals := make([][]byte, len(keys))
 	if len(keys) == 0 {
 		return vals, nil
@@ -335,7 +335,7 @@ func (s *Store) fetch(ctx context.Context, keys []string, timeout time.Duration)
 		}
 	}
 	deadline := time.Now().Add(timeout)
-	batched := true
+	batched := shared
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline, batched = d, false
 	}

@@ -60,7 +60,7 @@ func (s *Store) RawGet(ctx context.Context, keys []string) ([][]byte, error) {
 		}
 		return vals, nil
 	}
-	return s.getMultiTimeout(ctx, keys, s.opts.RawTimeout)
+	return s.getMultiTimeout(ctx, keys, s.opts.RawTimeout, true)
 }
 
 // RawSet stores val under key with ttl (0 = none). Raw values are never
