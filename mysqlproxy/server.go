@@ -83,6 +83,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.store = store.New(store.Options{
 		Servers:          cfg.Memcached,
 		Timeout:          cfg.MemcachedTimeout,
+		GetsInFlight:     cfg.MemcachedGets,
 		L1Bytes:          cfg.CacheMemory,
 		CompressMinBytes: cfg.CompressMinBytes,
 		Logger:           cfg.Logger,

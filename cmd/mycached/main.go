@@ -82,6 +82,7 @@ func proxyConfig(o options, logger *slog.Logger) mysqlproxy.Config {
 		TLS:                 o.serverTLS,
 		Memcached:           o.memcached,
 		MemcachedTimeout:    o.memcachedTimeout,
+		MemcachedGets:       o.memcachedGets,
 		CacheMemory:         cacheMemory,
 		MaxResultBytes:      o.maxResultBytes,
 		CompressMinBytes:    int(o.compressMinBytes),

@@ -29,6 +29,22 @@ func (v boolValue) Set(s string) error {
 func (v boolValue) String() string   { return strconv.FormatBool(*v.p) }
 func (v boolValue) IsBoolFlag() bool { return true }
 
+// intValue holds a whole number of at least min.
+type intValue struct {
+	p   *int
+	min int
+}
+
+func (v intValue) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < v.min {
+		return fmt.Errorf("%q is not a whole number of at least %d", s, v.min)
+	}
+	*v.p = n
+	return nil
+}
+func (v intValue) String() string { return strconv.Itoa(*v.p) }
+
 type durationValue struct{ p *time.Duration }
 
 func (v durationValue) Set(s string) error {

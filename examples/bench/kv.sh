@@ -18,6 +18,7 @@ KV_CLIENTS=${KV_CLIENTS:-"1 8 32"}
 KV_VALUE_BYTES=${KV_VALUE_BYTES:-100}
 KV_SPREAD_KEYS=${KV_SPREAD_KEYS:-1000}
 KV_SPREAD_CLIENTS=${KV_SPREAD_CLIENTS:-32}
+KV_MYCACHED_FLAGS=${KV_MYCACHED_FLAGS:-} # more mycached flags, for example --memcached-gets 1
 KV_PASSWORD=bench-kv
 
 mc_init bench-kv
@@ -34,7 +35,7 @@ KV_PORT=$(mc_free_port)
 # CPUs, a read can wait for a CPU longer than the default 50ms; the bound
 # here keeps the benchmark about throughput and latency, not about that.
 mc_start_mycached my "$DB_PORT" --memcached "127.0.0.1:$MEMCACHED_PORT" --memcached-timeout 1s \
-	--kv-listen "127.0.0.1:$KV_PORT" --kv-users-file "$MC_TMP/kv-users" --kv-users root,bench
+	--kv-listen "127.0.0.1:$KV_PORT" --kv-users-file "$MC_TMP/kv-users" --kv-users root,bench ${KV_MYCACHED_FLAGS:-}
 mc_wait_port "$KV_PORT" "${MC_PIDS[-1]}" "$MC_TMP/my.log"
 
 dsn_of() {
@@ -116,6 +117,7 @@ mkdir -p "$MC_ROOT/bench-out"
 	echo "protocol. ${BENCH_TIME}s per run, $BENCH_REPS runs"
 	echo "per cell, interleaved. $(nproc) CPUs shared by the client, mycached, memcached and MariaDB;"
 	echo "$(date -u +%Y-%m-%dT%H:%MZ). Target at 32 clients: >= 0.5x direct ops/s, p99 <= 2 ms."
+	if [[ -n $KV_MYCACHED_FLAGS ]]; then echo; echo "mycached ran with $KV_MYCACHED_FLAGS."; fi
 	echo
 	summarize
 } | tee "$MC_ROOT/bench-out/kv.md"

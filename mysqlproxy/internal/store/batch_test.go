@@ -125,7 +125,7 @@ func TestBatchedLookupsShareOneGet(t *testing.T) {
 	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}, RawTimeout: 30 * time.Second})
 
 	// Fill every place in flight.
-	firstKeys := [][]string{{"kv:a"}, {"kv:b", "kv:zz"}, {"kv:c"}}[:maxInFlight]
+	firstKeys := [][]string{{"kv:a"}, {"kv:b", "kv:zz"}, {"kv:c"}}[:DefaultGetsInFlight]
 	var first []chan rawResult
 	var want, inFlight []string
 	for _, keys := range firstKeys {
@@ -148,15 +148,18 @@ func TestBatchedLookupsShareOneGet(t *testing.T) {
 		waitFor(t, "the lookup to queue", func() bool { return queued(s) == i+1 })
 	}
 
-	for range maxInFlight {
-		g.release <- struct{}{}
-	}
+	// One get in flight answers, and its lookup hands the lead to the
+	// first queued one.
+	g.release <- struct{}{}
 	batch := g.nextLine(t)
 	// Distinct keys, in the order the queued lookups first ask for them.
 	if want := "get kv:a kv:c kv:zz kv:d kv:b kv:yy"; batch != want {
 		t.Errorf("queued lookups sent %q, want %q", batch, want)
 	}
-	g.release <- struct{}{}
+	// The gets still in flight, and the batch.
+	for range DefaultGetsInFlight {
+		g.release <- struct{}{}
+	}
 	for _, ch := range append(first, rest...) {
 		r := <-ch
 		if r.err != nil {
@@ -174,8 +177,8 @@ func TestBatchedLookupsShareOneGet(t *testing.T) {
 		}
 	}
 	st := s.Stats()
-	if want := uint64(maxInFlight + len(lookups)); st.MemcachedGets != want || st.MemcachedGetWrites != maxInFlight+1 {
-		t.Errorf("got %d gets in %d writes, want %d in %d", st.MemcachedGets, st.MemcachedGetWrites, want, maxInFlight+1)
+	if want := uint64(DefaultGetsInFlight + len(lookups)); st.MemcachedGets != want || st.MemcachedGetWrites != DefaultGetsInFlight+1 {
+		t.Errorf("got %d gets in %d writes, want %d in %d", st.MemcachedGets, st.MemcachedGetWrites, want, DefaultGetsInFlight+1)
 	}
 	select {
 	case l := <-g.lines:
@@ -185,35 +188,46 @@ func TestBatchedLookupsShareOneGet(t *testing.T) {
 }
 
 // TestQueuedLookupPastDeadline: a lookup whose deadline passes while it
-// waits for a connection fails at its deadline's end rather than being
-// sent late, and the store carries on.
+// waits in the queue fails without being sent, and the others go on.
 func TestQueuedLookupPastDeadline(t *testing.T) {
 	g := startGatedMemcached(t, map[string]string{"kv:a": "1"})
-	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}, Timeout: 200 * time.Millisecond, RawTimeout: 200 * time.Millisecond})
+	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}})
+	b := s.pools[0].batchers[s.opts.RawTimeout]
+	get := func(key string, deadline time.Time) chan rawResult {
+		ch := make(chan rawResult, 1)
+		go func() {
+			vals := make([][]byte, 1)
+			err := b.get([]string{key}, vals, deadline)
+			ch <- rawResult{[]string{key}, vals, err}
+		}()
+		return ch
+	}
+	long := time.Now().Add(30 * time.Second)
 	var first []chan rawResult
-	for range maxInFlight {
-		first = append(first, rawGetAsync(s, "kv:a"))
+	for range DefaultGetsInFlight {
+		first = append(first, get("kv:a", long))
 		g.nextLine(t)
 	}
-	late := rawGetAsync(s, "kv:late")
+	late := get("kv:late", time.Now().Add(50*time.Millisecond))
 	waitFor(t, "the lookup to queue", func() bool { return queued(s) == 1 })
-	for _, ch := range append(first, late) {
-		var ne net.Error
-		if r := <-ch; !errors.As(r.err, &ne) || !ne.Timeout() {
-			t.Errorf("lookup %q: got %v, want a timeout", r.keys, r.err)
-		}
+	next := get("kv:a", long)
+	waitFor(t, "the lookup to queue", func() bool { return queued(s) == 2 })
+	time.Sleep(100 * time.Millisecond)
+	g.release <- struct{}{}
+	if l := g.nextLine(t); l != "get kv:a" {
+		t.Errorf("the queue sent %q, want \"get kv:a\" (the late lookup must not be sent)", l)
 	}
-	// Let the held replies go; the connections were closed at the timeout.
-	for range maxInFlight {
+	for range DefaultGetsInFlight {
 		g.release <- struct{}{}
 	}
-	done := rawGetAsync(s, "kv:a")
-	if l := g.nextLine(t); l != "get kv:a" {
-		t.Errorf("got %q after the timeouts, want \"get kv:a\" (the late lookup must not be sent)", l)
+	var ne net.Error
+	if r := <-late; !errors.As(r.err, &ne) || !ne.Timeout() {
+		t.Errorf("late lookup: got %q, %v, want a timeout", r.vals, r.err)
 	}
-	g.release <- struct{}{}
-	if r := <-done; r.err != nil || string(r.vals[0]) != "1" {
-		t.Errorf("lookup after the timeouts: got %q, %v", r.vals, r.err)
+	for _, ch := range append(first, next) {
+		if r := <-ch; r.err != nil || string(r.vals[0]) != "1" {
+			t.Errorf("lookup: got %q, %v, want \"1\"", r.vals, r.err)
+		}
 	}
 }
 

@@ -57,11 +57,11 @@ type connPool struct {
 }
 
 // newConnPool returns the pool of one server, with a batcher for each of
-// timeouts.
-func newConnPool(addr net.Addr, maxIdle int, stats *counters, timeouts ...time.Duration) *connPool {
+// timeouts that keeps up to inFlight gets outstanding.
+func newConnPool(addr net.Addr, maxIdle, inFlight int, stats *counters, timeouts ...time.Duration) *connPool {
 	p := &connPool{addr: addr, max: maxIdle, stats: stats, batchers: map[time.Duration]*batcher{}}
 	for _, t := range timeouts {
-		p.batchers[t] = &batcher{pool: p, stats: stats}
+		p.batchers[t] = &batcher{pool: p, stats: stats, maxInFlight: inFlight}
 	}
 	return p
 }

@@ -252,7 +252,7 @@ func poolGet(p *connPool, keys ...string) ([][]byte, error) {
 
 func TestConnPoolReusesCleanConns(t *testing.T) {
 	f := startFakeMemcached(t, "VALUE a 0 1\r\n1\r\nEND\r\n", "END\r\n", "VALUE a 0 1\r\n2\r\nEND\r\n")
-	p := newConnPool(f.addr(t), 4, &counters{})
+	p := newConnPool(f.addr(t), 4, 1, &counters{})
 	defer p.close()
 	for i, want := range []string{"1", "", "2"} {
 		vals, err := poolGet(p, "a")
@@ -283,7 +283,7 @@ func TestConnPoolDropsBrokenConns(t *testing.T) {
 	} {
 		t.Run(strings.Fields(reply)[0], func(t *testing.T) {
 			f := startFakeMemcached(t, reply, "VALUE a 0 1\r\n1\r\nEND\r\n")
-			p := newConnPool(f.addr(t), 4, &counters{})
+			p := newConnPool(f.addr(t), 4, 1, &counters{})
 			defer p.close()
 			if _, err := poolGet(p, "a"); err == nil {
 				t.Fatalf("got no error for reply %q", reply)
@@ -306,7 +306,7 @@ func TestConnPoolDropsBrokenConns(t *testing.T) {
 // the pool, gives up the connection: the server sees it closed.
 func TestConnPoolClosesConnOnProtocolError(t *testing.T) {
 	f := startFakeMemcached(t, "SERVER_ERROR busy\r\n")
-	p := newConnPool(f.addr(t), 4, &counters{})
+	p := newConnPool(f.addr(t), 4, 1, &counters{})
 	defer p.close()
 	if _, err := poolGet(p, "a"); !errors.Is(err, errProtocol) {
 		t.Fatalf("got %v, want errProtocol", err)
@@ -318,7 +318,7 @@ func TestConnPoolClosesConnOnProtocolError(t *testing.T) {
 // has since closed (as a restarted memcached has) costs no error.
 func TestConnPoolRetriesConnClosedByServer(t *testing.T) {
 	f := startFakeMemcached(t, "VALUE a 0 1\r\n1\r\nEND\r\n<close>", "VALUE a 0 1\r\n2\r\nEND\r\n")
-	p := newConnPool(f.addr(t), 4, &counters{})
+	p := newConnPool(f.addr(t), 4, 1, &counters{})
 	defer p.close()
 	if _, err := poolGet(p, "a"); err != nil {
 		t.Fatal(err)

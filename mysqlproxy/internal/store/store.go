@@ -64,6 +64,10 @@ type Options struct {
 	// to MySQL; a kv operation has nowhere to fall back to, so it waits
 	// longer before it fails.
 	RawTimeout time.Duration
+	// GetsInFlight is the number of lookup gets outstanding on one server
+	// (per timeout class) before concurrent lookups queue and share one
+	// get (default DefaultGetsInFlight; see batch.go).
+	GetsInFlight int
 	// MaxIdleConns is the idle connection pool per server (default 64;
 	// gomemcache's own default of 2 churns connections under load).
 	MaxIdleConns int
@@ -192,6 +196,9 @@ func New(opts Options) *Store {
 		opts.RawTimeout = time.Second
 	}
 	opts.RawTimeout = max(opts.RawTimeout, opts.Timeout)
+	if opts.GetsInFlight <= 0 {
+		opts.GetsInFlight = DefaultGetsInFlight
+	}
 	if opts.MaxIdleConns <= 0 {
 		opts.MaxIdleConns = DefaultMaxIdleConns
 	}
@@ -230,7 +237,7 @@ func New(opts Options) *Store {
 		s.rawMC.MaxIdleConns = opts.MaxIdleConns
 		s.itemMax = make([]atomic.Int64, len(opts.Servers))
 		for _, a := range r.Addrs() {
-			s.pools = append(s.pools, newConnPool(a, opts.MaxIdleConns, &s.stats, opts.Timeout, opts.RawTimeout))
+			s.pools = append(s.pools, newConnPool(a, opts.MaxIdleConns, opts.GetsInFlight, &s.stats, opts.Timeout, opts.RawTimeout))
 		}
 		s.wg.Add(1)
 		go s.retryPending()
