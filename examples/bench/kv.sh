@@ -5,7 +5,9 @@
 # behind it), against a direct gomemcache Get of the same item, at 1, 8 and
 # 32 clients, all reading one pair; then, at KV_SPREAD_CLIENTS clients, each
 # read picks one of KV_SPREAD_KEYS pairs at random, so that concurrent
-# reads are mostly of different keys. Each cell runs BENCH_REPS times,
+# reads are mostly of different keys. A second mycached with
+# KV_VARIANT_FLAGS (default --memcached-gets 1) is measured on its kv
+# listener beside the first. Each cell runs BENCH_REPS times,
 # interleaved; the table shows the median and the spread (min-max) of
 # ops/s, p50 and p99. It goes to stdout and bench-out/kv.md.
 set -euo pipefail
@@ -18,7 +20,11 @@ KV_CLIENTS=${KV_CLIENTS:-"1 8 32"}
 KV_VALUE_BYTES=${KV_VALUE_BYTES:-100}
 KV_SPREAD_KEYS=${KV_SPREAD_KEYS:-1000}
 KV_SPREAD_CLIENTS=${KV_SPREAD_CLIENTS:-32}
-KV_MYCACHED_FLAGS=${KV_MYCACHED_FLAGS:-} # more mycached flags, for example --memcached-gets 1
+KV_MYCACHED_FLAGS=${KV_MYCACHED_FLAGS:-} # more flags for the mycached under test
+# A second mycached, measured on its kv listener beside the first: by
+# default the same with one memcached get in flight, the setting that
+# spends the least CPU per read when the CPUs are the limit.
+KV_VARIANT_FLAGS=${KV_VARIANT_FLAGS---memcached-gets 1}
 KV_PASSWORD=bench-kv
 
 mc_init bench-kv
@@ -37,10 +43,18 @@ KV_PORT=$(mc_free_port)
 mc_start_mycached my "$DB_PORT" --memcached "127.0.0.1:$MEMCACHED_PORT" --memcached-timeout 1s \
 	--kv-listen "127.0.0.1:$KV_PORT" --kv-users-file "$MC_TMP/kv-users" --kv-users root,bench ${KV_MYCACHED_FLAGS:-}
 mc_wait_port "$KV_PORT" "${MC_PIDS[-1]}" "$MC_TMP/my.log"
+if [[ -n $KV_VARIANT_FLAGS ]]; then
+	KV2_PORT=$(mc_free_port)
+	# shellcheck disable=SC2086 # the flags are words
+	mc_start_mycached my2 "$DB_PORT" --memcached "127.0.0.1:$MEMCACHED_PORT" --memcached-timeout 1s \
+		--kv-listen "127.0.0.1:$KV2_PORT" --kv-users-file "$MC_TMP/kv-users" --kv-users root,bench ${KV_MYCACHED_FLAGS:-} $KV_VARIANT_FLAGS
+	mc_wait_port "$KV2_PORT" "${MC_PIDS[-1]}" "$MC_TMP/my2.log"
+fi
 
 dsn_of() {
 	case $1 in
 	kv-listen) echo "bench:$KV_PASSWORD@tcp(127.0.0.1:$KV_PORT)/" ;;
+	variant) echo "bench:$KV_PASSWORD@tcp(127.0.0.1:$KV2_PORT)/" ;;
 	*) echo "root:$MC_ROOT_PASSWORD@tcp(127.0.0.1:$MY_PORT)/" ;;
 	esac
 }
@@ -71,6 +85,9 @@ for rep in $(seq "$BENCH_REPS"); do
 		measure memcached-direct memcached "$clients" "$keys" "$(dsn_of kv-listen)"
 		measure mycached-kv-listen sql "$clients" "$keys" "$(dsn_of kv-listen)"
 		measure mycached-main sql "$clients" "$keys" "$(dsn_of main)"
+		if [[ -n $KV_VARIANT_FLAGS ]]; then
+			measure mycached-kv-variant sql "$clients" "$keys" "$(dsn_of variant)"
+		fi
 	done
 done
 
@@ -91,11 +108,11 @@ summarize() {
 	END {
 		print "| target | clients | keys | ops/s median (min-max) | vs direct | p50 ms median (min-max) | p99 ms median (min-max) |"
 		print "|---|---:|---:|---:|---:|---:|---:|"
-		split("memcached-direct mycached-kv-listen mycached-main", labels, " ")
+		nl = split("memcached-direct mycached-kv-listen mycached-main mycached-kv-variant", labels, " ")
 		for (j = 1; j <= nc; j++) {
 			split(cells[j], ck, SUBSEP)
 			direct = med(ops["memcached-direct" SUBSEP cells[j]])
-			for (l = 1; l <= 3; l++) {
+			for (l = 1; l <= nl; l++) {
 				k = labels[l] SUBSEP cells[j]
 				if (!(k in seen)) continue
 				m = med(ops[k])
@@ -118,6 +135,7 @@ mkdir -p "$MC_ROOT/bench-out"
 	echo "per cell, interleaved. $(nproc) CPUs shared by the client, mycached, memcached and MariaDB;"
 	echo "$(date -u +%Y-%m-%dT%H:%MZ). Target at 32 clients: >= 0.5x direct ops/s, p99 <= 2 ms."
 	if [[ -n $KV_MYCACHED_FLAGS ]]; then echo; echo "mycached ran with $KV_MYCACHED_FLAGS."; fi
+	if [[ -n $KV_VARIANT_FLAGS ]]; then echo; echo "mycached-kv-variant is the kv listener of a second mycached run with $KV_VARIANT_FLAGS."; fi
 	echo
 	summarize
 } | tee "$MC_ROOT/bench-out/kv.md"

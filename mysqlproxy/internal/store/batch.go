@@ -81,9 +81,10 @@ type batcher struct {
 }
 
 // get fills vals[i] with the value of keys[i] (nil for a miss), sharing a
-// write with the lookups concurrent with it. It waits at most until
-// deadline, give or take the time it takes to read the replies ahead of
-// its own in a batch that was sent before the deadline.
+// get with the lookups concurrent with it. It waits about until deadline
+// at most: the gets it may queue behind end by their own deadlines, which
+// are no later (same timeout, earlier start), and its own get's deadline
+// is the earliest of its batch.
 func (b *batcher) get(keys []string, vals [][]byte, deadline time.Time) error {
 	r := getReqs.Get().(*getReq)
 	r.keys, r.vals, r.deadline = keys, vals, deadline
