@@ -292,3 +292,79 @@ func TestConcurrentLookupsGetTheirOwnValues(t *testing.T) {
 	}
 	t.Logf("%d lookups in %d writes", st.MemcachedGets, st.MemcachedGetWrites)
 }
+
+// TestBatcherNarrowsUnderLoad: a load that keeps the queue filling
+// narrows a batcher to one get in flight, and a lighter one widens it
+// again. A load is given as its batch size with two gets in flight and
+// with one (with one, batches are larger: the queue fills for a whole
+// round trip).
+func TestBatcherNarrowsUnderLoad(t *testing.T) {
+	b := &batcher{maxInFlight: 2}
+	steps := []struct {
+		wide, narrow, limit int
+	}{
+		{1, 1, 2}, // idle
+		{2, 3, 2}, // 8 readers
+		{5, 8, 1}, // 32 readers
+		{4, 7, 1},
+		{2, 3, 2}, // back to 8
+		{3, 5, 2},
+		{6, 10, 1},
+		{1, 1, 2},
+	}
+	for i, st := range steps {
+		for range 60 {
+			n := st.wide
+			if b.limit() == 1 {
+				n = st.narrow
+			}
+			b.noteBatch(n)
+		}
+		if got := b.limit(); got != st.limit {
+			t.Errorf("step %d (batches of %d, or %d with one get in flight): limit %d, want %d (mean %d/16)",
+				i, st.wide, st.narrow, got, st.limit, b.meanSize)
+		}
+	}
+}
+
+// TestNarrowedBatcherRetiresAGet: once narrowed, a get that ends while
+// another is still in flight gives up its place instead of taking the
+// queue, and the other hands the whole queue on as one get.
+func TestNarrowedBatcherRetiresAGet(t *testing.T) {
+	values := map[string]string{"kv:a": "1", "kv:b": "2", "kv:c": "3"}
+	g := startGatedMemcached(t, values)
+	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}, RawTimeout: 30 * time.Second})
+	b := s.pools[0].batchers[s.opts.RawTimeout]
+	first := []chan rawResult{rawGetAsync(s, "kv:a"), rawGetAsync(s, "kv:a")}
+	g.nextLine(t)
+	g.nextLine(t)
+	b.mu.Lock()
+	b.narrow = true
+	b.meanSize = widenBelow + 16
+	b.mu.Unlock()
+	var rest []chan rawResult
+	for i, k := range []string{"kv:b", "kv:c", "kv:b"} {
+		rest = append(rest, rawGetAsync(s, k))
+		waitFor(t, "the lookup to queue", func() bool { return queued(s) == i+1 })
+	}
+	g.release <- struct{}{}
+	waitFor(t, "a get to retire", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.inFlight == 1
+	})
+	if n := queued(s); n != 3 {
+		t.Fatalf("got %d queued after a get retired, want 3", n)
+	}
+	g.release <- struct{}{}
+	if l := g.nextLine(t); l != "get kv:b kv:c" {
+		t.Errorf("the queue sent %q, want \"get kv:b kv:c\"", l)
+	}
+	g.release <- struct{}{}
+	for _, ch := range append(first, rest...) {
+		r := <-ch
+		if r.err != nil || string(r.vals[0]) != values[r.keys[0]] {
+			t.Errorf("lookup %q: got %q, %v", r.keys, r.vals, r.err)
+		}
+	}
+}
