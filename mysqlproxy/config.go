@@ -50,8 +50,9 @@ type Config struct {
 	Memcached []string
 	// MemcachedTimeout bounds every memcached operation (default 50ms).
 	MemcachedTimeout time.Duration
-	// MemcachedGets is the number of gets in flight per memcached server
-	// before concurrent lookups queue and share one (default 2).
+	// MemcachedGets is the most gets in flight per memcached server
+	// before concurrent lookups queue and share one (default 2; under
+	// load the store narrows to one).
 	MemcachedGets int
 	// CacheMemory bounds the in-process L1 cache in bytes (default 256 MiB; 0 keeps the default, negative disables L1).
 	CacheMemory int64

@@ -116,7 +116,7 @@ func flagDefs(o *options) []flagDef {
 
 		{"Cache", "memcached", "ADDR,...", &listValue{p: &o.memcached}, "memcached servers shared by every sidecar", "in-process cache only"},
 		{"Cache", "memcached-timeout", "DURATION", durationValue{&o.memcachedTimeout}, "bound on each memcached operation; then the backend answers", ""},
-		{"Cache", "memcached-gets", "N", intValue{&o.memcachedGets, 1}, "gets in flight per memcached server before concurrent lookups queue and share one; fewer saves CPU under load, more lowers latency at moderate load", ""},
+		{"Cache", "memcached-gets", "N", intValue{&o.memcachedGets, 1}, "most gets in flight per memcached server before concurrent lookups queue and share one; under load mycached narrows to one, which spends the least CPU", ""},
 		{"Cache", "cache-memory", "SIZE", sizeValue{&o.cacheMemory}, "in-process cache size; 0 turns it off", ""},
 		{"Cache", "max-result-bytes", "SIZE", sizeValue{&o.maxResultBytes}, "largest response that is cached", ""},
 		{"Cache", "compress-min-bytes", "SIZE", sizeValue{&o.compressMinBytes}, "compress memcached values at least this large; 0: never", ""},

@@ -64,7 +64,7 @@ type Options struct {
 	// to MySQL; a kv operation has nowhere to fall back to, so it waits
 	// longer before it fails.
 	RawTimeout time.Duration
-	// GetsInFlight is the number of lookup gets outstanding on one server
+	// GetsInFlight is the most lookup gets outstanding on one server
 	// (per timeout class) before concurrent lookups queue and share one
 	// get (default DefaultGetsInFlight; see batch.go).
 	GetsInFlight int
