@@ -9,10 +9,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
@@ -109,37 +107,16 @@ func runKV(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 
-	runCtx, cancel := context.WithTimeout(ctx, *duration)
-	defer cancel()
-	lats := make([][]time.Duration, *clients)
-	errs := make([]error, *clients)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range *clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lats[i] = make([]time.Duration, 0, 1<<16)
-			rng := rand.New(rand.NewPCG(uint64(i), 0))
-			for runCtx.Err() == nil {
-				t0 := time.Now()
-				if err := op(conns[i], rng.IntN(len(keys))); err != nil {
-					if runCtx.Err() == nil {
-						errs[i] = err
-					}
-					return
-				}
-				lats[i] = append(lats[i], time.Since(t0))
-			}
-		}()
+	rngs := make([]*rand.Rand, *clients)
+	for i := range rngs {
+		rngs[i] = rand.New(rand.NewPCG(uint64(i), 0))
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if err := errors.Join(errs...); err != nil {
+	all, elapsed, err := timedRun(ctx, *clients, *duration, func(_ context.Context, i int) error {
+		return op(conns[i], rngs[i].IntN(len(keys)))
+	})
+	if err != nil {
 		return fmt.Errorf("kv: %w", err)
 	}
-	all := slices.Concat(lats...)
-	slices.Sort(all)
 	fmt.Fprintf(stdout, "target=%s clients=%d ops=%d seconds=%.2f ops_per_sec=%.1f p50_ms=%.3f p99_ms=%.3f\n",
 		*target, *clients, len(all), elapsed.Seconds(), float64(len(all))/elapsed.Seconds(), msf(pct(all, 50)), msf(pct(all, 99)))
 	return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -41,20 +42,36 @@ func runQuery(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("query: warm-up: %w", err)
 		}
 	}
-	runCtx, cancel := context.WithTimeout(ctx, *duration)
+	all, elapsed, err := timedRun(ctx, *threads, *duration, func(ctx context.Context, _ int) error {
+		return drain(db.QueryContext(ctx, *query))
+	})
+	if err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	fmt.Fprintf(stdout, "ops=%d seconds=%.2f ops_per_sec=%.1f p50_ms=%.3f p99_ms=%.3f\n",
+		len(all), elapsed.Seconds(), float64(len(all))/elapsed.Seconds(), msf(pct(all, 50)), msf(pct(all, 99)))
+	return nil
+}
+
+// timedRun runs op in a loop from n goroutines for d and returns the
+// latency of every op, sorted, and the time the run took. op gets the
+// goroutine's index and a context that ends with the run; an op that fails
+// before then stops its goroutine, and the run returns the failures.
+func timedRun(ctx context.Context, n int, d time.Duration, op func(ctx context.Context, i int) error) ([]time.Duration, time.Duration, error) {
+	runCtx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	lats := make([][]time.Duration, *threads)
-	errs := make([]error, *threads)
+	lats := make([][]time.Duration, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
 	start := time.Now()
-	for i := range *threads {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			lats[i] = make([]time.Duration, 0, 1<<16)
 			for runCtx.Err() == nil {
 				t0 := time.Now()
-				err := drain(db.QueryContext(runCtx, *query))
-				if err != nil {
+				if err := op(runCtx, i); err != nil {
 					if runCtx.Err() == nil {
 						errs[i] = err
 					}
@@ -66,16 +83,9 @@ func runQuery(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	for _, err := range errs {
-		if err != nil {
-			return fmt.Errorf("query: %w", err)
-		}
-	}
 	all := slices.Concat(lats...)
 	slices.Sort(all)
-	fmt.Fprintf(stdout, "ops=%d seconds=%.2f ops_per_sec=%.1f p50_ms=%.3f p99_ms=%.3f\n",
-		len(all), elapsed.Seconds(), float64(len(all))/elapsed.Seconds(), msf(pct(all, 50)), msf(pct(all, 99)))
-	return nil
+	return all, elapsed, errors.Join(errs...)
 }
 
 // drain reads every row, so that the client pays for the whole result.
