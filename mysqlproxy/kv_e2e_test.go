@@ -52,50 +52,67 @@ func TestKVForms(t *testing.T) {
 			for _, mode := range []string{"", "interpolateParams=true"} {
 				db := openDB(t, rootDSN(p.addr, "", mode))
 				db.SetMaxOpenConns(1)
-				mustExec(t, db, `DROP`)
-				mustExec(t, db, `INSERT "a" = "1"`)
-				mustExec(t, db, `insert 'b' = 'two' TTL 60;`)
-				if got := kvRows(t, db, `SELECT "a"`); strings.Join(got, " ") != "a=1" {
-					t.Errorf("%s SELECT a: got %v", mode, got)
-				}
-				if got := kvRows(t, db, `SELECT "a", "b", "missing"`); strings.Join(got, " ") != "a=1 b=two" {
-					t.Errorf("%s SELECT a,b: got %v", mode, got)
-				}
-				// Arguments: prepared by mycached, or interpolated.
-				if _, err := db.Exec("INSERT ? = ?", "c", "x\x00y\"z"); err != nil {
-					t.Fatalf("%s INSERT ? = ?: %v", mode, err)
-				}
-				if _, err := db.Exec("INSERT ? = ? TTL ?", "d", "dee", 30); err != nil {
-					t.Fatalf("%s INSERT ? = ? TTL ?: %v", mode, err)
-				}
-				if mode == "" {
-					if got := kvRows(t, db, "SELECT ?", "c"); strings.Join(got, " ") != "c=x\x00y\"z" {
-						t.Errorf("prepared SELECT ?: got %q", got)
-					}
-				}
-				if got := kvRows(t, db, `SELECT *`); strings.Join(got, " ") != "a=1 b=two c=x\x00y\"z d=dee" {
-					t.Errorf("%s SELECT *: got %q", mode, got)
-				}
-				res, err := db.Exec("DELETE ?", "a")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n, _ := res.RowsAffected(); n != 1 {
-					t.Errorf("%s DELETE a: affected %d, want 1", mode, n)
-				}
-				res, _ = db.Exec(`DELETE "a"`)
-				if n, _ := res.RowsAffected(); n != 0 {
-					t.Errorf("%s DELETE a again: affected %d, want 0", mode, n)
-				}
-				res, _ = db.Exec(`DROP;`)
-				if n, _ := res.RowsAffected(); n != 3 {
-					t.Errorf("%s DROP: affected %d, want 3", mode, n)
-				}
-				if got := kvRows(t, db, `SELECT *`); len(got) != 0 {
-					t.Errorf("%s after DROP: got %v", mode, got)
-				}
+				checkKVForms(t, db, mode)
 			}
 		})
+	}
+}
+
+// checkKVForms runs every kv form on db, which speaks to a kv-enabled
+// listener with interpolation mode as in its DSN, and checks the replies.
+func checkKVForms(t *testing.T, db *sql.DB, mode string) {
+	t.Helper()
+	mustExec(t, db, `DROP`)
+	mustExec(t, db, `INSERT "a" = "1"`)
+	mustExec(t, db, `insert 'b' = 'two' TTL 60;`)
+	if got := kvRows(t, db, `SELECT "a"`); strings.Join(got, " ") != "a=1" {
+		t.Errorf("%s SELECT a: got %v, want a=1", mode, got)
+	}
+	if got := kvRows(t, db, `SELECT "a", "b", "missing"`); strings.Join(got, " ") != "a=1 b=two" {
+		t.Errorf("%s SELECT a,b: got %v, want a=1 b=two", mode, got)
+	}
+	// Arguments: prepared by mycached, or interpolated.
+	if _, err := db.Exec("INSERT ? = ?", "c", "x\x00y\"z"); err != nil {
+		t.Fatalf("%s INSERT ? = ?: %v", mode, err)
+	}
+	if _, err := db.Exec("INSERT ? = ? TTL ?", "d", "dee", 30); err != nil {
+		t.Fatalf("%s INSERT ? = ? TTL ?: %v", mode, err)
+	}
+	// An interpolating driver turns SELECT ? into SELECT 'c', which is SQL.
+	if mode == "" {
+		if got := kvRows(t, db, "SELECT ?", "c"); strings.Join(got, " ") != "c=x\x00y\"z" {
+			t.Errorf("prepared SELECT ?: got %q", got)
+		}
+	}
+	if got := kvRows(t, db, `SELECT *`); strings.Join(got, " ") != "a=1 b=two c=x\x00y\"z d=dee" {
+		t.Errorf("%s SELECT *: got %q", mode, got)
+	}
+	for i, del := range []string{"DELETE ?", `DELETE "a"`, "DELETE ?"} {
+		var args []any
+		if strings.Contains(del, "?") {
+			args = append(args, "a")
+		}
+		res, err := db.Exec(del, args...)
+		if err != nil {
+			t.Fatalf("%s %s: %v", mode, del, err)
+		}
+		want := int64(0)
+		if i == 0 {
+			want = 1
+		}
+		if n, _ := res.RowsAffected(); n != want {
+			t.Errorf("%s %s (#%d): affected %d, want %d", mode, del, i+1, n, want)
+		}
+	}
+	res, err := db.Exec(`DROP;`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 3 {
+		t.Errorf("%s DROP: affected %d, want 3", mode, n)
+	}
+	if got := kvRows(t, db, `SELECT *`); len(got) != 0 {
+		t.Errorf("%s after DROP: got %v, want nothing", mode, got)
 	}
 }
 

@@ -65,50 +65,7 @@ func TestKVListenForms(t *testing.T) {
 			for _, mode := range []string{"", "interpolateParams=true"} {
 				db := openDB(t, testenv.DSNFor(addr, "app", kvPass, "", mode))
 				db.SetMaxOpenConns(1)
-				mustExec(t, db, `DROP`)
-				mustExec(t, db, `INSERT "a" = "1"`)
-				mustExec(t, db, `insert 'b' = 'two' TTL 60;`)
-				if got := kvRows(t, db, `SELECT "a"`); strings.Join(got, " ") != "a=1" {
-					t.Errorf("%s SELECT a: got %v, want a=1", mode, got)
-				}
-				if got := kvRows(t, db, `SELECT "a", "b", "missing"`); strings.Join(got, " ") != "a=1 b=two" {
-					t.Errorf("%s SELECT a,b: got %v, want a=1 b=two", mode, got)
-				}
-				if _, err := db.Exec("INSERT ? = ?", "c", "x\x00y\"z"); err != nil {
-					t.Fatalf("%s INSERT ? = ?: %v", mode, err)
-				}
-				if _, err := db.Exec("INSERT ? = ? TTL ?", "d", "dee", 30); err != nil {
-					t.Fatalf("%s INSERT ? = ? TTL ?: %v", mode, err)
-				}
-				// An interpolating driver turns SELECT ? into SELECT 'c',
-				// which is SQL, as on the main listener.
-				if mode == "" {
-					if got := kvRows(t, db, "SELECT ?", "c"); strings.Join(got, " ") != "c=x\x00y\"z" {
-						t.Errorf("prepared SELECT ?: got %q", got)
-					}
-				}
-				if got := kvRows(t, db, `SELECT *`); strings.Join(got, " ") != "a=1 b=two c=x\x00y\"z d=dee" {
-					t.Errorf("%s SELECT *: got %q", mode, got)
-				}
-				for _, want := range []int64{1, 0} {
-					res, err := db.Exec("DELETE ?", "a")
-					if err != nil {
-						t.Fatalf("%s DELETE ?: %v", mode, err)
-					}
-					if n, _ := res.RowsAffected(); n != want {
-						t.Errorf("%s DELETE a: affected %d, want %d", mode, n, want)
-					}
-				}
-				res, err := db.Exec(`DROP;`)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n, _ := res.RowsAffected(); n != 3 {
-					t.Errorf("%s DROP: affected %d, want 3", mode, n)
-				}
-				if got := kvRows(t, db, `SELECT *`); len(got) != 0 {
-					t.Errorf("%s after DROP: got %v, want nothing", mode, got)
-				}
+				checkKVForms(t, db, mode)
 			}
 		})
 	}
