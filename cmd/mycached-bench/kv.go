@@ -20,14 +20,15 @@ import (
 // -duration: SELECT "key" through mycached (-target sql), or a direct
 // gomemcache Get of the same memcached item (-target memcached). It first
 // stores the value through mycached and checks that memcached holds the
-// same bytes, so both targets read the same items. With -keys N the
+// same bytes, so both targets read the same items. Without -memcached,
+// -target sql measures a mycached that keeps its pairs in L1. With -keys N the
 // clients read N pairs (key0 to key<N-1>) at random instead of one, so
 // that concurrent reads are mostly of different keys. It prints one line:
 // target, clients, ops/s, p50 and p99.
 func runKV(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("kv", flag.ContinueOnError)
 	dsn := fs.String("dsn", "", "go-sql-driver/mysql DSN of a mycached listener with kv rights")
-	mcAddr := fs.String("memcached", "", "the memcached server mycached stores kv pairs in")
+	mcAddr := fs.String("memcached", "", "the memcached server mycached stores kv pairs in; empty for a mycached that keeps them in L1 (-target sql only)")
 	target := fs.String("target", "sql", `what to measure: "sql" (SELECT "key" through mycached) or "memcached" (gomemcache Get)`)
 	clients := fs.Int("clients", 1, "concurrent clients")
 	duration := fs.Duration("duration", 10*time.Second, "how long to run")
@@ -38,8 +39,8 @@ func runKV(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
-	if *dsn == "" || *mcAddr == "" || *clients < 1 || *nkeys < 1 || (*target != "sql" && *target != "memcached") {
-		fmt.Fprintln(fs.Output(), `kv: -dsn and -memcached are required, -clients and -keys must be positive, -target is sql or memcached`)
+	if *dsn == "" || *clients < 1 || *nkeys < 1 || (*target != "sql" && *target != "memcached") || (*target == "memcached" && *mcAddr == "") {
+		fmt.Fprintln(fs.Output(), `kv: -dsn is required, and -memcached with -target memcached; -clients and -keys must be positive, -target is sql or memcached`)
 		return errUsage
 	}
 	keys := []string{*key}
@@ -56,11 +57,14 @@ func runKV(ctx context.Context, args []string, stdout io.Writer) error {
 	defer db.Close()
 	db.SetMaxOpenConns(*clients)
 	db.SetMaxIdleConns(*clients)
-	mc := memcache.New(*mcAddr)
-	// gomemcache keeps two idle connections by default; more clients than
-	// that would measure connection churn, not Get.
-	mc.MaxIdleConns = *clients
-	mc.Timeout = 5 * time.Second // a shared, busy machine can stall a read for long; that is latency, not failure
+	var mc *memcache.Client
+	if *mcAddr != "" {
+		mc = memcache.New(*mcAddr)
+		// gomemcache keeps two idle connections by default; more clients
+		// than that would measure connection churn, not Get.
+		mc.MaxIdleConns = *clients
+		mc.Timeout = 5 * time.Second // a shared, busy machine can stall a read for long; that is latency, not failure
+	}
 
 	val := bytes.Repeat([]byte("v"), *valueBytes)
 	queries := make([]string, len(keys))
@@ -68,9 +72,11 @@ func runKV(ctx context.Context, args []string, stdout io.Writer) error {
 		if _, err := db.ExecContext(ctx, "INSERT ? = ?", k, val); err != nil {
 			return fmt.Errorf("kv: INSERT through mycached: %w", err)
 		}
-		it, err := mc.Get(*prefix + k)
-		if err != nil || !bytes.Equal(it.Value, val) {
-			return fmt.Errorf("kv: memcached does not hold what mycached stored under %q: %v", *prefix+k, err)
+		if mc != nil {
+			it, err := mc.Get(*prefix + k)
+			if err != nil || !bytes.Equal(it.Value, val) {
+				return fmt.Errorf("kv: memcached does not hold what mycached stored under %q: %v", *prefix+k, err)
+			}
 		}
 		queries[i] = `SELECT "` + k + `"`
 	}

@@ -32,9 +32,10 @@ const usage = `Usage:
       of one extra hop
   mycached-bench query -dsn DSN -query SQL [-threads N] [-duration D]
       run one query from N clients for D and print ops/s, p50 and p99
-  mycached-bench kv -dsn DSN -memcached ADDR -target sql|memcached [-clients N] [-duration D] [-keys N]
+  mycached-bench kv -dsn DSN [-memcached ADDR] -target sql|memcached [-clients N] [-duration D] [-keys N]
       read one kv pair from N clients for D, as SELECT "key" through
-      mycached or as a direct gomemcache Get, and print ops/s, p50 and p99
+      mycached or as a direct gomemcache Get, and print ops/s, p50 and p99;
+      without -memcached, mycached keeps the pairs in L1
       (examples/bench/kv.sh, make bench-kv)
   mycached-bench load -dsn DSN -query SQL [-threads N] [-duration D]
         [-id-min A -id-max B] [-prepared] [-warm] [-once] [-status-dsn DSN]

@@ -7,7 +7,9 @@
 # read picks one of KV_SPREAD_KEYS pairs at random, so that concurrent
 # reads are mostly of different keys. A second mycached with
 # KV_VARIANT_FLAGS (default --memcached-gets 1) is measured on its kv
-# listener beside the first. Each cell runs BENCH_REPS times,
+# listener beside the first, and a third that keeps its pairs in L1
+# (no --memcached; KV_L1=0 leaves it out): its row is the cost of the SQL
+# front alone, without the memcached leg. Each cell runs BENCH_REPS times,
 # interleaved; the table shows the median and the spread (min-max) of
 # ops/s, p50 and p99. It goes to stdout and bench-out/kv.md.
 set -euo pipefail
@@ -25,6 +27,7 @@ KV_MYCACHED_FLAGS=${KV_MYCACHED_FLAGS:-} # more flags for the mycached under tes
 # default the same with one memcached get in flight, the setting that
 # spends the least CPU per read when the CPUs are the limit.
 KV_VARIANT_FLAGS=${KV_VARIANT_FLAGS---memcached-gets 1}
+KV_L1=${KV_L1:-1}
 KV_PASSWORD=bench-kv
 
 mc_init bench-kv
@@ -51,19 +54,29 @@ if [[ -n $KV_VARIANT_FLAGS ]]; then
 	mc_wait_port "$KV2_PORT" "${MC_PIDS[-1]}" "$MC_TMP/my2.log"
 fi
 
+if [[ $KV_L1 == 1 ]]; then
+	KV3_PORT=$(mc_free_port)
+	# shellcheck disable=SC2086 # the flags are words
+	mc_start_mycached my3 "$DB_PORT" --kv-listen "127.0.0.1:$KV3_PORT" --kv-users-file "$MC_TMP/kv-users" \
+		--kv-users root,bench ${KV_MYCACHED_FLAGS:-}
+	mc_wait_port "$KV3_PORT" "${MC_PIDS[-1]}" "$MC_TMP/my3.log"
+fi
+
 dsn_of() {
 	case $1 in
 	kv-listen) echo "bench:$KV_PASSWORD@tcp(127.0.0.1:$KV_PORT)/" ;;
+	l1) echo "bench:$KV_PASSWORD@tcp(127.0.0.1:$KV3_PORT)/" ;;
 	variant) echo "bench:$KV_PASSWORD@tcp(127.0.0.1:$KV2_PORT)/" ;;
 	*) echo "root:$MC_ROOT_PASSWORD@tcp(127.0.0.1:$MY_PORT)/" ;;
 	esac
 }
 
-# measure LABEL TARGET CLIENTS KEYS DSN appends "LABEL CLIENTS KEYS ops/s
-# p50 p99".
+# measure LABEL TARGET CLIENTS KEYS DSN [MEMCACHED] appends "LABEL CLIENTS
+# KEYS ops/s p50 p99". MEMCACHED is where the pairs are (default the
+# benchmark's memcached; "" for a mycached that keeps them in L1).
 measure() {
-	local label=$1 target=$2 clients=$3 keys=$4 dsn=$5 line
-	line=$("$MC_ROOT/bin/mycached-bench" kv -dsn "$dsn" -memcached "127.0.0.1:$MEMCACHED_PORT" \
+	local label=$1 target=$2 clients=$3 keys=$4 dsn=$5 mc=${6-127.0.0.1:$MEMCACHED_PORT} line
+	line=$("$MC_ROOT/bin/mycached-bench" kv -dsn "$dsn" -memcached "$mc" \
 		-target "$target" -clients "$clients" -keys "$keys" -duration "${BENCH_TIME}s" -value-bytes "$KV_VALUE_BYTES") ||
 		mc_die "mycached-bench kv $label $clients failed"
 	echo "  $label: $line"
@@ -88,6 +101,9 @@ for rep in $(seq "$BENCH_REPS"); do
 		if [[ -n $KV_VARIANT_FLAGS ]]; then
 			measure mycached-kv-variant sql "$clients" "$keys" "$(dsn_of variant)"
 		fi
+		if [[ $KV_L1 == 1 ]]; then
+			measure mycached-kv-l1 sql "$clients" "$keys" "$(dsn_of l1)" ""
+		fi
 	done
 done
 
@@ -108,7 +124,7 @@ summarize() {
 	END {
 		print "| target | clients | keys | ops/s median (min-max) | vs direct | p50 ms median (min-max) | p99 ms median (min-max) |"
 		print "|---|---:|---:|---:|---:|---:|---:|"
-		nl = split("memcached-direct mycached-kv-listen mycached-main mycached-kv-variant", labels, " ")
+		nl = split("memcached-direct mycached-kv-listen mycached-main mycached-kv-variant mycached-kv-l1", labels, " ")
 		for (j = 1; j <= nc; j++) {
 			split(cells[j], ck, SUBSEP)
 			direct = med(ops["memcached-direct" SUBSEP cells[j]])
@@ -136,6 +152,7 @@ mkdir -p "$MC_ROOT/bench-out"
 	echo "$(date -u +%Y-%m-%dT%H:%MZ). Target at 32 clients: >= 0.5x direct ops/s, p99 <= 2 ms."
 	if [[ -n $KV_MYCACHED_FLAGS ]]; then echo; echo "mycached ran with $KV_MYCACHED_FLAGS."; fi
 	if [[ -n $KV_VARIANT_FLAGS ]]; then echo; echo "mycached-kv-variant is the kv listener of a second mycached run with $KV_VARIANT_FLAGS."; fi
+	if [[ $KV_L1 == 1 ]]; then echo; echo "mycached-kv-l1 is the kv listener of a mycached without memcached, which keeps the pairs in L1: the SQL front without the memcached leg."; fi
 	echo
 	summarize
 } | tee "$MC_ROOT/bench-out/kv.md"
