@@ -41,15 +41,26 @@ const DefaultGetsInFlight = 2
 
 // A batcher narrows to one get in flight when its mean batch reaches
 // narrowAt lookups, and widens again when, narrowed, its mean falls below
-// widenBelow (in sixteenths of a lookup). With one get in flight batches
-// are about 1.7 times larger than with two at the same load (2.9 against
-// 1.9 lookups at 8 kv readers, 8.4 against 4.9 at 32), so widenBelow is
-// the narrowAt of two gets in flight in one-get terms, less a margin.
-// Each change restarts the mean inside the new state's band, since the
-// batches it averaged were of the other state.
+// widenBelow (in meanUnit parts of a lookup). With one get in flight
+// batches are about 1.7 times larger than with two at the same load (2.9
+// against 1.9 lookups at 8 kv readers, 8.4 against 4.9 at 32), so
+// widenBelow is the narrowAt of two gets in flight in one-get terms, less
+// a margin. Each change restarts the mean inside the new state's band,
+// since the batches it averaged were of the other state.
+//
+// The mean decays by 1/meanDecay per batch. Batches under a steady load
+// are far from steady in size: with one get in flight at 32 readers they
+// alternate between a lookup or two and nearly all 32, since the answers
+// of a large batch come back as one burst, and the lookup that arrived
+// just before it leaves alone. A mean over 8 batches then fell below
+// widenBelow a hundred times a second, and every widening cost a burst
+// of small gets; over 256 batches (tens of milliseconds at that load) it
+// holds. A change of load still shows within a few hundred batches.
 const (
-	narrowAt   = 56 // 3.5
-	widenBelow = 80 // 5
+	meanUnit   = 1024
+	meanDecay  = 256
+	narrowAt   = meanUnit * 7 / 2 // 3.5
+	widenBelow = meanUnit * 5
 )
 
 // maxBatch bounds the lookups in one get; the rest wait for the next.
@@ -91,7 +102,7 @@ type batcher struct {
 	mu       sync.Mutex // protects the fields below
 	inFlight int        // batches being sent or read
 	queue    []*getReq  // waiting while inFlight is at the limit
-	meanSize int        // lookups per batch, in sixteenths, decaying by 1/8 per batch
+	meanSize int        // lookups per batch, in meanUnits, decaying by 1/meanDecay per batch
 	narrow   bool       // one get in flight: the queue keeps refilling
 
 	stats *counters
@@ -175,12 +186,12 @@ func (b *batcher) limit() int {
 // noteBatch records that a get of n lookups is being sent, and narrows or
 // widens the limit. b.mu is held.
 func (b *batcher) noteBatch(n int) {
-	b.meanSize += (n*16 - b.meanSize) / 8
+	b.meanSize += (n*meanUnit - b.meanSize) / meanDecay
 	switch {
 	case !b.narrow && b.meanSize >= narrowAt:
-		b.narrow, b.meanSize = true, widenBelow+16
+		b.narrow, b.meanSize = true, widenBelow+meanUnit
 	case b.narrow && b.meanSize < widenBelow:
-		b.narrow, b.meanSize = false, narrowAt-16
+		b.narrow, b.meanSize = false, narrowAt-meanUnit
 	}
 }
 

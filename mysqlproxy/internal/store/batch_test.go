@@ -313,7 +313,7 @@ func TestBatcherNarrowsUnderLoad(t *testing.T) {
 		{1, 1, 2},
 	}
 	for i, st := range steps {
-		for range 60 {
+		for range 3 * meanDecay {
 			n := st.wide
 			if b.limit() == 1 {
 				n = st.narrow
@@ -322,8 +322,44 @@ func TestBatcherNarrowsUnderLoad(t *testing.T) {
 		}
 		if got := b.limit(); got != st.limit {
 			t.Errorf("step %d (batches of %d, or %d with one get in flight): limit %d, want %d (mean %d/16)",
-				i, st.wide, st.narrow, got, st.limit, b.meanSize)
+				i, st.wide, st.narrow, got, st.limit, b.meanSize*16/meanUnit)
 		}
+	}
+}
+
+// TestBatcherHoldsItsWidthUnderUnevenBatches: under a steady load the
+// batch sizes swing (narrowed at 32 readers, a lookup or two, then nearly
+// all of them), and a streak of small batches must not widen the
+// batcher, nor a few large ones narrow it at a light load.
+func TestBatcherHoldsItsWidthUnderUnevenBatches(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pattern []int // batch sizes in the state the load settles in
+		limit   int
+	}{
+		{"32 readers, narrowed", []int{1, 1, 1, 2, 1, 30, 1, 3, 1, 28, 1, 1, 2, 25}, 1},
+		{"8 readers, two in flight", []int{1, 1, 1, 1, 2, 1, 3, 1, 6, 1, 1, 6, 7}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &batcher{maxInFlight: 2}
+			if tc.limit == 1 {
+				b.narrow, b.meanSize = true, widenBelow+meanUnit
+			}
+			changes := 0
+			for range 200 {
+				for _, n := range tc.pattern {
+					was := b.limit()
+					b.noteBatch(n)
+					if b.limit() != was {
+						changes++
+					}
+				}
+			}
+			if changes != 0 || b.limit() != tc.limit {
+				t.Errorf("limit changed %d times and ended at %d, want no change from %d (mean %d/%d)",
+					changes, b.limit(), tc.limit, b.meanSize, meanUnit)
+			}
+		})
 	}
 }
 
@@ -340,7 +376,7 @@ func TestNarrowedBatcherRetiresAGet(t *testing.T) {
 	g.nextLine(t)
 	b.mu.Lock()
 	b.narrow = true
-	b.meanSize = widenBelow + 16
+	b.meanSize = widenBelow + meanUnit
 	b.mu.Unlock()
 	var rest []chan rawResult
 	for i, k := range []string{"kv:b", "kv:c", "kv:b"} {
