@@ -6,7 +6,8 @@
 # 32 clients, all reading one pair; then, at KV_SPREAD_CLIENTS clients, each
 # read picks one of KV_SPREAD_KEYS pairs at random, so that concurrent
 # reads are mostly of different keys. A second mycached with
-# KV_VARIANT_FLAGS (default --memcached-gets 1) is measured on its kv
+# KV_VARIANT_FLAGS (default --memcached-gets 1), run under the command
+# KV_VARIANT_WRAP when set (such as "chrt -b 0"), is measured on its kv
 # listener beside the first, and a third that keeps its pairs in L1
 # (no --memcached; KV_L1=0 leaves it out): its row is the cost of the SQL
 # front alone, without the memcached leg. Each cell runs BENCH_REPS times,
@@ -27,8 +28,10 @@ KV_MYCACHED_FLAGS=${KV_MYCACHED_FLAGS:-} # more flags for the mycached under tes
 # default the same with one memcached get in flight, the setting that
 # spends the least CPU per read when the CPUs are the limit.
 KV_VARIANT_FLAGS=${KV_VARIANT_FLAGS---memcached-gets 1}
+KV_VARIANT_WRAP=${KV_VARIANT_WRAP:-}
 KV_L1=${KV_L1:-1}
 KV_PASSWORD=bench-kv
+KV2_PORT=
 
 mc_init bench-kv
 RESULTS=$MC_TMP/results.txt
@@ -46,10 +49,10 @@ KV_PORT=$(mc_free_port)
 mc_start_mycached my "$DB_PORT" --memcached "127.0.0.1:$MEMCACHED_PORT" --memcached-timeout 1s \
 	--kv-listen "127.0.0.1:$KV_PORT" --kv-users-file "$MC_TMP/kv-users" --kv-users root,bench ${KV_MYCACHED_FLAGS:-}
 mc_wait_port "$KV_PORT" "${MC_PIDS[-1]}" "$MC_TMP/my.log"
-if [[ -n $KV_VARIANT_FLAGS ]]; then
+if [[ -n $KV_VARIANT_FLAGS || -n $KV_VARIANT_WRAP ]]; then
 	KV2_PORT=$(mc_free_port)
 	# shellcheck disable=SC2086 # the flags are words
-	mc_start_mycached my2 "$DB_PORT" --memcached "127.0.0.1:$MEMCACHED_PORT" --memcached-timeout 1s \
+	MC_MYCACHED_WRAP=$KV_VARIANT_WRAP mc_start_mycached my2 "$DB_PORT" --memcached "127.0.0.1:$MEMCACHED_PORT" --memcached-timeout 1s \
 		--kv-listen "127.0.0.1:$KV2_PORT" --kv-users-file "$MC_TMP/kv-users" --kv-users root,bench ${KV_MYCACHED_FLAGS:-} $KV_VARIANT_FLAGS
 	mc_wait_port "$KV2_PORT" "${MC_PIDS[-1]}" "$MC_TMP/my2.log"
 fi
@@ -98,7 +101,7 @@ for rep in $(seq "$BENCH_REPS"); do
 		measure memcached-direct memcached "$clients" "$keys" "$(dsn_of kv-listen)"
 		measure mycached-kv-listen sql "$clients" "$keys" "$(dsn_of kv-listen)"
 		measure mycached-main sql "$clients" "$keys" "$(dsn_of main)"
-		if [[ -n $KV_VARIANT_FLAGS ]]; then
+		if [[ -n $KV2_PORT ]]; then
 			measure mycached-kv-variant sql "$clients" "$keys" "$(dsn_of variant)"
 		fi
 		if [[ $KV_L1 == 1 ]]; then
@@ -151,7 +154,10 @@ mkdir -p "$MC_ROOT/bench-out"
 	echo "per cell, interleaved. $(nproc) CPUs shared by the client, mycached, memcached and MariaDB;"
 	echo "$(date -u +%Y-%m-%dT%H:%MZ). Target at 32 clients: >= 0.5x direct ops/s, p99 <= 2 ms."
 	if [[ -n $KV_MYCACHED_FLAGS ]]; then echo; echo "mycached ran with $KV_MYCACHED_FLAGS."; fi
-	if [[ -n $KV_VARIANT_FLAGS ]]; then echo; echo "mycached-kv-variant is the kv listener of a second mycached run with $KV_VARIANT_FLAGS."; fi
+	if [[ -n $KV2_PORT ]]; then
+		echo
+		echo "mycached-kv-variant is the kv listener of a second mycached run${KV_VARIANT_WRAP:+ under $KV_VARIANT_WRAP}${KV_VARIANT_FLAGS:+ with $KV_VARIANT_FLAGS}."
+	fi
 	if [[ $KV_L1 == 1 ]]; then echo; echo "mycached-kv-l1 is the kv listener of a mycached without memcached, which keeps the pairs in L1: the SQL front without the memcached leg."; fi
 	echo
 	summarize

@@ -132,11 +132,14 @@ mc_start_memcached() {
 }
 
 # mc_start_mycached NAME BACKEND_PORT [mycached args...] starts bin/mycached
-# in front of the MariaDB on BACKEND_PORT and sets NAME_PORT.
+# in front of the MariaDB on BACKEND_PORT and sets NAME_PORT. With
+# MC_MYCACHED_WRAP set (words of a command that execs its arguments, such
+# as "chrt -b 0"), mycached runs under it.
 mc_start_mycached() {
 	local name=$1 backend=$2 port; shift 2
 	port=$(mc_free_port)
-	"$MC_ROOT/bin/mycached" --listen "127.0.0.1:$port" --backend "127.0.0.1:$backend" \
+	# shellcheck disable=SC2086 # the wrapper is words
+	${MC_MYCACHED_WRAP:-} "$MC_ROOT/bin/mycached" --listen "127.0.0.1:$port" --backend "127.0.0.1:$backend" \
 		--backend-tls off --log-level warn "$@" >"$MC_TMP/$name.log" 2>&1 &
 	MC_PIDS+=($!)
 	mc_wait_port "$port" "$!" "$MC_TMP/$name.log"
