@@ -27,6 +27,8 @@ package sqlinfo
 // with other literals of the same classes must have the same digest.
 
 import (
+	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -98,30 +100,26 @@ func skelKey(sc *textScan, sql string) bool {
 			}
 			lit++
 			i += 2
-		case c == '`':
-			end, ok := quotedEnd(string(s), i, '`')
-			if !ok {
-				return false
+		case c == '`' || isWordByte(c):
+			var w []byte
+			if c == '`' {
+				end, ok := quotedEnd(s, i, '`')
+				if !ok {
+					return false
+				}
+				w, i = s[i+1:end-1], end
+			} else {
+				j := i
+				for j < len(s) && isWordByte(s[j]) {
+					j++
+				}
+				w, i = s[i:j], j
 			}
-			w := string(s[i+1 : end-1])
-			if strings.EqualFold(w, "by") {
+			if bytes.EqualFold(w, []byte("by")) {
 				afterBy = true
-			} else if strings.EqualFold(w, "index") {
+			} else if bytes.EqualFold(w, []byte("index")) {
 				return false
 			}
-			i = end
-		case isWordByte(c):
-			j := i
-			for j < len(s) && isWordByte(s[j]) {
-				j++
-			}
-			w := s[i:j]
-			if len(w) == 2 && (w[0]|0x20) == 'b' && (w[1]|0x20) == 'y' {
-				afterBy = true
-			} else if len(w) == 5 && strings.EqualFold(string(w), "index") {
-				return false
-			}
-			i = j
 		default:
 			i++
 		}
@@ -140,7 +138,7 @@ func (sc *textScan) checkGap(g string) {
 	for i := 0; i < len(g); {
 		c := g[i]
 		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		case isPlainSpace(c):
 			i++
 		case c == '#':
 			i = skipLine(g, i)
@@ -183,7 +181,7 @@ func skeletonDigestStable(sql string, sc *textScan, digest string) bool {
 	var b strings.Builder
 	prev := 0
 	for k, t := range sc.toks {
-		if sc.keptLit(k) {
+		if slices.Contains(sc.kept, k) {
 			continue
 		}
 		b.WriteString(sql[prev:t.off])
@@ -208,14 +206,4 @@ func skeletonDigestStable(sql string, sc *textScan, digest string) bool {
 	b.WriteString(sql[prev:])
 	d, ok := normalize(b.String())
 	return ok && d == digest
-}
-
-// keptLit reports whether literal k is written verbatim into sc.key.
-func (sc *textScan) keptLit(k int) bool {
-	for _, j := range sc.kept {
-		if j == k {
-			return true
-		}
-	}
-	return false
 }

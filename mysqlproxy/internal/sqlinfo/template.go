@@ -16,6 +16,7 @@ package sqlinfo
 // would have been merged by such a decision, is parsed in full.
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -152,7 +153,7 @@ func scanText(sc *textScan, sql string) bool {
 
 // quotedEnd returns the offset past the quoted token opening at s[i] and
 // whether it is terminated. Backslash escapes apply to strings only.
-func quotedEnd(s string, i int, q byte) (int, bool) {
+func quotedEnd[T string | []byte](s T, i int, q byte) (int, bool) {
 	for j := i + 1; j < len(s); j++ {
 		switch s[j] {
 		case '\\':
@@ -301,6 +302,17 @@ type slot struct {
 	neg      bool
 }
 
+// value reads the slot's Value from its token among toks, the literal
+// tokens of sql.
+func (s slot) value(sql string, toks []litTok) (Value, bool) {
+	t := toks[s.tok]
+	v, ok := tokenValue(sql[t.off:t.end], t.class)
+	if ok && s.neg {
+		v.Lit = negate(v.Lit)
+	}
+	return v, ok
+}
+
 // templatable reports whether info is worth a template: its values come
 // from literals and nothing else of it does.
 func templatable(info *Info) bool {
@@ -331,12 +343,11 @@ func buildTemplate(info *Info, s ast.StmtNode, sql string) (t *template) {
 	}
 	t = &template{skel: string(sc.skel), nlits: len(sc.toks)}
 	var ok bool
-	switch {
-	case (info.Point == nil) != (tagged.Point == nil), (info.Insert == nil) != (tagged.Insert == nil):
+	if (info.Point == nil) != (tagged.Point == nil) || (info.Insert == nil) != (tagged.Insert == nil) {
 		return nil
 	}
 	if info.Point != nil {
-		if info.Point.Table != tagged.Point.Table || !equalStrings(info.Point.Cols, tagged.Point.Cols) {
+		if info.Point.Table != tagged.Point.Table || !slices.Equal(info.Point.Cols, tagged.Point.Cols) {
 			return nil
 		}
 		if t.point, ok = slotsOf(info.Point.Rows, tagged.Point.Rows, g); !ok {
@@ -344,7 +355,7 @@ func buildTemplate(info *Info, s ast.StmtNode, sql string) (t *template) {
 		}
 	}
 	if info.Insert != nil {
-		if !equalStrings(info.Insert.Cols, tagged.Insert.Cols) {
+		if !slices.Equal(info.Insert.Cols, tagged.Insert.Cols) {
 			return nil
 		}
 		if t.ins, ok = slotsOf(info.Insert.Rows, tagged.Insert.Rows, g); !ok {
@@ -384,33 +395,13 @@ func slotsOf(real, tagged [][]Value, g *tagger) ([]slot, bool) {
 				return nil, false
 			}
 			s := slot{row: r, col: c, tok: g.slots[n], neg: neg}
-			t := g.toks[s.tok]
-			v, ok := tokenValue(g.sql[t.off:t.end], t.class)
-			if !ok {
-				return nil, false
-			}
-			if neg {
-				v.Lit = negate(v.Lit)
-			}
-			if v != rv {
+			if v, ok := s.value(g.sql, g.toks); !ok || v != rv {
 				return nil, false
 			}
 			out = append(out, s)
 		}
 	}
 	return out, true
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // instantiate returns shape's Info with the literals of sql, whose scan sc
@@ -455,13 +446,9 @@ func substitute(rows [][]Value, slots []slot, sql string, toks []litTok) ([][]Va
 		out[i] = flat[len(flat)-len(r) : len(flat) : len(flat)]
 	}
 	for _, s := range slots {
-		tk := toks[s.tok]
-		v, ok := tokenValue(sql[tk.off:tk.end], tk.class)
+		v, ok := s.value(sql, toks)
 		if !ok {
 			return nil, false
-		}
-		if s.neg {
-			v.Lit = negate(v.Lit)
 		}
 		out[s.row][s.col] = v
 	}
@@ -487,22 +474,10 @@ func hasDuplicateRow(rows [][]Value) bool {
 	}
 	for i := 1; i < len(rows); i++ {
 		for j := 0; j < i; j++ {
-			if equalRow(rows[i], rows[j]) {
+			if slices.Equal(rows[i], rows[j]) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-func equalRow(a, b []Value) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
