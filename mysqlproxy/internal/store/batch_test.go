@@ -404,3 +404,60 @@ func TestNarrowedBatcherRetiresAGet(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchHandsOnAfterItsLookupsResume: a get's place in flight passes
+// on only once every lookup it answered has resumed, and the lookups that
+// arrive meanwhile wait to join the next get.
+func TestBatchHandsOnAfterItsLookupsResume(t *testing.T) {
+	values := map[string]string{"kv:a": "1", "kv:b": "2", "kv:c": "3"}
+	g := startGatedMemcached(t, values)
+	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}, RawTimeout: 30 * time.Second, GetsInFlight: 1})
+	b := s.pools[0].batchers[s.opts.RawTimeout]
+	first := rawGetAsync(s, "kv:a")
+	g.nextLine(t)
+	second := rawGetAsync(s, "kv:b")
+	waitFor(t, "the lookup to queue", func() bool { return queued(s) == 1 })
+	// A lookup whose goroutine the test plays, so that it can be slow to
+	// resume: it queues behind the second and shares its get.
+	held := &getReq{keys: []string{"kv:b"}, vals: make([][]byte, 1), deadline: time.Now().Add(30 * time.Second), done: make(chan struct{}, 1)}
+	b.mu.Lock()
+	b.queue = append(b.queue, held)
+	b.mu.Unlock()
+
+	g.release <- struct{}{}
+	if l := g.nextLine(t); l != "get kv:b" {
+		t.Fatalf("the queue sent %q, want \"get kv:b\"", l)
+	}
+	third := rawGetAsync(s, "kv:c")
+	waitFor(t, "the lookup to queue", func() bool { return queued(s) == 1 })
+	g.release <- struct{}{}
+	<-held.done
+	if held.err != nil || string(held.vals[0]) != "2" {
+		t.Errorf("held lookup: got %q, %v, want \"2\"", held.vals, held.err)
+	}
+	if r := <-second; r.err != nil || string(r.vals[0]) != "2" {
+		t.Errorf("second lookup: got %q, %v, want \"2\"", r.vals, r.err)
+	}
+	// The second has resumed and returned; the held lookup has not.
+	select {
+	case l := <-g.lines:
+		t.Fatalf("%q was sent before every lookup of the last get resumed", l)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if n := queued(s); n != 1 {
+		t.Fatalf("got %d lookups queued, want the third", n)
+	}
+	b.resumed(held.turn)
+	if l := g.nextLine(t); l != "get kv:c" {
+		t.Errorf("the queue sent %q, want \"get kv:c\"", l)
+	}
+	g.release <- struct{}{}
+	for _, c := range []struct {
+		ch   chan rawResult
+		want string
+	}{{first, "1"}, {third, "3"}} {
+		if r := <-c.ch; r.err != nil || string(r.vals[0]) != c.want {
+			t.Errorf("lookup %q: got %q, %v, want %q", r.keys, r.vals, r.err, c.want)
+		}
+	}
+}
