@@ -12,7 +12,10 @@
 # (no --memcached; KV_L1=0 leaves it out): its row is the cost of the SQL
 # front alone, without the memcached leg. Each cell runs BENCH_REPS times,
 # interleaved; the table shows the median and the spread (min-max) of
-# ops/s, p50 and p99. It goes to stdout and bench-out/kv.md.
+# ops/s, p50 and p99, and the medians of the CPU that the client, the
+# mycached read and memcached spent per read (user and system), since
+# on a shared host the ops/s compare those sums. It goes to stdout and
+# bench-out/kv.md.
 set -euo pipefail
 MC_ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 source "$MC_ROOT/examples/bench/lib.sh"
@@ -40,6 +43,7 @@ RESULTS=$MC_TMP/results.txt
 echo "== starting MariaDB, memcached and mycached (in $MC_TMP)"
 mc_start_mariadb db
 mc_start_memcached memcached
+MEMCACHED_PID=${MC_PIDS[-1]}
 printf 'bench:%s\n' "$KV_PASSWORD" >"$MC_TMP/kv-users"
 KV_PORT=$(mc_free_port)
 # kv has no backend to fall back to, so a memcached timeout is an error for
@@ -49,12 +53,14 @@ KV_PORT=$(mc_free_port)
 mc_start_mycached my "$DB_PORT" --memcached "127.0.0.1:$MEMCACHED_PORT" --memcached-timeout 1s \
 	--kv-listen "127.0.0.1:$KV_PORT" --kv-users-file "$MC_TMP/kv-users" --kv-users root,bench ${KV_MYCACHED_FLAGS:-}
 mc_wait_port "$KV_PORT" "${MC_PIDS[-1]}" "$MC_TMP/my.log"
+MY_PID=${MC_PIDS[-1]} MY2_PID= MY3_PID=
 if [[ -n $KV_VARIANT_FLAGS || -n $KV_VARIANT_WRAP ]]; then
 	KV2_PORT=$(mc_free_port)
 	# shellcheck disable=SC2086 # the flags are words
 	MC_MYCACHED_WRAP=$KV_VARIANT_WRAP mc_start_mycached my2 "$DB_PORT" --memcached "127.0.0.1:$MEMCACHED_PORT" --memcached-timeout 1s \
 		--kv-listen "127.0.0.1:$KV2_PORT" --kv-users-file "$MC_TMP/kv-users" --kv-users root,bench ${KV_MYCACHED_FLAGS:-} $KV_VARIANT_FLAGS
 	mc_wait_port "$KV2_PORT" "${MC_PIDS[-1]}" "$MC_TMP/my2.log"
+	MY2_PID=${MC_PIDS[-1]}
 fi
 
 if [[ $KV_L1 == 1 ]]; then
@@ -63,6 +69,7 @@ if [[ $KV_L1 == 1 ]]; then
 	mc_start_mycached my3 "$DB_PORT" --kv-listen "127.0.0.1:$KV3_PORT" --kv-users-file "$MC_TMP/kv-users" \
 		--kv-users root,bench ${KV_MYCACHED_FLAGS:-}
 	mc_wait_port "$KV3_PORT" "${MC_PIDS[-1]}" "$MC_TMP/my3.log"
+	MY3_PID=${MC_PIDS[-1]}
 fi
 
 dsn_of() {
@@ -74,18 +81,33 @@ dsn_of() {
 	esac
 }
 
-# measure LABEL TARGET CLIENTS KEYS DSN [MEMCACHED] appends "LABEL CLIENTS
-# KEYS ops/s p50 p99". MEMCACHED is where the pairs are (default the
-# benchmark's memcached; "" for a mycached that keeps them in L1).
+CLK_TCK=$(getconf CLK_TCK)
+
+# ticks PID prints the user and system CPU of PID in clock ticks (0 for
+# no PID): fields 14 and 15 of /proc/PID/stat.
+ticks() {
+	if [[ -z $1 ]]; then echo 0; return; fi
+	awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
+# measure LABEL TARGET CLIENTS KEYS DSN MYCACHED_PID [MEMCACHED] appends
+# "LABEL CLIENTS KEYS ops/s p50 p99 client_us mycached_us memcached_us",
+# the last three being CPU per read. MYCACHED_PID is the mycached that
+# serves the reads ("" for none). MEMCACHED is where the pairs are
+# (default the benchmark's memcached; "" for a mycached that keeps them in
+# L1).
 measure() {
-	local label=$1 target=$2 clients=$3 keys=$4 dsn=$5 mc=${6-127.0.0.1:$MEMCACHED_PORT} line
+	local label=$1 target=$2 clients=$3 keys=$4 dsn=$5 mypid=$6 mc=${7-127.0.0.1:$MEMCACHED_PORT} line my0 mc0 my1 mc1
+	my0=$(ticks "$mypid") mc0=$(ticks "$MEMCACHED_PID")
 	line=$("$MC_ROOT/bin/mycached-bench" kv -dsn "$dsn" -memcached "$mc" \
 		-target "$target" -clients "$clients" -keys "$keys" -duration "${BENCH_TIME}s" -value-bytes "$KV_VALUE_BYTES") ||
 		mc_die "mycached-bench kv $label $clients failed"
+	my1=$(ticks "$mypid") mc1=$(ticks "$MEMCACHED_PID")
 	echo "  $label: $line"
-	awk -v l="$label" -v c="$clients" -v k="$keys" '{
+	awk -v l="$label" -v c="$clients" -v k="$keys" -v my=$((my1 - my0)) -v mc=$((mc1 - mc0)) -v hz="$CLK_TCK" '{
 		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-		print l, c, k, v["ops_per_sec"], v["p50_ms"], v["p99_ms"]
+		us = v["ops"] > 0 ? 1e6 / hz / v["ops"] : 0
+		print l, c, k, v["ops_per_sec"], v["p50_ms"], v["p99_ms"], v["client_cpu_us"] + 0, my * us, mc * us
 	}' <<<"$line" >>"$RESULTS"
 }
 
@@ -98,21 +120,21 @@ for rep in $(seq "$BENCH_REPS"); do
 	for cell in "${cells[@]}"; do
 		read -r clients keys <<<"$cell"
 		echo "== repetition $rep/$BENCH_REPS, $clients clients, $keys key(s)"
-		measure memcached-direct memcached "$clients" "$keys" "$(dsn_of kv-listen)"
-		measure mycached-kv-listen sql "$clients" "$keys" "$(dsn_of kv-listen)"
-		measure mycached-main sql "$clients" "$keys" "$(dsn_of main)"
+		measure memcached-direct memcached "$clients" "$keys" "$(dsn_of kv-listen)" ""
+		measure mycached-kv-listen sql "$clients" "$keys" "$(dsn_of kv-listen)" "$MY_PID"
+		measure mycached-main sql "$clients" "$keys" "$(dsn_of main)" "$MY_PID"
 		if [[ -n $KV2_PORT ]]; then
-			measure mycached-kv-variant sql "$clients" "$keys" "$(dsn_of variant)"
+			measure mycached-kv-variant sql "$clients" "$keys" "$(dsn_of variant)" "$MY2_PID"
 		fi
 		if [[ $KV_L1 == 1 ]]; then
-			measure mycached-kv-l1 sql "$clients" "$keys" "$(dsn_of l1)" ""
+			measure mycached-kv-l1 sql "$clients" "$keys" "$(dsn_of l1)" "$MY3_PID" ""
 		fi
 	done
 done
 
 # summarize prints the markdown table: per label and clients, the median
-# and min-max of each measure, and mycached's median ops/s as a share of
-# direct memcached's.
+# and min-max of each measure, mycached's median ops/s as a share of
+# direct memcached's, and the median CPU per read of each process.
 summarize() {
 	awk '
 	function med(s,   a, n) { n = split(s, a, " "); asort(a); return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
@@ -121,12 +143,13 @@ summarize() {
 	{
 		cell = $2 SUBSEP $3; k = $1 SUBSEP cell
 		ops[k] = ops[k] " " $4; p50[k] = p50[k] " " $5; p99[k] = p99[k] " " $6
+		cl[k] = cl[k] " " $7; my[k] = my[k] " " $8; mc[k] = mc[k] " " $9
 		if (!(k in seen)) { seen[k] = 1 }
 		if (!(cell in cseen)) { cseen[cell] = 1; cells[++nc] = cell }
 	}
 	END {
-		print "| target | clients | keys | ops/s median (min-max) | vs direct | p50 ms median (min-max) | p99 ms median (min-max) |"
-		print "|---|---:|---:|---:|---:|---:|---:|"
+		print "| target | clients | keys | ops/s median (min-max) | vs direct | p50 ms median (min-max) | p99 ms median (min-max) | CPU us/read: client / mycached / memcached |"
+		print "|---|---:|---:|---:|---:|---:|---:|---:|"
 		nl = split("memcached-direct mycached-kv-listen mycached-main mycached-kv-variant mycached-kv-l1", labels, " ")
 		for (j = 1; j <= nc; j++) {
 			split(cells[j], ck, SUBSEP)
@@ -135,9 +158,10 @@ summarize() {
 				k = labels[l] SUBSEP cells[j]
 				if (!(k in seen)) continue
 				m = med(ops[k])
-				printf "| %s | %d | %d | %.0f (%.0f-%.0f) | %.2fx | %.3f (%.3f-%.3f) | %.3f (%.3f-%.3f) |\n", labels[l], ck[1], ck[2],
+				printf "| %s | %d | %d | %.0f (%.0f-%.0f) | %.2fx | %.3f (%.3f-%.3f) | %.3f (%.3f-%.3f) | %.1f / %.1f / %.1f |\n", labels[l], ck[1], ck[2],
 					m, lo(ops[k]), hi(ops[k]), m / direct,
-					med(p50[k]), lo(p50[k]), hi(p50[k]), med(p99[k]), lo(p99[k]), hi(p99[k])
+					med(p50[k]), lo(p50[k]), hi(p50[k]), med(p99[k]), lo(p99[k]), hi(p99[k]),
+					med(cl[k]), med(my[k]), med(mc[k])
 			}
 		}
 	}' "$RESULTS"
