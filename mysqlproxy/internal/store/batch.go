@@ -94,8 +94,7 @@ type getReq struct {
 	vals     [][]byte
 	deadline time.Time
 	err      error
-	lead     bool          // woken to lead the next batch rather than with its reply
-	turn     *batchTurn    // set with the reply when the batch had others
+	turn     *batchTurn    // set with the reply; woken without one, it leads the next batch
 	done     chan struct{} // one signal: the reply, or the lead
 }
 
@@ -146,13 +145,10 @@ func (b *batcher) get(keys []string, vals [][]byte, deadline time.Time) error {
 		b.queue = append(b.queue, r)
 		b.mu.Unlock()
 		<-r.done
-		if !r.lead {
-			if r.turn != nil {
-				b.resumed(r.turn)
-			}
+		if r.turn != nil {
+			b.resumed(r.turn)
 			return r.release()
 		}
-		r.lead = false
 		b.mu.Lock()
 	}
 	// r leads a batch: itself and, when it was woken from the queue,
@@ -206,7 +202,6 @@ func (b *batcher) handOn() {
 	if len(b.queue) > 0 && b.inFlight <= b.limit() {
 		next := b.queue[0]
 		b.queue = append(b.queue[:0], b.queue[1:]...)
-		next.lead = true
 		next.done <- struct{}{}
 		return
 	}
