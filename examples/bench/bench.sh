@@ -49,7 +49,6 @@ RESULTS=$MC_TMP/results.jsonl
 # 512 client connections, and as many from mycached to MariaDB, need more
 # descriptors than some defaults allow.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-CLK_TCK=$(getconf CLK_TCK)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # PIDs of each kind of process, for the CPU accounting.
@@ -58,22 +57,17 @@ role() { ROLE_PIDS[$1]+=" ${MC_PIDS[-1]}"; }
 
 # cpu_snap prints "kind=ticks" for each kind: utime+stime of its PIDs.
 cpu_snap() {
-	local k p t v out=
+	local k out=
 	for k in mycached mariadbd memcached relay; do
-		t=0
-		for p in ${ROLE_PIDS[$k]}; do
-			# Fields 14 and 15 of /proc/PID/stat; no comm here has spaces.
-			v=$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null) || v=0
-			t=$((t + ${v:-0}))
-		done
-		out+="$k=$t "
+		# shellcheck disable=SC2086 # the PIDs are words
+		out+="$k=$(mc_cpu_ticks ${ROLE_PIDS[$k]}) "
 	done
 	echo "$out"
 }
 
 # cpu_json BEFORE AFTER prints the CPU seconds between two snapshots.
 cpu_json() {
-	awk -v a="$1" -v b="$2" -v hz="$CLK_TCK" 'BEGIN {
+	awk -v a="$1" -v b="$2" -v hz="$MC_CLK_TCK" 'BEGIN {
 		n = split(a, x, " "); split(b, y, " "); printf "{"
 		for (i = 1; i <= n; i++) { split(x[i], p, "="); split(y[i], q, "="); printf "%s\"%s\":%.2f", (i > 1 ? "," : ""), p[1], (q[2] - p[2]) / hz }
 		printf "}"

@@ -81,15 +81,6 @@ dsn_of() {
 	esac
 }
 
-CLK_TCK=$(getconf CLK_TCK)
-
-# ticks PID prints the user and system CPU of PID in clock ticks (0 for
-# no PID): fields 14 and 15 of /proc/PID/stat.
-ticks() {
-	if [[ -z $1 ]]; then echo 0; return; fi
-	awk '{ print $14 + $15 }' "/proc/$1/stat"
-}
-
 # measure LABEL TARGET CLIENTS KEYS DSN MYCACHED_PID [MEMCACHED] appends
 # "LABEL CLIENTS KEYS ops/s p50 p99 client_us mycached_us memcached_us",
 # the last three being CPU per read. MYCACHED_PID is the mycached that
@@ -98,13 +89,15 @@ ticks() {
 # L1).
 measure() {
 	local label=$1 target=$2 clients=$3 keys=$4 dsn=$5 mypid=$6 mc=${7-127.0.0.1:$MEMCACHED_PORT} line my0 mc0 my1 mc1
-	my0=$(ticks "$mypid") mc0=$(ticks "$MEMCACHED_PID")
+	# shellcheck disable=SC2086 # no PID is no word
+	my0=$(mc_cpu_ticks $mypid) mc0=$(mc_cpu_ticks "$MEMCACHED_PID")
 	line=$("$MC_ROOT/bin/mycached-bench" kv -dsn "$dsn" -memcached "$mc" \
 		-target "$target" -clients "$clients" -keys "$keys" -duration "${BENCH_TIME}s" -value-bytes "$KV_VALUE_BYTES") ||
 		mc_die "mycached-bench kv $label $clients failed"
-	my1=$(ticks "$mypid") mc1=$(ticks "$MEMCACHED_PID")
+	# shellcheck disable=SC2086 # no PID is no word
+	my1=$(mc_cpu_ticks $mypid) mc1=$(mc_cpu_ticks "$MEMCACHED_PID")
 	echo "  $label: $line"
-	awk -v l="$label" -v c="$clients" -v k="$keys" -v my=$((my1 - my0)) -v mc=$((mc1 - mc0)) -v hz="$CLK_TCK" '{
+	awk -v l="$label" -v c="$clients" -v k="$keys" -v my=$((my1 - my0)) -v mc=$((mc1 - mc0)) -v hz="$MC_CLK_TCK" '{
 		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 		us = v["ops"] > 0 ? 1e6 / hz / v["ops"] : 0
 		print l, c, k, v["ops_per_sec"], v["p50_ms"], v["p99_ms"], v["client_cpu_us"] + 0, my * us, mc * us
