@@ -122,6 +122,15 @@ func startMariaDB(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// mariadbd listens on TCP a moment before it creates its socket.
+	deadline := time.Now().Add(60 * time.Second)
+	for err = db.Ping(); err != nil; err = db.Ping() {
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(errLog)
+			t.Fatalf("no answer on %s: %v\n%s", sock, err, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	for _, s := range []string{
 		"CREATE USER IF NOT EXISTS 'root'@'127.0.0.1'",
 		"ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY '" + rootPassword + "'",
