@@ -79,8 +79,28 @@ func tooLarge(n, limit int) Result {
 }
 
 func execSelect(ctx context.Context, s Store, ns string, st *Stmt) Result {
+	keys, userKeys, res := selectKeys(ns, st)
+	if res.IsError() {
+		return res
+	}
+	vals, err := s.GetMulti(ctx, keys)
+	return SelectResult(userKeys, vals, err)
+}
+
+// SelectKeys returns the store keys a SELECT of st reads (each once, in
+// the order first asked for) and the user's keys they answer, or an error
+// result. It is Exec's first half for a caller that reads the keys
+// itself; SelectResult is the second.
+func SelectKeys(opts Options, namespace string, st *Stmt) (keys []string, userKeys [][]byte, res Result) {
+	if st.Op != OpSelect || st.Params > 0 {
+		return nil, nil, ErrorResult(ErrUnbound)
+	}
+	return selectKeys(opts.withDefaults().Prefix+namespace, st)
+}
+
+func selectKeys(ns string, st *Stmt) ([]string, [][]byte, Result) {
 	if len(st.Keys) == 0 {
-		return errorResult(CodeUnknown, StateGeneral, "mycached: SELECT needs at least one key")
+		return nil, nil, errorResult(CodeUnknown, StateGeneral, "mycached: SELECT needs at least one key")
 	}
 	// One row per distinct key, in the order first asked for.
 	keys := make([]string, 0, len(st.Keys))
@@ -92,7 +112,7 @@ func execSelect(ctx context.Context, s Store, ns string, st *Stmt) Result {
 	for _, k := range st.Keys {
 		key, res := fullKey(ns, k)
 		if res.IsError() {
-			return res
+			return nil, nil, res
 		}
 		if seen != nil {
 			if seen[key] {
@@ -105,7 +125,13 @@ func execSelect(ctx context.Context, s Store, ns string, st *Stmt) Result {
 		keys = append(keys, key)
 		userKeys = append(userKeys, k)
 	}
-	vals, err := s.GetMulti(ctx, keys)
+	return keys, userKeys, Result{}
+}
+
+// SelectResult is the answer to a SELECT of userKeys, given the values
+// read for their store keys (nil for a key that is absent) or the read's
+// error.
+func SelectResult(userKeys [][]byte, vals [][]byte, err error) Result {
 	if err != nil {
 		return storeError("SELECT", err)
 	}
