@@ -149,7 +149,7 @@ func (s *session) kvPrepareLocal(st *kv.Stmt) error {
 	b := []byte{mysql.OK_HEADER}
 	b = append(b, byte(id), byte(id>>8), byte(id>>16), byte(id>>24))
 	b = append(b, byte(cols), byte(cols>>8), byte(st.Params), byte(st.Params>>8), 0, 0, 0)
-	seq, err := s.client.writePacket(b, 1)
+	seq, err := s.client.writePacket(b, s.replySeq())
 	if err != nil {
 		return clientErr{err}
 	}

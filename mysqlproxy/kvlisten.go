@@ -250,7 +250,7 @@ func (s *session) dispatchKV(p []byte) error {
 		clear(s.localStmts)
 		return s.writeOK(0)
 	case mysql.COM_STATISTICS:
-		if _, err := s.client.writePacket([]byte("mycached key/value listener"), 1); err != nil {
+		if _, err := s.client.writePacket([]byte("mycached key/value listener"), s.replySeq()); err != nil {
 			return clientErr{err}
 		}
 		return s.flush()

@@ -9,10 +9,15 @@ import (
 // This file writes responses of mycached's own making: OK, ERR and small
 // text result sets, for pseudo-queries answered without the backend.
 
+// replySeq is the sequence id that mycached's own answer to the current
+// command starts at: the one after the command's last wire packet (1,
+// unless the command took more than one).
+func (s *session) replySeq() byte { return s.client.lastSeq + 1 }
+
 // writeOK answers the current command with an OK packet.
 func (s *session) writeOK(affected uint64) error {
 	b := appendOK(make([]byte, 0, 16), affected, 0, s.status, 0)
-	if _, err := s.client.writePacket(b, 1); err != nil {
+	if _, err := s.client.writePacket(b, s.replySeq()); err != nil {
 		return clientErr{err}
 	}
 	s.last = Response{Kind: RespOK, Status: s.status, Affected: affected}
@@ -22,7 +27,7 @@ func (s *session) writeOK(affected uint64) error {
 // writeErr answers the current command with an error and keeps the
 // connection.
 func (s *session) writeErr(code uint16, state, msg string) error {
-	s.sendError(1, code, state, msg, true)
+	s.sendError(s.replySeq(), code, state, msg, true)
 	s.last = Response{Kind: RespErr, ErrCode: code, ErrMsg: msg}
 	return nil
 }
@@ -42,7 +47,7 @@ func (s *session) writeResult(cols []string, rows [][]*string) error {
 // cols, in the text protocol, or in the binary protocol of
 // COM_STMT_EXECUTE. cell returns a row's column value, or false for NULL.
 func (s *session) writeRows(cols []string, nrows int, cell func(row, col int) ([]byte, bool), binaryRows bool) error {
-	seq := byte(1)
+	seq := s.replySeq()
 	var err error
 	b := mysql.AppendLengthEncodedInteger(nil, uint64(len(cols)))
 	if seq, err = s.client.writePacket(b, seq); err != nil {
