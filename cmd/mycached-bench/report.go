@@ -23,7 +23,7 @@ type record struct {
 	// "text 8 thr" or "2MiB".
 	Case string `json:"case"`
 	// Target is what was measured: direct, query-cache, relay,
-	// passthrough, l1, memcached, mycached, memcached-get.
+	// passthrough, l1, memcached, mycached, mycached-kv, memcached-get.
 	Target string `json:"target"`
 	// Baseline is the target of the same case that ratios are taken to.
 	Baseline string `json:"baseline"`

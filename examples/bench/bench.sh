@@ -150,7 +150,7 @@ start_mycached() {
 admin_of() {
 	case $1 in
 	passthrough) echo "$MYPASS_ADMIN" ;; l1) echo "$MYL1_ADMIN" ;; memcached) echo "$MYMC_ADMIN" ;;
-	mycached) echo "$MYMIX_ADMIN" ;;
+	mycached | mycached-kv) echo "$MYMIX_ADMIN" ;;
 	esac
 }
 
@@ -171,7 +171,11 @@ start_mycached mypass "$DB_PORT" --passthrough
 start_mycached myl1 "$DB_PORT" --default-ttl 1h
 start_mycached mymc "$DB_PORT" --default-ttl 1h --cache-memory 0 --memcached "127.0.0.1:$MEMCACHED_PORT"
 # The read/write mix runs through a sidecar as deployed: L1 and memcached.
-start_mycached mymix "$DB_PORT" --default-ttl 1h --memcached "127.0.0.1:$MEMCACHED_PORT"
+# Its kv-only listener serves scenario 7 too.
+MYMIX_KV_PORT=$(mc_free_port)
+printf 'root:%s\n' "$MC_ROOT_PASSWORD" >"$MC_TMP/kv-users"
+start_mycached mymix "$DB_PORT" --default-ttl 1h --memcached "127.0.0.1:$MEMCACHED_PORT" \
+	--kv-listen "127.0.0.1:$MYMIX_KV_PORT" --kv-users-file "$MC_TMP/kv-users"
 
 echo "== loading: sysbench prepare ($BENCH_ROWS rows), big ($HEAVY_ROWS rows), docs, mix ($MIX_HOT rows)"
 sb_prepare "$DB_PORT"
@@ -309,6 +313,7 @@ if "$BENCH" help 2>&1 | grep -q 'mycached-bench kv'; then
 	for clients in $KV_CLIENTS; do
 		measure kv "$clients clients" memcached-get memcached-get kv_stats "$(dsn "$MYMIX_PORT")" memcached "$clients"
 		measure kv "$clients clients" mycached memcached-get kv_stats "$(dsn "$MYMIX_PORT")" sql "$clients"
+		measure kv "$clients clients" mycached-kv memcached-get kv_stats "root:$MC_ROOT_PASSWORD@tcp(127.0.0.1:$MYMIX_KV_PORT)/" sql "$clients"
 	done
 else
 	echo "== $TITLE: not run (this mycached-bench has no kv command)"
@@ -324,7 +329,7 @@ mkdir -p "$MC_ROOT/bench-out"
 	echo "Wall time of the run: ${WALL}s. sbtest1 has $BENCH_ROWS rows; big has $HEAVY_ROWS; $DOCS_PER_SIZE documents per size."
 	echo "Targets: direct = MariaDB, query-cache = MariaDB with query_cache_type=1, relay = io.Copy relay,"
 	echo "passthrough = mycached --passthrough, l1 = mycached hits from its memory, memcached = mycached --cache-memory 0 (hits from memcached only),"
-	echo "mycached = L1 + memcached (read/write mix). sysbench p50-p99.9 come from its histogram; its max from its report."
+	echo "mycached = L1 + memcached (read/write mix; kv through its main listener), mycached-kv = the same mycached's kv-only listener. sysbench p50-p99.9 come from its histogram; its max from its report."
 	echo "oltp_read_write counts transactions as ops (its queries/s are in the notes)."
 	if ! "$BENCH" help 2>&1 | grep -q 'mycached-bench kv'; then
 		echo "Scenario 7 (kv) was not run: this mycached-bench has no kv command yet."
