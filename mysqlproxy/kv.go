@@ -98,8 +98,12 @@ func (s *session) kvQuery(sql string) (bool, error) {
 }
 
 func (s *session) execKV(st *kv.Stmt) kv.Result {
-	opts := kv.Options{Prefix: s.srv.cfg.KVPrefix, MaxBytes: s.srv.cfg.KVMaxBytes}
-	return kv.Exec(context.Background(), s.srv.kv, opts, s.kvNamespace(), st)
+	return kv.Exec(context.Background(), s.srv.kv, s.kvOptions(), s.kvNamespace(), st)
+}
+
+// kvOptions are the kv language's options from the server's config.
+func (s *session) kvOptions() kv.Options {
+	return kv.Options{Prefix: s.srv.cfg.KVPrefix, MaxBytes: s.srv.cfg.KVMaxBytes}
 }
 
 func (s *session) writeKVResult(r kv.Result, binary bool) error {

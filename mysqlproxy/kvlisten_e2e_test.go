@@ -52,14 +52,20 @@ func startKVListener(t testing.TB, cfg mysqlproxy.Config) string {
 	return ln.Addr().String()
 }
 
+// kvTiers are the kv listener's two stores, as configs: L1, and a private
+// memcached started when the config is made.
+func kvTiers(t *testing.T) map[string]func() mysqlproxy.Config {
+	return map[string]func() mysqlproxy.Config{
+		"l1":        func() mysqlproxy.Config { return mysqlproxy.Config{} },
+		"memcached": func() mysqlproxy.Config { return mysqlproxy.Config{Memcached: []string{privateMemcached(t).Addr}} },
+	}
+}
+
 // TestKVListenForms: all seven forms from go-sql-driver (text, prepared,
 // interpolated) against the kv-only listener, on L1 and on memcached,
 // with no MariaDB anywhere.
 func TestKVListenForms(t *testing.T) {
-	for name, cfg := range map[string]func() mysqlproxy.Config{
-		"l1":        func() mysqlproxy.Config { return mysqlproxy.Config{} },
-		"memcached": func() mysqlproxy.Config { return mysqlproxy.Config{Memcached: []string{privateMemcached(t).Addr}} },
-	} {
+	for name, cfg := range kvTiers(t) {
 		t.Run(name, func(t *testing.T) {
 			addr := startKVListener(t, cfg())
 			for _, mode := range []string{"", "interpolateParams=true"} {

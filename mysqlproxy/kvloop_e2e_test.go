@@ -46,10 +46,7 @@ var kvScript = []string{
 // before reading gets the bytes it gets when it sends them one at a time,
 // on L1 and on memcached.
 func TestKVLoopPipelinedAnswersInOrder(t *testing.T) {
-	for name, cfg := range map[string]func() mysqlproxy.Config{
-		"l1":        func() mysqlproxy.Config { return mysqlproxy.Config{} },
-		"memcached": func() mysqlproxy.Config { return mysqlproxy.Config{Memcached: []string{privateMemcached(t).Addr}} },
-	} {
+	for name, cfg := range kvTiers(t) {
 		t.Run(name, func(t *testing.T) {
 			addr := startKVListener(t, cfg())
 			one := dialRaw(t, addr, "app", kvPass, "", false)
@@ -148,10 +145,7 @@ func TestKVLoopSlowReaderHoldsUpOnlyItself(t *testing.T) {
 // writing their own keys, on the loop and off it (prepared SELECT ?), each
 // see only their own values.
 func TestKVLoopEachClientGetsItsOwnAnswers(t *testing.T) {
-	for name, cfg := range map[string]func() mysqlproxy.Config{
-		"l1":        func() mysqlproxy.Config { return mysqlproxy.Config{} },
-		"memcached": func() mysqlproxy.Config { return mysqlproxy.Config{Memcached: []string{privateMemcached(t).Addr}} },
-	} {
+	for name, cfg := range kvTiers(t) {
 		t.Run(name, func(t *testing.T) {
 			addr := startKVListener(t, cfg())
 			db := openDB(t, testenv.DSNFor(addr, "app", kvPass, "", ""))

@@ -16,6 +16,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/mycached/mycached/mysqlproxy/internal/kv"
+	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 	"github.com/mycached/mycached/mysqlproxy/internal/store"
 )
 
@@ -79,7 +80,6 @@ type loopConn struct {
 	s      *session
 	in     []byte       // read and not yet handled
 	out    bytes.Buffer // answers not yet written; the session's writer writes here
-	added  bool         // in the epoll set (armed or not)
 	taken  bool         // a worker has it
 	busy   bool         // a goroutine of its own has it
 	closed bool
@@ -227,8 +227,8 @@ func (l *kvLoop) arm(lc *loopConn) {
 	}
 	lc.busy, lc.taken = false, false
 	op := syscall.EPOLL_CTL_MOD
-	if !lc.added {
-		op, lc.added = syscall.EPOLL_CTL_ADD, true
+	if l.conns[int32(lc.fd)] != lc {
+		op = syscall.EPOLL_CTL_ADD // it comes to the loop
 		l.conns[int32(lc.fd)] = lc
 	}
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT, Fd: int32(lc.fd)}
@@ -286,8 +286,8 @@ func (l *kvLoop) run() {
 			}
 		}
 		l.mu.Unlock()
-		for _, lc := range taken {
-			if !stop {
+		if !stop {
+			for _, lc := range taken {
 				l.readCommands(lc, scratch, &sels)
 			}
 		}
@@ -326,16 +326,20 @@ func (l *kvLoop) workerDone() {
 	l.mu.Unlock()
 }
 
+// recoverConn, deferred by what handles lc, ends lc on a panic, which
+// the session's goroutine would have recovered from, and logs it.
+func (l *kvLoop) recoverConn(lc *loopConn) {
+	if p := recover(); p != nil {
+		lc.s.log.Error("session panic", "panic", p)
+		l.finish(lc, nil)
+	}
+}
+
 // readCommands reads what lc's client sent and takes the commands that
 // are whole: kv SELECTs join sels, and the first other command sends lc
 // to a goroutine of its own after this round's answers.
 func (l *kvLoop) readCommands(lc *loopConn, scratch []byte, sels *[]loopSelect) {
-	defer func() {
-		if p := recover(); p != nil {
-			lc.s.log.Error("session panic", "panic", p)
-			l.finish(lc, nil)
-		}
-	}()
+	defer l.recoverConn(lc)
 	n, err := readFD(lc.fd, scratch)
 	switch {
 	case err == syscall.EAGAIN:
@@ -352,7 +356,7 @@ func (l *kvLoop) readCommands(lc *loopConn, scratch []byte, sels *[]loopSelect) 
 	for !lc.rest {
 		p, first, last, used, err := nextCommand(lc.in, s.srv.cfg.MaxPacket)
 		if err != nil {
-			s.sendError(last+1, mysql.ER_NET_PACKET_TOO_LARGE, "08S01", "mycached: packet larger than --max-packet", true)
+			s.sendTooLarge(last + 1)
 			l.flushNow(lc)
 			l.finish(lc, err)
 			return
@@ -383,13 +387,17 @@ func (l *kvLoop) readCommands(lc *loopConn, scratch []byte, sels *[]loopSelect) 
 // whose keys are all valid (anything else is answered by the session's
 // own dispatch).
 func (l *kvLoop) selectOf(lc *loopConn, p []byte) (loopSelect, bool) {
+	// Only a SELECT is parsed here: an INSERT of megabytes is for its
+	// goroutine to parse, not the worker.
+	if sqlinfo.FirstKeyword(string(p[1:min(len(p), 256)])) != "SELECT" {
+		return loopSelect{}, false
+	}
 	s := lc.s
 	st, ok, err := s.parseKV(string(p[1:]))
 	if !ok || err != nil || st.Op != kv.OpSelect || st.Params > 0 {
 		return loopSelect{}, false
 	}
-	opts := kv.Options{Prefix: s.srv.cfg.KVPrefix, MaxBytes: s.srv.cfg.KVMaxBytes}
-	keys, userKeys, res := kv.SelectKeys(opts, s.kvNamespace(), st)
+	keys, userKeys, res := kv.SelectKeys(s.kvOptions(), s.kvNamespace(), st)
 	if res.IsError() {
 		return loopSelect{}, false
 	}
@@ -438,15 +446,8 @@ func (l *kvLoop) writeSelect(sel loopSelect, vals [][]byte, err error) {
 	if lc.closed {
 		return
 	}
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				lc.s.log.Error("session panic", "panic", p)
-				l.finish(lc, nil)
-			}
-		}()
-		_ = lc.s.writeKVResult(kv.SelectResult(sel.userKeys, vals, err), false)
-	}()
+	defer l.recoverConn(lc)
+	_ = lc.s.writeKVResult(kv.SelectResult(sel.userKeys, vals, err), false)
 }
 
 // flush writes lc's answers without blocking and arms lc again, or hands
@@ -494,12 +495,7 @@ func (l *kvLoop) detach(lc *loopConn) {
 // serveAlone is a detached connection's goroutine. It may block on the
 // client, as a session's own goroutine does.
 func (l *kvLoop) serveAlone(lc *loopConn) {
-	defer func() {
-		if p := recover(); p != nil {
-			lc.s.log.Error("session panic", "panic", p)
-			l.finish(lc, nil)
-		}
-	}()
+	defer l.recoverConn(lc)
 	if err := syscall.SetNonblock(lc.fd, false); err != nil {
 		l.finish(lc, err)
 		return
@@ -512,7 +508,7 @@ func (l *kvLoop) serveAlone(lc *loopConn) {
 		}
 		p, first, last, used, err := nextCommand(lc.in, s.srv.cfg.MaxPacket)
 		if err != nil {
-			s.sendError(last+1, mysql.ER_NET_PACKET_TOO_LARGE, "08S01", "mycached: packet larger than --max-packet", true)
+			s.sendTooLarge(last + 1)
 			_ = l.writeAll(lc)
 			l.finish(lc, err)
 			return
@@ -571,7 +567,7 @@ func nextCommand(in []byte, limit int) (p []byte, first, last byte, used int, er
 		if len(in)-off < 4 {
 			return nil, 0, 0, 0, nil
 		}
-		n := int(in[off]) | int(in[off+1])<<8 | int(in[off+2])<<16
+		n := payloadLen(in[off:])
 		last = in[off+3]
 		if off == 0 {
 			first = last
@@ -593,7 +589,7 @@ func nextCommand(in []byte, limit int) (p []byte, first, last byte, used int, er
 	}
 	p = make([]byte, 0, total)
 	for o := 0; o < off; {
-		n := int(in[o]) | int(in[o+1])<<8 | int(in[o+2])<<16
+		n := payloadLen(in[o:])
 		p = append(p, in[o+4:o+4+n]...)
 		o += 4 + n
 	}
@@ -608,22 +604,16 @@ func shrink(b []byte) []byte {
 	return b[:0]
 }
 
-func readFD(fd int, b []byte) (int, error) {
-	for {
-		n, err := syscall.Read(fd, b)
-		if err == syscall.EINTR {
-			continue
-		}
-		return max(n, 0), err
-	}
-}
+func readFD(fd int, b []byte) (int, error)  { return uninterrupted(syscall.Read, fd, b) }
+func writeFD(fd int, b []byte) (int, error) { return uninterrupted(syscall.Write, fd, b) }
 
-func writeFD(fd int, b []byte) (int, error) {
+// uninterrupted runs the read or write op on fd, again when a signal
+// interrupts it, and never returns a negative count.
+func uninterrupted(op func(int, []byte) (int, error), fd int, b []byte) (int, error) {
 	for {
-		n, err := syscall.Write(fd, b)
-		if err == syscall.EINTR {
-			continue
+		n, err := op(fd, b)
+		if err != syscall.EINTR {
+			return max(n, 0), err
 		}
-		return max(n, 0), err
 	}
 }

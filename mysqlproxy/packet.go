@@ -102,11 +102,14 @@ func (p *pconn) readHeader() (n int, seq byte, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	n = int(h[0]) | int(h[1])<<8 | int(h[2])<<16
+	n = payloadLen(h)
 	seq = h[3]
 	_, _ = p.r.Discard(4)
 	return n, seq, nil
 }
+
+// payloadLen is the payload length in the wire packet header h.
+func payloadLen(h []byte) int { return int(h[0]) | int(h[1])<<8 | int(h[2])<<16 }
 
 // readPacket reads one logical packet, joining continuations, into buf
 // (reused when large enough). It returns the payload and the sequence id of

@@ -124,7 +124,7 @@ func (s *session) loop(dispatch func(p []byte) error) {
 		s.idle.Store(false)
 		if err != nil {
 			if errors.Is(err, errPacketTooLarge) {
-				s.sendError(s.client.lastSeq+1, mysql.ER_NET_PACKET_TOO_LARGE, "08S01", "mycached: packet larger than --max-packet", true)
+				s.sendTooLarge(s.client.lastSeq + 1)
 			}
 			s.logEnd("client read", err)
 			return
@@ -334,6 +334,12 @@ func (s *session) sendError(seq byte, code uint16, state, msg string, withState 
 	if _, err := s.client.writePacket(b, seq); err == nil {
 		_ = s.client.w.Flush()
 	}
+}
+
+// sendTooLarge answers a command over --max-packet, before the session
+// ends; seq follows the packet that made it too large.
+func (s *session) sendTooLarge(seq byte) {
+	s.sendError(seq, mysql.ER_NET_PACKET_TOO_LARGE, "08S01", "mycached: packet larger than --max-packet", true)
 }
 
 // backendFailure tells the client that the backend went away during the
