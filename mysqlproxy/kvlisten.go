@@ -58,14 +58,9 @@ func (s *Server) ServeKV(ln net.Listener) error {
 // runKV serves one kv-only connection: its own handshake, then commands.
 // The session has no backend, and nothing on this path touches one.
 func (s *session) runKV() {
-	adopted := false
-	defer func() {
-		if !adopted {
-			_ = s.client.close()
-			s.client.release()
-			s.srv.forget(s)
-		}
-	}()
+	defer s.srv.forget(s)
+	defer s.client.release()
+	defer s.client.close()
 
 	s.connID = uint32(s.id)
 	setDeadline(s.client.conn, handshakeTimeout)
@@ -80,10 +75,6 @@ func (s *session) runKV() {
 	setDeadline(s.client.conn, 0)
 	s.log = s.log.With("user", s.hello.user)
 	s.state.reset(s.hello.charset)
-	if s.srv.kvLoops.adopt(s) {
-		adopted = true // the loop ends the session
-		return
-	}
 	s.loop(s.dispatchKV)
 }
 

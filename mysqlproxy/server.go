@@ -47,7 +47,6 @@ type Server struct {
 	depsMemo depsMemo
 	pks      pkCache
 	tees     sync.Pool // *[]byte tee buffers
-	kvLoops  kvLoops   // serve the kv-only listener's connections
 
 	mu        sync.Mutex // protects listeners and sessions
 	listeners map[net.Listener]struct{}
@@ -231,7 +230,6 @@ func (s *Server) stopAccepting() {
 func (s *Server) Close() error {
 	defer s.store.Close()
 	s.stopAccepting()
-	s.kvLoops.stop(true)
 	s.mu.Lock()
 	for sess := range s.sessions {
 		_ = sess.client.conn.Close()
@@ -247,7 +245,6 @@ func (s *Server) Close() error {
 // sessions end, and closes what is left when ctx is done.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopAccepting()
-	s.kvLoops.stop(false)
 	// A read deadline in the past wakes every session blocked reading its
 	// next command; a session that is busy finishes its statement first,
 	// since the deadline touches only reads from the client.

@@ -1,5 +1,3 @@
-//go:build linux
-
 package mysqlproxy_test
 
 import (
@@ -20,13 +18,11 @@ import (
 	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
 )
 
-// The kv-only listener serves its connections on event loops after their
-// handshake (kvloop_linux.go). These tests are about what that must not
-// change: the order of answers, whose answer is whose, and that one
-// client cannot hold up another.
+// These tests are about the kv-only listener under many clients: the
+// order of answers, whose answer is whose, and that one client cannot
+// hold up another.
 
-// kvScript is commands of every kind, SELECTs answered on the loop among
-// others that are not.
+// kvScript is commands of every kind.
 var kvScript = []string{
 	`SELECT "p1"`,
 	`INSERT "p1" = 'one'`,
@@ -42,10 +38,10 @@ var kvScript = []string{
 	`DROP`,
 }
 
-// TestKVLoopPipelinedAnswersInOrder: a client that sends many commands
+// TestKVListenPipelinedAnswersInOrder: a client that sends many commands
 // before reading gets the bytes it gets when it sends them one at a time,
 // on L1 and on memcached.
-func TestKVLoopPipelinedAnswersInOrder(t *testing.T) {
+func TestKVListenPipelinedAnswersInOrder(t *testing.T) {
 	for name, cfg := range kvTiers(t) {
 		t.Run(name, func(t *testing.T) {
 			addr := startKVListener(t, cfg())
@@ -83,10 +79,10 @@ func TestKVLoopPipelinedAnswersInOrder(t *testing.T) {
 	}
 }
 
-// TestKVLoopSlowReaderHoldsUpOnlyItself: a client that asks for a value
+// TestKVListenSlowReaderHoldsUpOnlyItself: a client that asks for a value
 // larger than the socket buffers hold and does not read the answer
 // leaves every other client answered; the answer is whole when it reads.
-func TestKVLoopSlowReaderHoldsUpOnlyItself(t *testing.T) {
+func TestKVListenSlowReaderHoldsUpOnlyItself(t *testing.T) {
 	addr := startKVListener(t, mysqlproxy.Config{KVMaxBytes: 64 << 20})
 	db := openDB(t, testenv.DSNFor(addr, "app", kvPass, "", ""))
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<20) // 16 MiB
@@ -99,7 +95,7 @@ func TestKVLoopSlowReaderHoldsUpOnlyItself(t *testing.T) {
 	if err := slow.command(append([]byte{0x03}, `SELECT "big"`...)...); err != nil {
 		t.Fatal(err)
 	}
-	// Enough connections that some share the slow one's loop.
+	// Enough connections that a slow one could hold up others.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	db.SetMaxOpenConns(8)
@@ -141,10 +137,10 @@ func TestKVLoopSlowReaderHoldsUpOnlyItself(t *testing.T) {
 	}
 }
 
-// TestKVLoopEachClientGetsItsOwnAnswers: concurrent clients reading and
-// writing their own keys, on the loop and off it (prepared SELECT ?), each
+// TestKVListenEachClientGetsItsOwnAnswers: concurrent clients reading and
+// writing their own keys, as text and prepared (SELECT ?), each
 // see only their own values.
-func TestKVLoopEachClientGetsItsOwnAnswers(t *testing.T) {
+func TestKVListenEachClientGetsItsOwnAnswers(t *testing.T) {
 	for name, cfg := range kvTiers(t) {
 		t.Run(name, func(t *testing.T) {
 			addr := startKVListener(t, cfg())
@@ -197,9 +193,9 @@ func TestKVLoopEachClientGetsItsOwnAnswers(t *testing.T) {
 	}
 }
 
-// TestKVLoopShutdown: Shutdown closes the loops' idle connections and
+// TestKVListenShutdown: Shutdown closes the idle connections and
 // returns; their clients see the connection end.
-func TestKVLoopShutdown(t *testing.T) {
+func TestKVListenShutdown(t *testing.T) {
 	srv, err := mysqlproxy.NewServer(mysqlproxy.Config{
 		KVPasswords: map[string]string{"app": kvPass},
 		Logger:      slog.New(slog.NewTextHandler(&logBuffer{}, nil)),
