@@ -2,31 +2,33 @@ package mysqlproxy
 
 import (
 	"crypto/tls"
-
-	"github.com/mycached/mycached/cachepolicy"
 	"log/slog"
 	"time"
+
+	"github.com/mycached/mycached/cachepolicy"
+	"github.com/mycached/mycached/mysqlproxy/internal/cache"
+	"github.com/mycached/mycached/mysqlproxy/internal/relay"
 )
 
 // BackendTLS says whether mycached uses TLS on its connection to the backend.
-type BackendTLS string
+type BackendTLS = relay.BackendTLS
 
 // The backend TLS modes, as named on the command line.
 const (
-	BackendTLSOff       BackendTLS = "off"       // never, even when the backend offers it
-	BackendTLSPreferred BackendTLS = "preferred" // when the backend offers it, without verifying its certificate
-	BackendTLSRequired  BackendTLS = "required"  // always; fail when the backend does not offer it
-	BackendTLSVerify    BackendTLS = "verify"    // always, and verify the certificate against the system roots (or BackendCA)
+	BackendTLSOff       = relay.BackendTLSOff       // never, even when the backend offers it
+	BackendTLSPreferred = relay.BackendTLSPreferred // when the backend offers it, without verifying its certificate
+	BackendTLSRequired  = relay.BackendTLSRequired  // always; fail when the backend does not offer it
+	BackendTLSVerify    = relay.BackendTLSVerify    // always, and verify the certificate against the system roots (or BackendCA)
 )
 
 // CacheInTransactions says which reads inside a transaction may use the cache.
-type CacheInTransactions string
+type CacheInTransactions = cache.InTransactions
 
 // The modes of --cache-in-transactions.
 const (
-	CacheUntilWrite CacheInTransactions = "until-write" // until the transaction has written
-	CacheReadOnly   CacheInTransactions = "read-only"   // only in transactions started READ ONLY
-	CacheNever      CacheInTransactions = "never"       // never inside a transaction
+	CacheUntilWrite = cache.UntilWrite // until the transaction has written
+	CacheReadOnly   = cache.ReadOnly   // only in transactions started READ ONLY
+	CacheNever      = cache.Never      // never inside a transaction
 )
 
 // Config is everything a Server needs. NewServer fills zero values with the

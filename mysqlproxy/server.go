@@ -13,15 +13,19 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mycached/mycached/cachepolicy"
+	"github.com/mycached/mycached/mysqlproxy/internal/cache"
+	"github.com/mycached/mycached/mysqlproxy/internal/hook"
+	"github.com/mycached/mycached/mysqlproxy/internal/kvproxy"
 	"github.com/mycached/mycached/mysqlproxy/internal/metrics"
+	"github.com/mycached/mycached/mysqlproxy/internal/relay"
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 	"github.com/mycached/mycached/mysqlproxy/internal/store"
-	"github.com/mycached/mycached/mysqlproxy/internal/store/flight"
 )
 
 // ErrServerClosed is returned by Serve after Close or Shutdown.
@@ -29,28 +33,28 @@ var ErrServerClosed = errors.New("mysqlproxy: server closed")
 
 // Server accepts MySQL client connections and relays each to its own
 // backend connection. Its methods are safe for concurrent use.
+//
+// The relay core (internal/relay) serves each connection; the features
+// that decide what happens to a statement sit on top of it, each in a
+// package of its own: the policy's query hook (internal/hook), key/value
+// pseudo-queries (internal/kvproxy), mycached's own statements
+// (internal/admin) and the cache (internal/cache). frontend.go puts them
+// in order.
 type Server struct {
-	cfg        Config
-	log        *slog.Logger
-	tlsConfig  *tls.Config // for clients; nil masks CLIENT_SSL
-	backendTLS *tls.Config
+	cfg   Config
+	log   *slog.Logger
+	relay relay.Options
 
-	analyzer *sqlinfo.Analyzer
-	store    *store.Store
-	flight   flight.Group
-	policy   cachepolicy.Policy
-	engine   *cachepolicy.Engine // the Lua engine, when it is the policy
-	kv       kvStore
-	reg      *metrics.Registry
-	stats    *stats
-	queries  queryStats
-	depsMemo depsMemo
-	pks      pkCache
-	tees     sync.Pool // *[]byte tee buffers
+	store  *store.Store
+	engine *cachepolicy.Engine // the Lua engine, when it is the policy
+	cache  *cache.Engine
+	kv     *kvproxy.Server
+	hook   *hook.Hook
+	reg    *metrics.Registry
 
 	mu        sync.Mutex // protects listeners and sessions
 	listeners map[net.Listener]struct{}
-	sessions  map[*session]struct{}
+	sessions  map[*relay.Session]struct{}
 	wg        sync.WaitGroup // counts sessions
 	draining  atomic.Bool
 	nextID    atomic.Uint64
@@ -67,19 +71,26 @@ func NewServer(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:       cfg,
 		log:       cfg.Logger,
-		tlsConfig: cfg.TLS,
 		listeners: make(map[net.Listener]struct{}),
-		sessions:  make(map[*session]struct{}),
+		sessions:  make(map[*relay.Session]struct{}),
 	}
 	bt, err := backendTLSConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	s.backendTLS = bt
+	s.relay = relay.Options{
+		Backend:        cfg.Backend,
+		ConnectTimeout: cfg.ConnectTimeout,
+		BackendTLS:     cfg.BackendTLS,
+		BackendTLSConf: bt,
+		ClientTLS:      cfg.TLS,
+		MaxPacket:      cfg.MaxPacket,
+		Draining:       s.draining.Load,
+	}
 	// A point lookup's text carries its key, so an application that reads
 	// many rows by id has as many texts as rows it reads often; the exact
 	// memo is sized to hold a working set of them (bounded: about 30 MiB).
-	s.analyzer = sqlinfo.NewAnalyzer(sqlinfo.Options{ExactCap: 100000})
+	analyzer := sqlinfo.NewAnalyzer(sqlinfo.Options{ExactCap: 100000})
 	s.store = store.New(store.Options{
 		Servers:          cfg.Memcached,
 		Timeout:          cfg.MemcachedTimeout,
@@ -88,18 +99,21 @@ func NewServer(cfg Config) (*Server, error) {
 		CompressMinBytes: cfg.CompressMinBytes,
 		Logger:           cfg.Logger,
 	})
-	s.kv = kvStore{st: s.store, l1Only: len(cfg.Memcached) == 0}
+	s.kv = kvproxy.New(kvproxy.Config{
+		Prefix: cfg.KVPrefix, MaxBytes: cfg.KVMaxBytes, Users: cfg.KVUsers,
+		PerUser: cfg.KVPerUser, Passwords: cfg.KVPasswords,
+	}, s.store, len(cfg.Memcached) == 0)
 	s.reg = metrics.NewRegistry()
-	s.stats = newStats(s.reg, s.store, s.sessionCount)
-	s.policy = cfg.PolicyEngine
+	stats := cache.NewStats(s.reg, s.store, s.sessionCount)
+	policy := cfg.PolicyEngine
 	switch {
 	case cfg.Passthrough:
-		s.policy = cachepolicy.None{}
-	case s.policy == nil:
+		policy = cachepolicy.None{}
+	case policy == nil:
 		eng, err := cachepolicy.Load(cfg.Policy, cachepolicy.Options{
 			Timeout:    cfg.PolicyTimeout,
 			Logger:     cfg.Logger,
-			KV:         luaKV{kv: s.kv, prefix: cfg.KVPrefix},
+			KV:         s.kv.LuaKV(),
 			Metrics:    s.scriptMetric,
 			DefaultTTL: cfg.DefaultTTL,
 		})
@@ -107,9 +121,16 @@ func NewServer(cfg Config) (*Server, error) {
 			s.store.Close()
 			return nil, err
 		}
-		s.engine, s.policy = eng, eng
-		s.stats.policyMetrics(eng)
+		s.engine, policy = eng, eng
+		stats.PolicyMetrics(eng)
 	}
+	s.cache = cache.NewEngine(cache.Config{
+		Passthrough:         cfg.Passthrough,
+		TableLevel:          cfg.TableLevel,
+		MaxResultBytes:      cfg.MaxResultBytes,
+		CacheInTransactions: cfg.CacheInTransactions,
+	}, analyzer, s.store, policy, stats)
+	s.hook = &hook.Hook{Engine: s.engine, Analyzer: analyzer, Tables: s.cache.Tables}
 	return s, nil
 }
 
@@ -143,12 +164,23 @@ func backendTLSConfig(cfg Config) (*tls.Config, error) {
 // gets its own goroutine, which recovers from panics so that one bad
 // session never takes the process down.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.serve(ln, "main", (*session).run)
+	return s.serve(ln, "main", func(sess *relay.Session) { sess.Run(s.newFrontend) })
+}
+
+// ServeKV accepts connections on ln for the kv-only listener until Close
+// or Shutdown. It needs no backend: it authenticates users against
+// Config.KVPasswords itself (mysql_native_password; clients that start
+// with another plugin are switched to it) and answers only the key/value
+// pseudo-queries, text or prepared. Other SQL gets an error and the
+// connection goes on. Each connection gets its own goroutine, which
+// recovers from panics as Serve's do.
+func (s *Server) ServeKV(ln net.Listener) error {
+	return s.serve(ln, "kv", s.kv.RunKV)
 }
 
 // serve is the accept loop of Serve and ServeKV: each connection becomes a
 // session that run serves.
-func (s *Server) serve(ln net.Listener, name string, run func(*session)) error {
+func (s *Server) serve(ln net.Listener, name string, run func(*relay.Session)) error {
 	s.mu.Lock()
 	if s.draining.Load() {
 		s.mu.Unlock()
@@ -182,16 +214,16 @@ func (s *Server) serve(ln net.Listener, name string, run func(*session)) error {
 	}
 }
 
-func (s *Server) start(c net.Conn, listener string, run func(*session)) {
-	sess := &session{srv: s, id: s.nextID.Add(1), client: newPconn(c), clientAddr: c.RemoteAddr().String()}
-	sess.log = s.log.With("session", sess.id, "client", sess.clientAddr)
+func (s *Server) start(c net.Conn, listener string, run func(*relay.Session)) {
+	log := s.log
 	if listener != "main" {
-		sess.log = sess.log.With("listener", listener)
+		log = log.With("listener", listener)
 	}
+	sess := relay.NewSession(&s.relay, s.nextID.Add(1), c, log)
 	s.mu.Lock()
 	if s.draining.Load() {
 		s.mu.Unlock()
-		sess.client.release()
+		sess.Client.Release()
 		_ = c.Close()
 		return
 	}
@@ -199,16 +231,17 @@ func (s *Server) start(c net.Conn, listener string, run func(*session)) {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
+		defer s.forget(sess)
 		defer func() {
 			if r := recover(); r != nil {
-				sess.log.Error("session panic", "panic", r)
+				sess.Log.Error("session panic", "panic", r)
 			}
 		}()
 		run(sess)
 	}()
 }
 
-func (s *Server) forget(sess *session) {
+func (s *Server) forget(sess *relay.Session) {
 	s.mu.Lock()
 	delete(s.sessions, sess)
 	s.mu.Unlock()
@@ -232,9 +265,9 @@ func (s *Server) Close() error {
 	s.stopAccepting()
 	s.mu.Lock()
 	for sess := range s.sessions {
-		_ = sess.client.conn.Close()
-		if b := sess.backend; b != nil {
-			_ = b.conn.Close()
+		_ = sess.Client.NetConn.Close()
+		if b := sess.Backend; b != nil {
+			_ = b.NetConn.Close()
 		}
 	}
 	s.mu.Unlock()
@@ -250,7 +283,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// since the deadline touches only reads from the client.
 	s.mu.Lock()
 	for sess := range s.sessions {
-		_ = sess.client.conn.SetReadDeadline(time.Now())
+		_ = sess.Client.NetConn.SetReadDeadline(time.Now())
 	}
 	s.mu.Unlock()
 	done := make(chan struct{})
@@ -304,3 +337,12 @@ func (s *Server) sessionCount() int {
 	defer s.mu.Unlock()
 	return len(s.sessions)
 }
+
+// IsAdmin reports whether user may run the admin statements.
+func (s *Server) IsAdmin(user string) bool { return slices.Contains(s.cfg.AdminUsers, user) }
+
+// StatusRows are the rows of SHOW MYCACHED STATUS.
+func (s *Server) StatusRows() [][2]string { return s.cache.StatusRows(s.sessionCount()) }
+
+// Cache is the cache engine that admin statements inspect.
+func (s *Server) Cache() *cache.Engine { return s.cache }

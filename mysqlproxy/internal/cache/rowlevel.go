@@ -1,6 +1,7 @@
-package mysqlproxy
+package cache
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -8,7 +9,9 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/mycached/mycached/mysqlproxy/internal/relay"
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
+	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
 // Row-level invalidation. A table "db.t" has three kinds of generation:
@@ -58,25 +61,25 @@ func (c *pkCache) forget(table string) { c.m.Delete(table) }
 // session's backend connection if needed. It runs between the client's
 // statements, just before one that resets the same diagnostics area, so
 // the client cannot tell.
-func (s *session) primaryKey(t sqlinfo.Table) *pkInfo {
+func (c *Session) primaryKey(t sqlinfo.Table) *pkInfo {
 	name := t.String()
-	if v, ok := s.srv.pks.m.Load(name); ok {
+	if v, ok := c.e.pks.m.Load(name); ok {
 		pk := v.(*pkInfo)
 		if pk.until.IsZero() || time.Now().Before(pk.until) {
 			return pk
 		}
 	}
-	pk := s.learnPrimaryKey(t)
-	s.srv.pks.m.Store(name, pk)
+	pk := c.learnPrimaryKey(t)
+	c.e.pks.m.Store(name, pk)
 	return pk
 }
 
-func (s *session) learnPrimaryKey(t sqlinfo.Table) *pkInfo {
+func (c *Session) learnPrimaryKey(t sqlinfo.Table) *pkInfo {
 	// SHOW statements, not SELECTs from information_schema, so that
 	// MariaDB's Com_select, which operators watch, counts only clients.
 	negative := &pkInfo{until: time.Now().Add(pkNegativeTTL)}
 	table := quoteIdent(t.DB) + "." + quoteIdent(t.Name)
-	keys, err := s.internalQuery("SHOW KEYS FROM " + table + " WHERE Key_name = 'PRIMARY'")
+	keys, err := c.internalQuery("SHOW KEYS FROM " + table + " WHERE Key_name = 'PRIMARY'")
 	if err != nil || len(keys) == 0 {
 		return negative
 	}
@@ -90,14 +93,14 @@ func (s *session) learnPrimaryKey(t sqlinfo.Table) *pkInfo {
 	if len(pk.cols) > 1 {
 		return pk
 	}
-	cols, err := s.internalQuery("SHOW COLUMNS FROM " + table + " LIKE '" + mysql.Escape(keys[0][4]) + "'")
+	cols, err := c.internalQuery("SHOW COLUMNS FROM " + table + " LIKE '" + mysql.Escape(keys[0][4]) + "'")
 	if err != nil || len(cols) != 1 || len(cols[0]) < 6 { // Field, Type, Null, Key, Default, Extra
 		return pk
 	}
 	if !strings.Contains(strings.ToLower(cols[0][5]), "auto_increment") {
 		return pk
 	}
-	vars, err := s.internalQuery("SHOW VARIABLES WHERE Variable_name IN ('auto_increment_increment', 'innodb_autoinc_lock_mode')")
+	vars, err := c.internalQuery("SHOW VARIABLES WHERE Variable_name IN ('auto_increment_increment', 'innodb_autoinc_lock_mode')")
 	if err != nil {
 		return pk
 	}
@@ -121,16 +124,16 @@ func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``")
 // internalQuery runs a query of mycached's own on the session's backend
 // connection and returns its rows as strings (NULL as ""). The response
 // goes nowhere but here.
-func (s *session) internalQuery(q string) ([][]string, error) {
+func (c *Session) internalQuery(q string) ([][]string, error) {
 	p := append([]byte{mysql.COM_QUERY}, q...)
-	if err := s.forward(p); err != nil {
+	if err := c.s.Forward(p); err != nil {
 		return nil, err
 	}
 	var buf []byte
 	read := func() ([]byte, error) {
-		b, _, err := s.backend.readPacket(buf, s.srv.cfg.MaxPacket)
+		b, _, err := c.s.Backend.ReadPacket(buf, 1<<30)
 		if err != nil {
-			return nil, backendErr{err}
+			return nil, relay.BackendError{Err: err}
 		}
 		buf = b
 		return b, nil
@@ -140,15 +143,15 @@ func (s *session) internalQuery(q string) ([][]string, error) {
 		return nil, err
 	}
 	if len(first) == 0 || first[0] == mysql.ERR_HEADER || first[0] == mysql.OK_HEADER {
-		return nil, errf("internal query failed")
+		return nil, errors.New("cache: internal query failed")
 	}
-	cols, _ := lenenc(first)
+	cols, _ := wire.Lenenc(first)
 	for i := uint64(0); i < cols; i++ {
 		if _, err := read(); err != nil {
 			return nil, err
 		}
 	}
-	if !s.deprecateEOF() {
+	if !c.s.DeprecateEOF() {
 		if _, err := read(); err != nil {
 			return nil, err
 		}
@@ -160,9 +163,9 @@ func (s *session) internalQuery(q string) ([][]string, error) {
 			return nil, err
 		}
 		if len(b) > 0 && b[0] == mysql.ERR_HEADER {
-			return nil, errf("internal query failed")
+			return nil, errors.New("cache: internal query failed")
 		}
-		if len(b) > 0 && isTerminator(b[0], len(b)) {
+		if len(b) > 0 && wire.IsTerminator(b[0], len(b)) {
 			return rows, nil
 		}
 		row := make([]string, 0, cols)
@@ -172,9 +175,9 @@ func (s *session) internalQuery(q string) ([][]string, error) {
 				b = b[1:]
 				continue
 			}
-			n, k := lenenc(b)
+			n, k := wire.Lenenc(b)
 			if k == 0 || uint64(len(b)-k) < n {
-				return nil, errf("internal query: bad row")
+				return nil, errors.New("cache: internal query: bad row")
 			}
 			row = append(row, string(b[k:k+int(n)]))
 			b = b[k+int(n):]
@@ -187,7 +190,7 @@ func (s *session) internalQuery(q string) ([][]string, error) {
 // primary-key values of every row it names, or nil when it does not pin
 // the whole primary key to integer constants. params are the bound values
 // of a prepared statement.
-func keyRows(pk *pkInfo, cols []string, rows [][]sqlinfo.Value, params []paramValue) [][]string {
+func keyRows(pk *pkInfo, cols []string, rows [][]sqlinfo.Value, params []wire.Param) [][]string {
 	if pk == nil || len(pk.cols) == 0 || len(rows) == 0 {
 		return nil
 	}
@@ -225,16 +228,16 @@ func keyRows(pk *pkInfo, cols []string, rows [][]sqlinfo.Value, params []paramVa
 // Only integers are taken: a string key compares under its column's
 // collation (case, trailing spaces, accents), which mycached cannot mirror
 // without knowing it, so such lookups stay table-level.
-func canonicalKey(v sqlinfo.Value, params []paramValue) (string, bool) {
+func canonicalKey(v sqlinfo.Value, params []wire.Param) (string, bool) {
 	if v.Expr || v.Null {
 		return "", false
 	}
 	lit := v.Lit
 	if v.Param >= 0 {
-		if v.Param >= len(params) || params[v.Param].null || !params[v.Param].ok {
+		if v.Param >= len(params) || params[v.Param].Null || !params[v.Param].OK {
 			return "", false
 		}
-		lit = params[v.Param].text
+		lit = params[v.Param].Text
 	}
 	lit = strings.TrimSpace(lit)
 	if i, err := strconv.ParseInt(lit, 10, 64); err == nil {
@@ -252,19 +255,19 @@ func canonicalKey(v sqlinfo.Value, params []paramValue) (string, bool) {
 // A statement's text fixes its key values, so without parameters the
 // result is memoized per analysis and database, like table-level ones;
 // DDL clears the memo, since it may change a primary key.
-func (s *session) readDepsFor(info *sqlinfo.Info, params []paramValue) *readDeps {
-	if info.Point == nil || len(info.Reads) != 1 || s.srv.cfg.TableLevel {
-		return s.srv.deps(info, s.hello.db)
+func (c *Session) readDepsFor(info *sqlinfo.Info, params []wire.Param) *readDeps {
+	if info.Point == nil || len(info.Reads) != 1 || c.e.cfg.TableLevel {
+		return c.e.deps(info, c.s.Hello.DB)
 	}
-	k := depsKey{info, s.hello.db, true}
+	k := depsKey{info, c.s.Hello.DB, true}
 	if params == nil {
-		if v, ok := s.srv.depsMemo.m.Load(k); ok {
+		if v, ok := c.e.depsMemo.m.Load(k); ok {
 			return v.(*readDeps)
 		}
 	}
-	deps := s.srv.deps(info, s.hello.db)
-	t := sqlinfo.Qualify([]sqlinfo.Table{info.Point.Table}, s.hello.db)[0]
-	keys := keyRows(s.primaryKey(t), info.Point.Cols, info.Point.Rows, params)
+	deps := c.e.deps(info, c.s.Hello.DB)
+	t := sqlinfo.Qualify([]sqlinfo.Table{info.Point.Table}, c.s.Hello.DB)[0]
+	keys := keyRows(c.primaryKey(t), info.Point.Cols, info.Point.Rows, params)
 	if keys == nil {
 		return deps
 	}
@@ -278,16 +281,16 @@ func (s *session) readDepsFor(info *sqlinfo.Info, params []paramValue) *readDeps
 	}
 	d.all = append(d.all, nonKey(name), t.DB+".*", "*")
 	if params == nil {
-		s.srv.depsMemo.store(k, d)
+		c.e.depsMemo.store(k, d)
 	}
 	return d
 }
 
 // writeDeps returns what a confirmed write bumps in one table.
-func (s *session) writeDeps(info *sqlinfo.Info, t sqlinfo.Table, resp *Response, params []paramValue) []string {
+func (c *Session) writeDeps(info *sqlinfo.Info, t sqlinfo.Table, resp *relay.Response, params []wire.Param) []string {
 	name := t.String()
 	all := []string{name, nonKey(name)}
-	if s.srv.cfg.TableLevel {
+	if c.e.cfg.TableLevel {
 		return all
 	}
 	switch info.Kind {
@@ -295,7 +298,7 @@ func (s *session) writeDeps(info *sqlinfo.Info, t sqlinfo.Table, resp *Response,
 		if info.Point == nil || len(info.Writes) != 1 {
 			return all
 		}
-		pk := s.primaryKey(t)
+		pk := c.primaryKey(t)
 		keys := keyRows(pk, info.Point.Cols, info.Point.Rows, params)
 		if keys == nil {
 			return all
@@ -312,7 +315,7 @@ func (s *session) writeDeps(info *sqlinfo.Info, t sqlinfo.Table, resp *Response,
 		if info.OnDuplicate || len(info.Writes) != 1 {
 			return all
 		}
-		pk := s.primaryKey(t)
+		pk := c.primaryKey(t)
 		if pk == nil || len(pk.cols) == 0 {
 			return all
 		}
@@ -343,8 +346,8 @@ func (s *session) writeDeps(info *sqlinfo.Info, t sqlinfo.Table, resp *Response,
 		}
 		return out
 	case sqlinfo.DDL:
-		s.srv.pks.forget(name)
-		s.srv.depsMemo.clear()
+		c.e.pks.forget(name)
+		c.e.depsMemo.clear()
 	}
 	return all
 }

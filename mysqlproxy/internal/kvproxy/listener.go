@@ -1,15 +1,16 @@
-package mysqlproxy
+package kvproxy
 
 import (
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"net"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/mycached/mycached/mysqlproxy/internal/kv"
+	"github.com/mycached/mycached/mysqlproxy/internal/relay"
+	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
 // This file is the kv-only listener: MySQL's wire protocol with no backend
@@ -42,75 +43,61 @@ const kvCaps = mysql.CLIENT_LONG_PASSWORD | mysql.CLIENT_FOUND_ROWS | mysql.CLIE
 // language is the same on both; the message says how to write the key.
 const kvOnlyMsg = "mycached: this listener serves only the key/value pseudo-queries (INSERT \"k\" = \"v\", SELECT \"k\", DELETE \"k\", SELECT *, DROP; SELECT takes keys in double quotes or as prepared ? parameters); send SQL to the main listener"
 
-var errKVAuth = errors.New("mysqlproxy: kv listener: malformed auth exchange")
-
-// ServeKV accepts connections on ln for the kv-only listener until Close
-// or Shutdown. It needs no backend: it authenticates users against
-// Config.KVPasswords itself (mysql_native_password; clients that start
-// with another plugin are switched to it) and answers only the key/value
-// pseudo-queries, text or prepared. Other SQL gets an error and the
-// connection goes on. Each connection gets its own goroutine, which
-// recovers from panics as Serve's do.
-func (s *Server) ServeKV(ln net.Listener) error {
-	return s.serve(ln, "kv", (*session).runKV)
-}
-
-// runKV serves one kv-only connection: its own handshake, then commands.
+// RunKV serves one kv-only connection: its own handshake, then commands.
 // The session has no backend, and nothing on this path touches one.
-func (s *session) runKV() {
-	defer s.srv.forget(s)
-	defer s.client.release()
-	defer s.client.close()
+func (srv *Server) RunKV(s *relay.Session) {
+	defer s.Client.Release()
+	defer s.Client.Close()
 
-	s.connID = uint32(s.id)
-	setDeadline(s.client.conn, handshakeTimeout)
-	ok, err := s.kvHandshake()
+	k := srv.NewSession(s)
+	s.ConnID = uint32(s.ID)
+	s.StartHandshakeDeadline()
+	ok, err := k.kvHandshake()
 	if err != nil {
-		s.logEnd("kv handshake failed", err)
+		s.LogEnd("kv handshake failed", err)
 		return
 	}
 	if !ok {
 		return
 	}
-	setDeadline(s.client.conn, 0)
-	s.log = s.log.With("user", s.hello.user)
-	s.state.reset(s.hello.charset)
-	s.loop(s.dispatchKV)
+	s.EndHandshakeDeadline()
+	s.Log = s.Log.With("user", s.Hello.User)
+	s.Loop(k.dispatchKV)
 }
 
 // kvHandshake sends the greeting, reads the client's reply and checks its
 // password, switching the client to mysql_native_password when it began
 // with another plugin. It returns whether the client is in; a refused
 // client has had its access-denied error.
-func (s *session) kvHandshake() (bool, error) {
+func (k *Session) kvHandshake() (bool, error) {
 	scramble, err := newScramble()
 	if err != nil {
 		return false, err
 	}
-	if _, err := s.client.writePacket(kvGreeting(s.connID, scramble), 0); err != nil {
-		return false, clientErr{err}
+	if _, err := k.s.Client.WritePacket(kvGreeting(k.s.ConnID, scramble), 0); err != nil {
+		return false, relay.ClientError{Err: err}
 	}
-	if err := s.flush(); err != nil {
+	if err := k.s.Flush(); err != nil {
 		return false, err
 	}
-	resp, seq, err := s.client.readPacket(nil, 1<<20)
+	resp, seq, err := k.s.Client.ReadPacket(nil, 1<<20)
 	if err != nil {
-		return false, clientErr{err}
+		return false, relay.ClientError{Err: err}
 	}
-	if len(resp) == sslRequestLen {
+	if len(resp) == relay.SSLRequestLen {
 		// CLIENT_SSL was not offered; a client that asks anyway cannot be
 		// served in the clear it did not want.
-		s.sendError(seq+1, mysql.ER_NOT_SUPPORTED_YET, "08004", "mycached: the kv listener does not offer TLS", true)
+		k.s.SendError(seq+1, mysql.ER_NOT_SUPPORTED_YET, "08004", "mycached: the kv listener does not offer TLS", true)
 		return false, nil
 	}
 	hello, auth, err := parseKVHello(resp)
 	if err != nil {
-		s.sendError(seq+1, mysql.ER_HANDSHAKE_ERROR, "08S01", "mycached: bad handshake", true)
+		k.s.SendError(seq+1, mysql.ER_HANDSHAKE_ERROR, "08S01", "mycached: bad handshake", true)
 		return false, err
 	}
-	s.hello = hello
-	s.caps = hello.caps & kvCaps
-	if hello.plugin != "" && hello.plugin != nativePassword {
+	k.s.Hello = hello
+	k.s.Caps = hello.Caps & kvCaps
+	if hello.Plugin != "" && hello.Plugin != nativePassword {
 		// The client hashed for another plugin (caching_sha2_password,
 		// say): ask again, for mysql_native_password and a fresh scramble.
 		if scramble, err = newScramble(); err != nil {
@@ -119,33 +106,33 @@ func (s *session) kvHandshake() (bool, error) {
 		sw := append([]byte{mysql.EOF_HEADER}, nativePassword...)
 		sw = append(sw, 0)
 		sw = append(append(sw, scramble...), 0)
-		if _, err := s.client.writePacket(sw, seq+1); err != nil {
-			return false, clientErr{err}
+		if _, err := k.s.Client.WritePacket(sw, seq+1); err != nil {
+			return false, relay.ClientError{Err: err}
 		}
-		if err := s.flush(); err != nil {
+		if err := k.s.Flush(); err != nil {
 			return false, err
 		}
-		if auth, seq, err = s.client.readPacket(nil, 1<<16); err != nil {
-			return false, clientErr{err}
+		if auth, seq, err = k.s.Client.ReadPacket(nil, 1<<16); err != nil {
+			return false, relay.ClientError{Err: err}
 		}
 	}
-	if !s.srv.kvPasswordOK(hello.user, auth, scramble) {
+	if !k.srv.passwordOK(hello.User, auth, scramble) {
 		using := "NO"
 		if len(auth) > 0 {
 			using = "YES"
 		}
-		host, _, _ := net.SplitHostPort(s.clientAddr)
-		s.sendError(seq+1, mysql.ER_ACCESS_DENIED_ERROR, "28000",
-			"Access denied for user '"+hello.user+"'@'"+host+"' (using password: "+using+"); the kv listener accepts the users of --kv-users-file", true)
-		s.log.Info("kv access denied", "user", hello.user)
+		host, _, _ := net.SplitHostPort(k.s.ClientAddr)
+		k.s.SendError(seq+1, mysql.ER_ACCESS_DENIED_ERROR, "28000",
+			"Access denied for user '"+hello.User+"'@'"+host+"' (using password: "+using+"); the kv listener accepts the users of --kv-users-file", true)
+		k.s.Log.Info("kv access denied", "user", hello.User)
 		return false, nil
 	}
-	s.status = mysql.SERVER_STATUS_AUTOCOMMIT
-	b := appendOK(make([]byte, 0, 16), 0, 0, s.status, 0)
-	if _, err := s.client.writePacket(b, seq+1); err != nil {
-		return false, clientErr{err}
+	k.s.Status = mysql.SERVER_STATUS_AUTOCOMMIT
+	b := wire.AppendOK(make([]byte, 0, 16), 0, 0, k.s.Status, 0)
+	if _, err := k.s.Client.WritePacket(b, seq+1); err != nil {
+		return false, relay.ClientError{Err: err}
 	}
-	return true, s.flush()
+	return true, k.s.Flush()
 }
 
 // newScramble returns a fresh 20-byte auth scramble. The scramble is
@@ -164,13 +151,13 @@ func newScramble() ([]byte, error) {
 	return b, nil
 }
 
-// kvPasswordOK checks a mysql_native_password reply against the user's
+// passwordOK checks a mysql_native_password reply against the user's
 // entry in Config.KVPasswords. An empty password matches only an empty
 // reply. A password written as mysql.user stores it ("*" and 40 hex
 // digits, MySQL's PASSWORD()) is taken as the SHA1(SHA1(password)) hash
 // the check needs, so the file need not hold the password itself.
-func (srv *Server) kvPasswordOK(user string, reply, scramble []byte) bool {
-	pw, ok := srv.cfg.KVPasswords[user]
+func (srv *Server) passwordOK(user string, reply, scramble []byte) bool {
+	pw, ok := srv.cfg.Passwords[user]
 	switch {
 	case !ok:
 		return false
@@ -212,103 +199,103 @@ func kvGreeting(connID uint32, scramble []byte) []byte {
 
 // parseKVHello reads a handshake response: what parseHandshakeResponse
 // reads, and the auth response too, which the relay never needs.
-func parseKVHello(p []byte) (clientHello, []byte, error) {
-	h, err := parseHandshakeResponse(p)
+func parseKVHello(p []byte) (relay.Hello, []byte, error) {
+	h, err := relay.ParseHandshakeResponse(p)
 	if err != nil {
 		return h, nil, err
 	}
-	_, rest, _ := cstring(p[sslRequestLen:])
+	_, rest, _ := wire.CString(p[relay.SSLRequestLen:])
 	var auth []byte
 	switch {
-	case h.caps&mysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA != 0:
-		n, k := lenenc(rest)
+	case h.Caps&mysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA != 0:
+		n, k := wire.Lenenc(rest)
 		auth = rest[k : k+int(n)] // parseHandshakeResponse checked the bounds
-	case h.caps&mysql.CLIENT_SECURE_CONNECTION != 0:
+	case h.Caps&mysql.CLIENT_SECURE_CONNECTION != 0:
 		auth = rest[1 : 1+int(rest[0])]
 	default:
-		a, _, _ := cstring(rest)
+		a, _, _ := wire.CString(rest)
 		auth = []byte(a)
 	}
 	return h, auth, nil
 }
 
 // dispatchKV answers one command on the kv-only listener.
-func (s *session) dispatchKV(p []byte) error {
+func (k *Session) dispatchKV(p []byte) error {
 	switch p[0] {
 	case mysql.COM_QUERY:
-		return s.kvOnlyQuery(string(p[1:]))
+		return k.kvOnlyQuery(string(p[1:]))
 	case mysql.COM_QUIT:
-		return errQuit
+		return relay.ErrQuit
 	case mysql.COM_PING, mysql.COM_SET_OPTION:
-		return s.writeOK(0)
+		return k.s.WriteOK(0)
 	case mysql.COM_INIT_DB:
 		// There are no databases, but clients that name one at connect or
 		// with USE should carry on.
-		s.hello.db = string(p[1:])
-		return s.writeOK(0)
+		k.s.Hello.DB = string(p[1:])
+		return k.s.WriteOK(0)
 	case mysql.COM_RESET_CONNECTION:
-		clear(s.localStmts)
-		return s.writeOK(0)
+		clear(k.local)
+		return k.s.WriteOK(0)
 	case mysql.COM_STATISTICS:
-		if _, err := s.client.writePacket([]byte("mycached key/value listener"), s.replySeq()); err != nil {
-			return clientErr{err}
+		if _, err := k.s.Client.WritePacket([]byte("mycached key/value listener"), k.s.ReplySeq()); err != nil {
+			return relay.ClientError{Err: err}
 		}
-		return s.flush()
+		return k.s.Flush()
 	case mysql.COM_STMT_PREPARE:
-		st, ok, err := s.parseKV(string(p[1:]))
+		st, ok, err := k.parseKV(string(p[1:]))
 		switch {
 		case !ok:
-			return s.writeErr(mysql.ER_NOT_SUPPORTED_YET, "42000", kvOnlyMsg)
+			return k.s.WriteErr(mysql.ER_NOT_SUPPORTED_YET, "42000", kvOnlyMsg)
 		case err != nil:
-			return s.writeKVResult(kv.ErrorResult(err), false)
+			return k.writeKVResult(kv.ErrorResult(err), false)
 		}
-		return s.kvPrepareLocal(st)
+		return k.kvPrepareLocal(st)
 	case mysql.COM_STMT_EXECUTE:
 		if len(p) >= 10 {
-			if st := s.localStmts[le32(p[1:])]; st != nil {
-				return s.kvExecute(st, p)
+			if st := k.local[wire.Le32(p[1:])]; st != nil {
+				return k.kvExecute(st, p)
 			}
 		}
-		return s.writeErr(mysql.ER_UNKNOWN_STMT_HANDLER, "HY000", "mycached: unknown prepared statement handler")
+		return k.s.WriteErr(mysql.ER_UNKNOWN_STMT_HANDLER, "HY000", "mycached: unknown prepared statement handler")
 	case mysql.COM_STMT_CLOSE:
 		if len(p) >= 5 {
-			delete(s.localStmts, le32(p[1:]))
+			delete(k.local, wire.Le32(p[1:]))
 		}
 		return nil // no response
 	case mysql.COM_STMT_SEND_LONG_DATA:
 		return nil // no response; kv parameters come inline, and the execute says so
 	case mysql.COM_STMT_RESET:
-		if len(p) >= 5 && s.localStmts[le32(p[1:])] != nil {
-			return s.writeOK(0)
+		if len(p) >= 5 && k.local[wire.Le32(p[1:])] != nil {
+			return k.s.WriteOK(0)
 		}
-		return s.writeErr(mysql.ER_UNKNOWN_STMT_HANDLER, "HY000", "mycached: unknown prepared statement handler")
+		return k.s.WriteErr(mysql.ER_UNKNOWN_STMT_HANDLER, "HY000", "mycached: unknown prepared statement handler")
 	}
-	return s.writeErr(mysql.ER_UNKNOWN_COM_ERROR, "08S01", "mycached: the kv listener does not support this command")
+	return k.s.WriteErr(mysql.ER_UNKNOWN_COM_ERROR, "08S01", "mycached: the kv listener does not support this command")
 }
 
 // kvOnlyQuery answers COM_QUERY on the kv-only listener.
-func (s *session) kvOnlyQuery(sql string) error {
-	st, ok, err := s.parseKV(sql)
+func (k *Session) kvOnlyQuery(sql string) error {
+	st, ok, err := k.parseKV(sql)
 	switch {
 	case ok && err != nil:
-		return s.writeKVResult(kv.ErrorResult(err), false)
+		return k.writeKVResult(kv.ErrorResult(err), false)
 	case ok && st.Params > 0:
-		return s.writeKVResult(kv.ErrorResult(kv.ErrUnbound), false)
+		return k.writeKVResult(kv.ErrorResult(kv.ErrUnbound), false)
 	case ok:
-		return s.writeKVResult(s.execKV(st), false)
+		return k.writeKVResult(k.execKV(st), false)
 	}
 	switch kvSessionStatement(sql) {
 	case "set", "commit", "rollback":
 		// Drivers set up their sessions at connect (PyMySQL sends SET NAMES
 		// and SET autocommit) and commit after writes. The kv store has no
 		// session state that these change, and no transactions.
-		return s.writeOK(0)
+		return k.s.WriteOK(0)
 	case "version_comment":
 		// The mariadb client asks this when it starts, for its banner.
 		v := "mycached key/value listener"
-		return s.writeResult([]string{"@@version_comment"}, [][]*string{{&v}})
+		return k.s.WriteResult([]string{"@@version_comment"}, [][]*string{{&v}})
 	}
-	return s.writeErr(mysql.ER_NOT_SUPPORTED_YET, "42000", kvOnlyMsg)
+	return k.s.WriteErr(mysql.ER_NOT_SUPPORTED_YET, "42000", kvOnlyMsg)
 }
 
 // kvSessionStatement classifies the few SQL statements the kv-only

@@ -1,4 +1,4 @@
-package mysqlproxy
+package cache
 
 import (
 	"bufio"
@@ -11,8 +11,10 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/mycached/mycached/cachepolicy"
+	"github.com/mycached/mycached/mysqlproxy/internal/relay"
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 	"github.com/mycached/mycached/mysqlproxy/internal/store"
+	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
 // Bypass reasons, as counted in metrics and shown by SHOW MYCACHED QUERIES.
@@ -39,62 +41,62 @@ const statusMask = mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_STATUS_AUTOCOMMIT
 
 // cacheRead serves a cacheable read (a COM_QUERY, or a COM_STMT_EXECUTE
 // when st is set) from the cache, or relays it and stores the response.
-func (s *session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *stmt) error {
-	srv := s.srv
-	if why := s.bypassReason(info, st, p); why != "" {
-		srv.stats.bypass(why)
-		srv.queries.note(info.Digest, why, 0)
-		return s.relayMode(p, modeResult)
+func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.Stmt) error {
+	e := c.e
+	if why := c.bypassReason(info, st, p); why != "" {
+		e.Stats.bypass(why)
+		e.Queries.note(info.Digest, why, 0)
+		return c.s.RelayMode(p, relay.ModeResult)
 	}
-	var params []paramValue
+	var params []wire.Param
 	if st != nil && info.Point != nil {
-		params = decodeParams(p, int(st.params), st.types)
+		params = wire.DecodeParams(p, int(st.Params), st.Types)
 	}
-	deps := s.readDepsFor(info, params)
-	q := &s.q
+	deps := c.readDepsFor(info, params)
+	q := &c.q
 	*q = cachepolicy.Query{
 		SQL: sql, Digest: info.Digest, Kind: info.Kind.String(), Tables: deps.tables,
-		DB: s.hello.db, User: s.hello.user, ClientAddr: s.clientAddr, Prepared: st != nil,
-		InTransaction: s.status&mysql.SERVER_STATUS_IN_TRANS != 0, Cacheable: true,
+		DB: c.s.Hello.DB, User: c.s.Hello.User, ClientAddr: c.s.ClientAddr, Prepared: st != nil,
+		InTransaction: c.s.Status&mysql.SERVER_STATUS_IN_TRANS != 0, Cacheable: true,
 		PointLookup: deps.point, Keys: deps.keyStr,
 	}
-	dec, ok := srv.policy.Cache(q)
+	dec, ok := e.Policy.Cache(q)
 	if !ok || dec.TTL <= 0 {
-		srv.stats.bypass(whyPolicy)
-		srv.queries.note(info.Digest, whyPolicy, 0)
-		return s.relayMode(p, modeResult)
+		e.Stats.bypass(whyPolicy)
+		e.Queries.note(info.Digest, whyPolicy, 0)
+		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	all := deps.all
 	if len(dec.Depends) > 0 {
 		all = append(append(make([]string, 0, len(all)+len(dec.Depends)), all...), dec.Depends...)
 	}
-	check := s.checkBytes(dec.Scope, p, st)
+	check := c.checkBytes(dec.Scope, p, st)
 	key := cacheKey(check)
 
 	start := time.Now()
-	e, tier, cur, status := srv.store.Lookup(context.Background(), key, check, all)
+	ent, tier, cur, status := e.Store.Lookup(context.Background(), key, check, all)
 	switch status {
 	case store.Hit, store.Stale:
-		srv.stats.hit(tier, time.Since(start))
-		srv.queries.note(info.Digest, "", 1)
-		if err := s.replay(e.Payload, p); err != nil || status != store.Stale || st != nil {
+		e.Stats.hit(tier, time.Since(start))
+		e.Queries.note(info.Digest, "", 1)
+		if err := c.replay(ent.Payload, p); err != nil || status != store.Stale || st != nil {
 			// Prepared statements are refreshed at the hard ttl instead:
 			// their parameters are not a COM_QUERY to re-run.
 			return err
 		}
-		s.refresh(key, check, all, cur, dec, p)
+		c.refresh(key, check, all, cur, dec, p)
 		return nil
 	case store.Bypass:
-		srv.stats.bypass(whyPending)
-		srv.queries.note(info.Digest, whyPending, 0)
-		return s.relayMode(p, modeResult)
+		e.Stats.bypass(whyPending)
+		e.Queries.note(info.Digest, whyPending, 0)
+		return c.s.RelayMode(p, relay.ModeResult)
 	case store.Error:
-		srv.stats.bypass(whyCacheError)
-		return s.relayMode(p, modeResult)
+		e.Stats.bypass(whyCacheError)
+		return c.s.RelayMode(p, relay.ModeResult)
 	}
-	srv.stats.miss()
-	srv.queries.note(info.Digest, "", -1)
-	return s.fill(p, key, check, all, cur, dec, start)
+	e.Stats.miss()
+	e.Queries.note(info.Digest, "", -1)
+	return c.fill(p, key, check, all, cur, dec, start)
 }
 
 // fill runs a missed read on the backend, streaming it to the client while
@@ -103,62 +105,61 @@ func (s *session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *stmt) 
 // or run it themselves if it could not be stored. The generations are part
 // of the flight's key, so a client that arrives after a write never joins
 // a flight that read before it.
-func (s *session) fill(p []byte, key string, check []byte, deps []string, gens []uint64, dec cachepolicy.Decision, start time.Time) error {
-	srv := s.srv
+func (c *Session) fill(p []byte, key string, check []byte, deps []string, gens []uint64, dec cachepolicy.Decision, start time.Time) error {
+	e := c.e
 	fk := flightKey(key, gens)
 	leader := false
 	var relayErr error
-	v, _, _ := srv.flight.Do(fk, func() (any, error) {
+	v, _, _ := e.flight.Do(fk, func() (any, error) {
 		leader = true
-		payload, why, err := s.relayTee(p, dec, nil)
+		payload, why, err := c.relayTee(p, dec, nil)
 		relayErr = err
 		if why != "" {
-			srv.stats.bypass(why)
+			e.Stats.bypass(why)
 		}
 		if payload == nil {
 			return nil, nil
 		}
-		s.put(key, check, deps, gens, dec, payload)
-		srv.stats.missLatency.Observe(time.Since(start).Seconds())
+		c.put(key, check, deps, gens, dec, payload)
+		e.Stats.missLatency.Observe(time.Since(start).Seconds())
 		return payload, nil
 	})
 	if leader {
 		return relayErr
 	}
 	if payload, ok := v.([]byte); ok && payload != nil {
-		srv.stats.shared.Inc()
-		return s.replay(payload, p)
+		e.Stats.shared.Inc()
+		return c.replay(payload, p)
 	}
-	return s.relayMode(p, modeResult)
+	return c.s.RelayMode(p, relay.ModeResult)
 }
 
 // relayTee relays a read to dst (nil: the client) and returns its
 // response in cacheable form, or nil and the reason it must not be stored.
-func (s *session) relayTee(p []byte, dec cachepolicy.Decision, dst *bufio.Writer) ([]byte, string, error) {
-	if err := s.forward(p); err != nil {
+func (c *Session) relayTee(p []byte, dec cachepolicy.Decision, dst *bufio.Writer) ([]byte, string, error) {
+	if err := c.s.Forward(p); err != nil {
 		return nil, "", err
 	}
-	limit := s.srv.cfg.MaxResultBytes
+	limit := c.e.cfg.MaxResultBytes
 	if dec.MaxBytes > 0 && dec.MaxBytes < limit {
 		limit = dec.MaxBytes
 	}
-	r := relayer{s: s, dst: dst, teeMax: int(limit) + payloadHeaderMax}
-	r.tee = append(s.srv.getTee(), 0, 0) // room for the count of status offsets
-	defer func() { s.srv.putTee(r.tee) }()
-	err := r.relay(modeResult)
-	s.errSeq = r.lastSeq + 1
-	s.last = r.resp
+	r := relay.Relayer{S: c.s, Dst: dst, TeeMax: int(limit) + payloadHeaderMax}
+	r.Tee = append(c.e.getTee(), 0, 0) // room for the count of status offsets
+	defer func() { c.e.putTee(r.Tee) }()
+	err := r.Relay(relay.ModeResult)
+	c.s.Done(&r)
 	if err != nil {
 		return nil, "", err
 	}
-	if why := storable(&r.resp, r.tee, dec); why != "" {
+	if why := storable(&r.Resp, r.Tee, dec); why != "" {
 		return nil, why, nil
 	}
-	return r.payload(), "", nil
+	return payload(&r), "", nil
 }
 
 // put stores a response with the generations read before it ran.
-func (s *session) put(key string, check []byte, deps []string, gens []uint64, dec cachepolicy.Decision, payload []byte) {
+func (c *Session) put(key string, check []byte, deps []string, gens []uint64, dec cachepolicy.Decision, payload []byte) {
 	now := time.Now()
 	e := &store.Entry{
 		Check: append([]byte(nil), check...), Payload: payload,
@@ -167,17 +168,17 @@ func (s *session) put(key string, check []byte, deps []string, gens []uint64, de
 	if dec.SoftTTL > 0 && dec.SoftTTL < dec.TTL {
 		e.Soft = now.Add(dec.SoftTTL)
 	}
-	if err := s.srv.store.Put(context.Background(), key, e); err == nil {
-		s.srv.stats.stores.Inc()
+	if err := c.e.Store.Put(context.Background(), key, e); err == nil {
+		c.e.Stats.stores.Inc()
 	}
 }
 
 // storable says why a relayed response must not be stored, or "".
-func storable(resp *Response, tee []byte, dec cachepolicy.Decision) string {
+func storable(resp *relay.Response, tee []byte, dec cachepolicy.Decision) string {
 	switch {
 	case tee == nil:
 		return whyTooLarge
-	case resp.Kind != RespResultSet || resp.Failed() || resp.Results != 1 || resp.Cursor || resp.LocalInfile:
+	case resp.Kind != relay.RespResultSet || resp.Failed() || resp.Results != 1 || resp.Cursor || resp.LocalInfile:
 		return whyNotStored
 	case resp.Warnings != 0:
 		return whyNotStored
@@ -193,25 +194,25 @@ const payloadHeaderMax = 2 + 2*4
 
 // payload lays out the teed response as stored: the number of status
 // offsets, the offsets, then the raw packets.
-func (r *relayer) payload() []byte {
-	n := len(r.statusOffs)
-	out := make([]byte, 2+4*n, 2+4*n+len(r.tee)-2)
+func payload(r *relay.Relayer) []byte {
+	n := len(r.StatusOffs)
+	out := make([]byte, 2+4*n, 2+4*n+len(r.Tee)-2)
 	binary.LittleEndian.PutUint16(out, uint16(n))
-	for i, off := range r.statusOffs {
+	for i, off := range r.StatusOffs {
 		binary.LittleEndian.PutUint32(out[2+4*i:], uint32(off-2))
 	}
-	return append(out, r.tee[2:]...)
+	return append(out, r.Tee[2:]...)
 }
 
 // replay writes a stored response to the client with this session's
 // transaction status flags, and flushes once.
-func (s *session) replay(payload, p []byte) error {
+func (c *Session) replay(payload, p []byte) error {
 	if len(payload) < 2 {
-		return s.relayMode(p, modeResult) // cannot happen: stored payloads have a header
+		return c.s.RelayMode(p, relay.ModeResult) // cannot happen: stored payloads have a header
 	}
 	n := int(binary.LittleEndian.Uint16(payload))
 	raw := payload[2+4*n:]
-	w := s.client.w
+	w := c.s.Client.W
 	pos := 0
 	for i := 0; i < n; i++ {
 		off := int(binary.LittleEndian.Uint32(payload[2+4*i:]))
@@ -219,24 +220,21 @@ func (s *session) replay(payload, p []byte) error {
 			break
 		}
 		if _, err := w.Write(raw[pos:off]); err != nil {
-			return clientErr{err}
+			return relay.ClientError{Err: err}
 		}
-		st := binary.LittleEndian.Uint16(raw[off:])&^statusMask | s.status&statusMask
+		st := binary.LittleEndian.Uint16(raw[off:])&^statusMask | c.s.Status&statusMask
 		var b [2]byte
 		binary.LittleEndian.PutUint16(b[:], st)
 		if _, err := w.Write(b[:]); err != nil {
-			return clientErr{err}
+			return relay.ClientError{Err: err}
 		}
 		pos = off + 2
 	}
 	if _, err := w.Write(raw[pos:]); err != nil {
-		return clientErr{err}
+		return relay.ClientError{Err: err}
 	}
-	s.last = Response{Kind: RespResultSet, Status: s.status, Results: 1, Bytes: int64(len(raw))}
-	if err := w.Flush(); err != nil {
-		return clientErr{err}
-	}
-	return nil
+	c.s.Last = relay.Response{Kind: relay.RespResultSet, Status: c.s.Status, Results: 1, Bytes: int64(len(raw))}
+	return c.s.Flush()
 }
 
 // refresh re-runs a read whose soft ttl has passed, after its client has
@@ -244,55 +242,55 @@ func (s *session) replay(payload, p []byte) error {
 // clients go on being served the entry meanwhile. mycached holds no
 // passwords, so the refresh runs on this session's own backend
 // connection, and its response goes nowhere but the cache.
-func (s *session) refresh(key string, check []byte, deps []string, gens []uint64, dec cachepolicy.Decision, p []byte) {
+func (c *Session) refresh(key string, check []byte, deps []string, gens []uint64, dec cachepolicy.Decision, p []byte) {
 	// The store hands Stale to one lookup per key at a time, so one
 	// session refreshes while the others are served the entry.
-	discard := s.srv.discard()
-	defer s.srv.putDiscard(discard)
-	if payload, _, err := s.relayTee(p, dec, discard); err == nil && payload != nil {
-		s.put(key, check, deps, gens, dec, payload)
+	discard := discard()
+	defer putDiscard(discard)
+	if payload, _, err := c.relayTee(p, dec, discard); err == nil && payload != nil {
+		c.put(key, check, deps, gens, dec, payload)
 	}
 }
 
 // bypassReason says why a cacheable read must not use the cache on this
 // session now, or "".
-func (s *session) bypassReason(info *sqlinfo.Info, st *stmt, p []byte) string {
+func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) string {
 	switch {
-	case s.cacheOff:
+	case c.CacheOff:
 		return whySessionOff
-	case s.tainted:
+	case c.tainted:
 		return whyTainted
 	case info.NoCacheHint:
 		return whyHint
-	case len(p) >= maxPayload:
+	case len(p) >= wire.MaxPayload:
 		// A stored response's sequence ids follow a one-packet command.
 		return whyTooLarge
 	}
-	if ok, why := info.CacheableIn(s.hello.db); !ok {
+	if ok, why := info.CacheableIn(c.s.Hello.DB); !ok {
 		return why
 	}
-	if s.status&mysql.SERVER_STATUS_IN_TRANS != 0 {
-		switch s.srv.cfg.CacheInTransactions {
-		case CacheNever:
+	if c.s.Status&mysql.SERVER_STATUS_IN_TRANS != 0 {
+		switch c.e.cfg.CacheInTransactions {
+		case Never:
 			return whyTx
-		case CacheReadOnly:
-			if s.status&mysql.SERVER_STATUS_IN_TRANS_READONLY == 0 {
+		case ReadOnly:
+			if c.s.Status&mysql.SERVER_STATUS_IN_TRANS_READONLY == 0 {
 				return whyTx
 			}
 		}
-		if s.txWrote {
+		if c.txWrote {
 			return whyWriteTx
 		}
 	}
-	if len(s.temps) > 0 {
-		for _, t := range sqlinfo.Qualify(info.Reads, s.hello.db) {
-			if _, ok := s.temps[t.String()]; ok {
+	if len(c.temps) > 0 {
+		for _, t := range sqlinfo.Qualify(info.Reads, c.s.Hello.DB) {
+			if _, ok := c.temps[t.String()]; ok {
 				return whyTemporary
 			}
 		}
 	}
 	if st != nil {
-		if st.longData {
+		if st.LongData {
 			return whyLongData
 		}
 		if len(p) > 5 && p[5]&0x0f != 0 { // CURSOR_TYPE_*: rows come by fetch
@@ -306,38 +304,38 @@ func (s *session) bypassReason(info *sqlinfo.Info, st *stmt, p []byte) string {
 // session state, wire format and statement. It is hashed into the key and
 // stored in the entry, where a hit compares it whole, so a hash collision
 // can never serve another statement's rows.
-func (s *session) checkBytes(scope cachepolicy.Scope, p []byte, st *stmt) []byte {
-	b := s.checkBuf[:0]
+func (c *Session) checkBytes(scope cachepolicy.Scope, p []byte, st *relay.Stmt) []byte {
+	b := c.checkBuf[:0]
 	if scope == cachepolicy.ScopeShared {
 		b = append(b, 0)
 	} else {
 		b = append(b, 1)
-		b = append(b, s.hello.user...)
+		b = append(b, c.s.Hello.User...)
 	}
 	b = append(b, 0)
-	b = append(b, s.hello.db...)
+	b = append(b, c.s.Hello.DB...)
 	b = append(b, 0)
-	b = binary.LittleEndian.AppendUint64(b, s.state.digest)
+	b = binary.LittleEndian.AppendUint64(b, c.state.digest)
 	format := byte('t')
 	if st != nil {
 		format = 'b'
 	}
-	if s.deprecateEOF() {
+	if c.s.DeprecateEOF() {
 		format++
 	}
 	b = append(b, format)
 	if st == nil {
 		b = append(b, p[1:]...)
 	} else {
-		b = append(b, st.sql...)
+		b = append(b, st.SQL...)
 		b = append(b, 0)
-		b = append(b, st.types...)
+		b = append(b, st.Types...)
 		b = append(b, 0)
 		if len(p) > 10 {
 			b = append(b, p[10:]...) // null bitmap, bound flag, types, values
 		}
 	}
-	s.checkBuf = b
+	c.checkBuf = b
 	return b
 }
 

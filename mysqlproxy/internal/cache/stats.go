@@ -1,4 +1,4 @@
-package mysqlproxy
+package cache
 
 import (
 	"sort"
@@ -11,9 +11,9 @@ import (
 	"github.com/mycached/mycached/mysqlproxy/internal/store"
 )
 
-// stats are the server's counters, exported on /metrics and by SHOW
+// Stats are the cache's counters, exported on /metrics and by SHOW
 // MYCACHED STATUS.
-type stats struct {
+type Stats struct {
 	reg           *metrics.Registry
 	hits          *metrics.CounterVec
 	misses        *metrics.Counter
@@ -25,8 +25,10 @@ type stats struct {
 	missLatency   *metrics.Histogram
 }
 
-func newStats(reg *metrics.Registry, st *store.Store, sessions func() int) *stats {
-	s := &stats{
+// NewStats registers the cache's metrics in reg, with gauges that read
+// the store's state and the count of open sessions.
+func NewStats(reg *metrics.Registry, st *store.Store, sessions func() int) *Stats {
+	s := &Stats{
 		reg:           reg,
 		hits:          reg.CounterVec("mycached_cache_hits_total", "Reads served from the cache, by tier.", "tier"),
 		misses:        reg.Counter("mycached_cache_misses_total", "Cacheable reads not found in the cache."),
@@ -47,8 +49,8 @@ func newStats(reg *metrics.Registry, st *store.Store, sessions func() int) *stat
 	return s
 }
 
-// policyMetrics exports the Lua engine's counters.
-func (s *stats) policyMetrics(e *cachepolicy.Engine) {
+// PolicyMetrics exports the Lua engine's counters.
+func (s *Stats) PolicyMetrics(e *cachepolicy.Engine) {
 	s.reg.GaugeFunc("mycached_policy_calls", "Policy hook calls that entered Lua.", func() float64 { return float64(e.Stats().Calls) })
 	s.reg.GaugeFunc("mycached_policy_memo_hits", "Policy decisions answered from the per-shape memo.", func() float64 { return float64(e.Stats().MemoHits) })
 	s.reg.GaugeFunc("mycached_policy_kills", "Policy hook calls killed at their deadline.", func() float64 { return float64(e.Stats().Kills) })
@@ -56,7 +58,7 @@ func (s *stats) policyMetrics(e *cachepolicy.Engine) {
 	s.reg.GaugeFunc("mycached_policy_bad_results", "Policy hook calls that returned a result of the wrong shape.", func() float64 { return float64(e.Stats().BadResults) })
 }
 
-func (s *stats) hit(t store.Tier, d time.Duration) {
+func (s *Stats) hit(t store.Tier, d time.Duration) {
 	if t == store.TierMemcached {
 		s.hits.With("memcached").Inc()
 	} else {
@@ -65,12 +67,12 @@ func (s *stats) hit(t store.Tier, d time.Duration) {
 	s.hitLatency.Observe(d.Seconds())
 }
 
-func (s *stats) miss()             { s.misses.Inc() }
-func (s *stats) bypass(why string) { s.bypasses.With(why).Inc() }
+func (s *Stats) miss()             { s.misses.Inc() }
+func (s *Stats) bypass(why string) { s.bypasses.With(why).Inc() }
 
-// queryStats keeps per-digest counts for SHOW MYCACHED QUERIES. It is
+// QueryStats keeps per-digest counts for SHOW MYCACHED QUERIES. It is
 // bounded: digests past the cap are not tracked.
-type queryStats struct {
+type QueryStats struct {
 	m sync.Map // digest -> *queryStat
 	n atomic.Int64
 }
@@ -83,7 +85,7 @@ type queryStat struct {
 }
 
 // note counts one statement: hit > 0, miss < 0, or a bypass with reason.
-func (q *queryStats) note(digest, why string, hit int) {
+func (q *QueryStats) note(digest, why string, hit int) {
 	if digest == "" {
 		return
 	}
@@ -113,26 +115,27 @@ func (q *queryStats) note(digest, why string, hit int) {
 	}
 }
 
-type queryRow struct {
-	digest                 string
-	hits, misses, bypasses int64
-	why                    string
+// QueryRow is one digest's counts, as SHOW MYCACHED QUERIES shows them.
+type QueryRow struct {
+	Digest                 string
+	Hits, Misses, Bypasses int64
+	Why                    string
 }
 
-// top returns the n busiest digests.
-func (q *queryStats) top(n int) []queryRow {
-	var rows []queryRow
+// Top returns the n busiest digests.
+func (q *QueryStats) Top(n int) []QueryRow {
+	var rows []QueryRow
 	q.m.Range(func(k, v any) bool {
 		st := v.(*queryStat)
-		r := queryRow{digest: k.(string), hits: st.hits.Load(), misses: st.misses.Load(), bypasses: st.bypasses.Load()}
+		r := QueryRow{Digest: k.(string), Hits: st.hits.Load(), Misses: st.misses.Load(), Bypasses: st.bypasses.Load()}
 		if p := st.why.Load(); p != nil {
-			r.why = *p
+			r.Why = *p
 		}
 		rows = append(rows, r)
 		return true
 	})
 	sort.Slice(rows, func(i, j int) bool {
-		return rows[i].hits+rows[i].misses+rows[i].bypasses > rows[j].hits+rows[j].misses+rows[j].bypasses
+		return rows[i].Hits+rows[i].Misses+rows[i].Bypasses > rows[j].Hits+rows[j].Misses+rows[j].Bypasses
 	})
 	if len(rows) > n {
 		rows = rows[:n]
@@ -140,7 +143,8 @@ func (q *queryStats) top(n int) []queryRow {
 	return rows
 }
 
-func (q *queryStats) reset() {
+// Reset forgets every digest.
+func (q *QueryStats) Reset() {
 	q.m.Clear()
 	q.n.Store(0)
 }

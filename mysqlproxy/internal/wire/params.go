@@ -1,4 +1,4 @@
-package mysqlproxy
+package wire
 
 import (
 	"encoding/binary"
@@ -7,18 +7,18 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
-// paramValue is one bound parameter of a COM_STMT_EXECUTE, as text when
+// Param is one bound parameter of a COM_STMT_EXECUTE, as text when
 // it is an integer or a string, which is all row-level keys use.
-type paramValue struct {
-	text string
-	null bool
-	ok   bool // text holds the value
+type Param struct {
+	Text string
+	Null bool
+	OK   bool // Text holds the value
 }
 
-// decodeParams reads the n parameter values of a COM_STMT_EXECUTE packet.
+// DecodeParams reads the n parameter values of a COM_STMT_EXECUTE packet.
 // types are the types bound by an earlier execute, for packets that do not
 // send them again. It returns nil when the packet cannot be read.
-func decodeParams(p []byte, n int, types []byte) []paramValue {
+func DecodeParams(p []byte, n int, types []byte) []Param {
 	if n == 0 {
 		return nil
 	}
@@ -42,17 +42,17 @@ func decodeParams(p []byte, n int, types []byte) []paramValue {
 	if len(types) < 2*n {
 		return nil
 	}
-	out := make([]paramValue, n)
+	out := make([]Param, n)
 	for i := 0; i < n; i++ {
 		if nulls[i/8]&(1<<(i%8)) != 0 {
-			out[i].null = true
+			out[i].Null = true
 			continue
 		}
 		typ, unsigned := types[2*i], types[2*i+1]&0x80 != 0
 		size := 0
 		switch typ {
 		case mysql.MYSQL_TYPE_NULL:
-			out[i].null = true
+			out[i].Null = true
 			continue
 		case mysql.MYSQL_TYPE_TINY:
 			size = 1
@@ -68,11 +68,11 @@ func decodeParams(p []byte, n int, types []byte) []paramValue {
 			}
 			size = 1 + int(p[at])
 		default: // strings, blobs, decimals, JSON: length-encoded
-			l, k := lenenc(p[at:])
+			l, k := Lenenc(p[at:])
 			if k == 0 || uint64(len(p)-at-k) < l {
 				return nil
 			}
-			out[i] = paramValue{text: string(p[at+k : at+k+int(l)]), ok: true}
+			out[i] = Param{Text: string(p[at+k : at+k+int(l)]), OK: true}
 			at += k + int(l)
 			continue
 		}
@@ -104,9 +104,9 @@ func decodeParams(p []byte, n int, types []byte) []paramValue {
 			continue // floating point and temporal values are not keys here
 		}
 		if unsigned {
-			out[i] = paramValue{text: strconv.FormatUint(x, 10), ok: true}
+			out[i] = Param{Text: strconv.FormatUint(x, 10), OK: true}
 		} else {
-			out[i] = paramValue{text: strconv.FormatInt(int64(x), 10), ok: true}
+			out[i] = Param{Text: strconv.FormatInt(int64(x), 10), OK: true}
 		}
 	}
 	return out

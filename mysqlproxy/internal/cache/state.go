@@ -1,4 +1,4 @@
-package mysqlproxy
+package cache
 
 import (
 	"slices"

@@ -1,12 +1,14 @@
-package mysqlproxy
+package cache
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"strconv"
 	"sync"
 
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
+	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
 // readDeps are the dependencies of a read: its tables ("db.table"), and
@@ -36,9 +38,9 @@ type depsKey struct {
 
 const maxDepsMemo = 20000
 
-func (s *Server) deps(info *sqlinfo.Info, db string) *readDeps {
+func (e *Engine) deps(info *sqlinfo.Info, db string) *readDeps {
 	k := depsKey{info, db, false}
-	if v, ok := s.depsMemo.m.Load(k); ok {
+	if v, ok := e.depsMemo.m.Load(k); ok {
 		return v.(*readDeps)
 	}
 	d := &readDeps{}
@@ -52,7 +54,7 @@ func (s *Server) deps(info *sqlinfo.Info, db string) *readDeps {
 		d.all = append(d.all, x+".*")
 	}
 	d.all = append(d.all, "*")
-	s.depsMemo.store(k, d)
+	e.depsMemo.store(k, d)
 	return d
 }
 
@@ -76,34 +78,35 @@ func (m *depsMemo) clear() {
 	m.n.Unlock()
 }
 
-func (s *Server) getTee() []byte {
-	if b, ok := s.tees.Get().(*[]byte); ok {
+func (e *Engine) getTee() []byte {
+	if b, ok := e.tees.Get().(*[]byte); ok {
 		return (*b)[:0]
 	}
 	return make([]byte, 0, 16<<10)
 }
 
-func (s *Server) putTee(b []byte) {
+func (e *Engine) putTee(b []byte) {
 	if b == nil || cap(b) > 1<<20 {
 		return
 	}
 	b = b[:0]
-	s.tees.Put(&b)
+	e.tees.Put(&b)
 }
 
-// statusRows are the counters SHOW MYCACHED STATUS shows.
-func (s *Server) statusRows() [][2]string {
-	st := s.store.Stats()
+// StatusRows are the counters SHOW MYCACHED STATUS shows, with the count
+// of open sessions.
+func (e *Engine) StatusRows(sessions int) [][2]string {
+	st := e.Store.Stats()
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
 	return [][2]string{
-		{"Sessions", strconv.Itoa(s.sessionCount())},
-		{"Hits_l1", u(s.stats.hits.With("l1").Value())},
-		{"Hits_memcached", u(s.stats.hits.With("memcached").Value())},
-		{"Misses", u(s.stats.misses.Value())},
-		{"Stores", u(s.stats.stores.Value())},
-		{"Singleflight_shared", u(s.stats.shared.Value())},
-		{"Invalidations", u(s.stats.invalidations.Value())},
+		{"Sessions", strconv.Itoa(sessions)},
+		{"Hits_l1", u(e.Stats.hits.With("l1").Value())},
+		{"Hits_memcached", u(e.Stats.hits.With("memcached").Value())},
+		{"Misses", u(e.Stats.misses.Value())},
+		{"Stores", u(e.Stats.stores.Value())},
+		{"Singleflight_shared", u(e.Stats.shared.Value())},
+		{"Invalidations", u(e.Stats.invalidations.Value())},
 		{"L1_bytes", i(st.L1Bytes)},
 		{"L1_entries", i(st.L1Entries)},
 		{"Pending_bumps", i(int64(st.PendingBumps))},
@@ -113,13 +116,18 @@ func (s *Server) statusRows() [][2]string {
 	}
 }
 
-func (s *Server) discard() *bufio.Writer {
-	w := writerPool.Get().(*bufio.Writer)
-	w.Reset(io.Discard)
-	return w
+// Invalidate bumps the generations of the table name ("db.t"), as MYCACHED
+// INVALIDATE TABLE asks.
+func (e *Engine) Invalidate(ctx context.Context, name string) {
+	e.Store.Bump(ctx, []string{name, nonKey(name)})
+	e.Stats.invalidations.Inc()
 }
 
-func (s *Server) putDiscard(w *bufio.Writer) {
-	w.Reset(nil)
-	writerPool.Put(w)
+var discardPool = sync.Pool{New: func() any { return bufio.NewWriterSize(io.Discard, wire.BufSize) }}
+
+func discard() *bufio.Writer { return discardPool.Get().(*bufio.Writer) }
+
+func putDiscard(w *bufio.Writer) {
+	w.Reset(io.Discard)
+	discardPool.Put(w)
 }

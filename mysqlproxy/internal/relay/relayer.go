@@ -1,10 +1,13 @@
-package mysqlproxy
+package relay
 
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
 // RespKind says what shape a response had.
@@ -41,174 +44,170 @@ type Response struct {
 // Failed reports whether any result of the response was an error.
 func (r *Response) Failed() bool { return r.ErrCode != 0 || r.Kind == RespErr }
 
-// respMode says where in the result set grammar a response starts.
-type respMode uint8
+// RespMode says where in the result set grammar a response starts.
+type RespMode uint8
 
 const (
-	modeResult    respMode = iota // OK, ERR, EOF, LOCAL INFILE or result sets
-	modeFieldList                 // column definitions until EOF (COM_FIELD_LIST)
-	modeRows                      // rows until EOF (COM_STMT_FETCH)
+	ModeResult    RespMode = iota // OK, ERR, EOF, LOCAL INFILE or result sets
+	ModeFieldList                 // column definitions until EOF (COM_FIELD_LIST)
+	ModeRows                      // rows until EOF (COM_STMT_FETCH)
 )
 
-// relayer copies one response from the backend to the client, packet by
+// Relayer copies one response from the backend to the client, packet by
 // packet, into the client's buffered writer, teeing the raw bytes when
 // asked. It looks at no more of each packet than its header and first
 // bytes, except for the small OK, EOF and ERR packets.
-type relayer struct {
-	s       *session
-	dst     *bufio.Writer // where packets go; nil means the client
-	noFlush bool          // leave the response buffered (a write's OK waits for its invalidation)
-	tee     []byte        // raw response bytes, headers included; nil when not teeing or over teeMax
-	teeMax  int
-	lastSeq byte
+type Relayer struct {
+	S       *Session
+	Dst     *bufio.Writer // where packets go; nil means the client
+	NoFlush bool          // leave the response buffered (a write's OK waits for its invalidation)
+	Tee     []byte        // raw response bytes, headers included; nil when not teeing or over TeeMax
+	TeeMax  int
+	LastSeq byte
 	head    [512]byte // the first bytes of the last packet
-	resp    Response
+	Resp    Response
 
-	pktStart   int   // offset in tee of the packet being relayed
-	statusOffs []int // offsets in tee of the status flags of EOF and OK packets
+	pktStart int
+	// StatusOffs are the offsets in Tee of the status flags of EOF and OK
+	// packets, so that a replay can put a session's own there.
+	StatusOffs []int
 }
 
-func (r *relayer) out() *bufio.Writer {
-	if r.dst != nil {
-		return r.dst
+func (r *Relayer) out() *bufio.Writer {
+	if r.Dst != nil {
+		return r.Dst
 	}
-	return r.s.client.w
+	return r.S.Client.W
 }
 
 // packet relays one logical packet and returns its first bytes and total
 // payload length.
-func (r *relayer) packet() ([]byte, int, error) {
-	b := r.s.backend
+func (r *Relayer) packet() ([]byte, int, error) {
+	b := r.S.Backend
 	w := r.out()
 	total := 0
-	r.pktStart = len(r.tee)
+	r.pktStart = len(r.Tee)
 	var head []byte
 	for {
-		n, seq, err := b.readHeader()
+		n, seq, err := b.ReadHeader()
 		if err != nil {
-			return nil, 0, backendErr{err}
+			return nil, 0, BackendError{err}
 		}
-		r.lastSeq = seq
+		r.LastSeq = seq
 		var h [4]byte
 		h[0], h[1], h[2], h[3] = byte(n), byte(n>>8), byte(n>>16), seq
 		if _, err := w.Write(h[:]); err != nil {
-			return nil, 0, clientErr{err}
+			return nil, 0, ClientError{err}
 		}
 		r.teeBytes(h[:])
 		if head == nil {
 			k := min(n, len(r.head))
-			p, err := b.r.Peek(k)
+			p, err := b.R.Peek(k)
 			if err != nil {
-				return nil, 0, backendErr{err}
+				return nil, 0, BackendError{err}
 			}
 			head = r.head[:copy(r.head[:], p)]
 		}
-		if r.tee != nil {
-			r.tee, err = copyPayload(w, b.r, n, r.tee, r.teeMax)
+		if r.Tee != nil {
+			r.Tee, err = wire.CopyPayload(w, b.R, n, r.Tee, r.TeeMax)
 		} else {
-			_, err = copyPayload(w, b.r, n, nil, 0)
+			_, err = wire.CopyPayload(w, b.R, n, nil, 0)
 		}
 		if err != nil {
-			if _, ok := err.(clientErr); ok {
-				return nil, 0, err
+			if _, ok := err.(wire.DstError); ok {
+				return nil, 0, clientErr(err)
 			}
-			return nil, 0, backendErr{err}
+			return nil, 0, BackendError{err}
 		}
 		total += n
-		r.resp.Bytes += int64(n) + 4
-		if n < maxPayload {
+		r.Resp.Bytes += int64(n) + 4
+		if n < wire.MaxPayload {
 			return head, total, nil
 		}
 	}
 }
 
-func (r *relayer) teeBytes(b []byte) {
-	if r.tee == nil {
+func (r *Relayer) teeBytes(b []byte) {
+	if r.Tee == nil {
 		return
 	}
-	if len(r.tee)+len(b) > r.teeMax {
-		r.tee = nil
+	if len(r.Tee)+len(b) > r.TeeMax {
+		r.Tee = nil
 		return
 	}
-	r.tee = append(r.tee, b...)
+	r.Tee = append(r.Tee, b...)
 }
 
-// backendErr marks an error reading from the backend.
-type backendErr struct{ err error }
-
-func (e backendErr) Error() string { return "backend: " + e.err.Error() }
-func (e backendErr) Unwrap() error { return e.err }
-
-// relay copies a whole response in the given mode and flushes the client
+// Relay copies a whole response in the given mode and flushes the client
 // once at its end.
-func (r *relayer) relay(mode respMode) error {
+func (r *Relayer) Relay(mode RespMode) error {
 	var err error
 	switch mode {
-	case modeFieldList:
+	case ModeFieldList:
 		err = r.columns(-1)
-	case modeRows:
-		r.resp.Kind = RespResultSet
+	case ModeRows:
+		r.Resp.Kind = RespResultSet
 		err = r.rows()
 	default:
 		err = r.results()
 	}
-	if err != nil || r.noFlush {
+	if err != nil || r.NoFlush {
 		return err
 	}
 	if err := r.out().Flush(); err != nil {
-		return clientErr{err}
+		return ClientError{err}
 	}
 	return nil
 }
 
 // results relays OK, ERR, EOF or result sets, following MORE_RESULTS.
-func (r *relayer) results() error {
+func (r *Relayer) results() error {
 	for {
 		head, n, err := r.packet()
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			return backendErr{errf("empty response packet")}
+			return BackendError{errors.New("relay: empty response packet")}
 		}
-		r.resp.Results++
+		r.Resp.Results++
 		more := false
 		switch {
 		case head[0] == mysql.OK_HEADER:
 			r.ok(head)
-			more = r.resp.Status&mysql.SERVER_MORE_RESULTS_EXISTS != 0
+			more = r.Resp.Status&mysql.SERVER_MORE_RESULTS_EXISTS != 0
 		case head[0] == mysql.ERR_HEADER:
 			r.err(head)
 			return nil
 		case head[0] == mysql.EOF_HEADER && n < 9:
-			if r.resp.Kind == RespNone {
-				r.resp.Kind = RespOK
+			if r.Resp.Kind == RespNone {
+				r.Resp.Kind = RespOK
 			}
 			r.terminator(head, n)
 			return nil
 		case head[0] == mysql.LocalInFile_HEADER:
-			r.resp.LocalInfile = true
-			r.resp.Results--
-			if err := r.s.sendLocalFile(); err != nil {
+			r.Resp.LocalInfile = true
+			r.Resp.Results--
+			if err := r.S.sendLocalFile(); err != nil {
 				return err
 			}
 			continue
 		default:
-			cols, k := lenenc(head)
+			cols, k := wire.Lenenc(head)
 			if k == 0 {
-				return backendErr{errf("bad column count")}
+				return BackendError{errors.New("relay: bad column count")}
 			}
-			r.resp.Kind = RespResultSet
+			r.Resp.Kind = RespResultSet
 			if err := r.columns(int(cols)); err != nil {
 				return err
 			}
-			if r.resp.Cursor || r.resp.ErrCode != 0 {
+			if r.Resp.Cursor || r.Resp.ErrCode != 0 {
 				return nil
 			}
 			if err := r.rows(); err != nil {
 				return err
 			}
-			more = r.resp.ErrCode == 0 && r.resp.Status&mysql.SERVER_MORE_RESULTS_EXISTS != 0
+			more = r.Resp.ErrCode == 0 && r.Resp.Status&mysql.SERVER_MORE_RESULTS_EXISTS != 0
 		}
 		if !more {
 			return nil
@@ -218,8 +217,8 @@ func (r *relayer) results() error {
 
 // columns relays n column definitions and the EOF that follows them unless
 // the client deprecated it; n < 0 means until the EOF (COM_FIELD_LIST).
-func (r *relayer) columns(n int) error {
-	r.resp.Columns = max(n, 0)
+func (r *Relayer) columns(n int) error {
+	r.Resp.Columns = max(n, 0)
 	for i := 0; n < 0 || i < n; i++ {
 		head, size, err := r.packet()
 		if err != nil {
@@ -230,15 +229,15 @@ func (r *relayer) columns(n int) error {
 			case size > 0 && head[0] == mysql.ERR_HEADER:
 				r.err(head)
 				return nil
-			case size > 0 && isTerminator(head[0], size):
-				r.resp.Kind = RespResultSet
+			case size > 0 && wire.IsTerminator(head[0], size):
+				r.Resp.Kind = RespResultSet
 				r.terminator(head, size)
 				return nil
 			}
-			r.resp.Columns++
+			r.Resp.Columns++
 		}
 	}
-	if r.s.deprecateEOF() {
+	if r.S.DeprecateEOF() {
 		return nil
 	}
 	head, size, err := r.packet()
@@ -251,12 +250,12 @@ func (r *relayer) columns(n int) error {
 	}
 	r.terminator(head, size)
 	// A cursor's metadata ends the response; rows come by COM_STMT_FETCH.
-	r.resp.Cursor = r.resp.Status&mysql.SERVER_STATUS_CURSOR_EXISTS != 0
+	r.Resp.Cursor = r.Resp.Status&mysql.SERVER_STATUS_CURSOR_EXISTS != 0
 	return nil
 }
 
 // rows relays rows up to and including the terminating EOF, OK or ERR.
-func (r *relayer) rows() error {
+func (r *Relayer) rows() error {
 	for {
 		head, n, err := r.packet()
 		if err != nil {
@@ -266,64 +265,64 @@ func (r *relayer) rows() error {
 		case n > 0 && head[0] == mysql.ERR_HEADER:
 			r.err(head)
 			return nil
-		case n > 0 && isTerminator(head[0], n):
+		case n > 0 && wire.IsTerminator(head[0], n):
 			r.terminator(head, n)
-			r.resp.Cursor = r.resp.Status&mysql.SERVER_STATUS_CURSOR_EXISTS != 0
+			r.Resp.Cursor = r.Resp.Status&mysql.SERVER_STATUS_CURSOR_EXISTS != 0
 			return nil
 		}
-		r.resp.Rows++
+		r.Resp.Rows++
 	}
 }
 
-func (r *relayer) terminator(head []byte, n int) {
-	if n < 9 && !r.s.deprecateEOF() {
+func (r *Relayer) terminator(head []byte, n int) {
+	if n < 9 && !r.S.DeprecateEOF() {
 		r.noteStatus(3)
 		r.eof(head)
 		return
 	}
-	_, k1 := lenenc(head[1:])
-	_, k2 := lenenc(head[1+k1:])
+	_, k1 := wire.Lenenc(head[1:])
+	_, k2 := wire.Lenenc(head[1+k1:])
 	r.noteStatus(1 + k1 + k2)
 	r.ok(head)
 }
 
 // noteStatus records where in the tee the status flags of the current
 // packet are, so that a replay can put the session's own there.
-func (r *relayer) noteStatus(payloadOff int) {
-	if r.tee != nil {
-		r.statusOffs = append(r.statusOffs, r.pktStart+4+payloadOff)
+func (r *Relayer) noteStatus(payloadOff int) {
+	if r.Tee != nil {
+		r.StatusOffs = append(r.StatusOffs, r.pktStart+4+payloadOff)
 	}
 }
 
-func (r *relayer) ok(head []byte) {
-	if r.resp.Kind == RespNone {
-		r.resp.Kind = RespOK
+func (r *Relayer) ok(head []byte) {
+	if r.Resp.Kind == RespNone {
+		r.Resp.Kind = RespOK
 	}
-	if o, ok := parseOK(head); ok {
-		r.resp.Status = o.status
-		r.resp.Affected += o.affected
-		if o.insertID != 0 {
-			r.resp.InsertID = o.insertID
+	if o, ok := wire.ParseOK(head); ok {
+		r.Resp.Status = o.Status
+		r.Resp.Affected += o.Affected
+		if o.InsertID != 0 {
+			r.Resp.InsertID = o.InsertID
 		}
-		r.resp.Warnings += o.warnings
+		r.Resp.Warnings += o.Warnings
 	}
-	r.s.status = r.resp.Status
+	r.S.Status = r.Resp.Status
 }
 
-func (r *relayer) eof(head []byte) {
-	st, w := parseEOF(head)
-	r.resp.Status = st
-	r.resp.Warnings += w
-	r.s.status = st
+func (r *Relayer) eof(head []byte) {
+	st, w := wire.ParseEOF(head)
+	r.Resp.Status = st
+	r.Resp.Warnings += w
+	r.S.Status = st
 }
 
-func (r *relayer) err(head []byte) {
-	if r.resp.Kind == RespNone {
-		r.resp.Kind = RespErr
+func (r *Relayer) err(head []byte) {
+	if r.Resp.Kind == RespNone {
+		r.Resp.Kind = RespErr
 	}
-	code, _, msg := parseErr(head)
-	r.resp.ErrCode = code
-	r.resp.ErrMsg = msg
+	code, _, msg := wire.ParseErr(head)
+	r.Resp.ErrCode = code
+	r.Resp.ErrMsg = msg
 	// An error ends a multi-result response; the server's transaction
 	// state is whatever it was, and the next OK will say.
 }
@@ -331,32 +330,31 @@ func (r *relayer) err(head []byte) {
 // sendLocalFile answers the server's LOCAL INFILE request by relaying the
 // client's file packets to the backend, up to the empty packet that ends
 // them. The request itself has been buffered for the client already.
-func (s *session) sendLocalFile() error {
-	if err := s.client.w.Flush(); err != nil {
-		return clientErr{err}
+func (s *Session) sendLocalFile() error {
+	if err := s.Client.W.Flush(); err != nil {
+		return ClientError{err}
 	}
 	for {
-		n, seq, err := s.client.readHeader()
+		n, seq, err := s.Client.ReadHeader()
 		if err != nil {
-			return clientErr{err}
+			return ClientError{err}
 		}
-		if err := s.backend.writeHeader(n, seq); err != nil {
-			return backendErr{err}
+		if err := s.Backend.WriteHeader(n, seq); err != nil {
+			return BackendError{err}
 		}
-		if _, err := copyPayload(s.backend.w, s.client.r, n, nil, 0); err != nil {
-			// copyPayload calls its destination the client; here the
-			// destination is the backend and the source the client.
-			if ce, ok := err.(clientErr); ok {
-				return backendErr{ce.err}
+		if _, err := wire.CopyPayload(s.Backend.W, s.Client.R, n, nil, 0); err != nil {
+			// The destination here is the backend and the source the client.
+			if de, ok := err.(wire.DstError); ok {
+				return BackendError{de.Err}
 			}
-			return clientErr{err}
+			return ClientError{err}
 		}
 		if n == 0 {
 			break
 		}
 	}
-	if err := s.backend.w.Flush(); err != nil {
-		return backendErr{err}
+	if err := s.Backend.W.Flush(); err != nil {
+		return BackendError{err}
 	}
 	return nil
 }
@@ -369,7 +367,7 @@ type stmtPrepared struct {
 }
 
 // relayPrepare relays a COM_STMT_PREPARE response.
-func (r *relayer) relayPrepare() (stmtPrepared, error) {
+func (r *Relayer) relayPrepare() (stmtPrepared, error) {
 	var sp stmtPrepared
 	head, n, err := r.packet()
 	if err != nil {
@@ -379,7 +377,7 @@ func (r *relayer) relayPrepare() (stmtPrepared, error) {
 	case n > 0 && head[0] == mysql.ERR_HEADER:
 		r.err(head)
 	case n >= 9 && head[0] == mysql.OK_HEADER:
-		r.resp.Kind = RespOK
+		r.Resp.Kind = RespOK
 		sp.id = binary.LittleEndian.Uint32(head[1:])
 		sp.columns = binary.LittleEndian.Uint16(head[5:])
 		sp.params = binary.LittleEndian.Uint16(head[7:])
@@ -392,17 +390,17 @@ func (r *relayer) relayPrepare() (stmtPrepared, error) {
 					return sp, err
 				}
 			}
-			if !r.s.deprecateEOF() {
+			if !r.S.DeprecateEOF() {
 				if _, _, err := r.packet(); err != nil {
 					return sp, err
 				}
 			}
 		}
 	default:
-		return sp, backendErr{errf("bad prepare response")}
+		return sp, BackendError{errors.New("relay: bad prepare response")}
 	}
-	if err := r.s.client.w.Flush(); err != nil {
-		return sp, clientErr{err}
+	if err := r.S.Client.W.Flush(); err != nil {
+		return sp, ClientError{err}
 	}
 	return sp, nil
 }

@@ -1,4 +1,4 @@
-package mysqlproxy
+package relay
 
 import (
 	"crypto/tls"
@@ -7,6 +7,8 @@ import (
 	"net"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
 // maskedCaps are capabilities mycached never lets a client and the backend
@@ -16,9 +18,9 @@ import (
 const maskedCaps = mysql.CLIENT_COMPRESS | mysql.CLIENT_ZSTD_COMPRESSION_ALGORITHM |
 	mysql.CLIENT_QUERY_ATTRIBUTES | mysql.CLIENT_OPTIONAL_RESULTSET_METADATA
 
-// sslRequestLen is the length of the short handshake response that asks
+// SSLRequestLen is the length of the short handshake response that asks
 // for TLS before the real one.
-const sslRequestLen = 32
+const SSLRequestLen = 32
 
 var (
 	errBadGreeting  = errors.New("mysqlproxy: malformed backend greeting")
@@ -46,7 +48,7 @@ func parseGreeting(p []byte) (*greeting, error) {
 	if len(p) < 1 || p[0] != 10 {
 		return nil, errBadGreeting
 	}
-	ver, rest, ok := cstring(p[1:])
+	ver, rest, ok := wire.CString(p[1:])
 	if !ok || len(rest) < 4+8+1+2 {
 		return nil, errBadGreeting
 	}
@@ -91,79 +93,79 @@ func (g *greeting) mask(offerTLS bool) {
 	}
 }
 
-// clientHello is what mycached reads from a client's handshake response
+// Hello is what mycached reads from a client's handshake response
 // (or COM_CHANGE_USER) as it passes through.
-type clientHello struct {
-	caps    uint32
-	charset byte
-	user    string
-	db      string
-	plugin  string
+type Hello struct {
+	Caps    uint32
+	Charset byte
+	User    string
+	DB      string
+	Plugin  string
 }
 
-func parseHandshakeResponse(p []byte) (clientHello, error) {
-	var h clientHello
-	if len(p) < sslRequestLen {
+func ParseHandshakeResponse(p []byte) (Hello, error) {
+	var h Hello
+	if len(p) < SSLRequestLen {
 		return h, errBadHandshake
 	}
-	h.caps = binary.LittleEndian.Uint32(p)
-	if h.caps&mysql.CLIENT_PROTOCOL_41 == 0 {
+	h.Caps = binary.LittleEndian.Uint32(p)
+	if h.Caps&mysql.CLIENT_PROTOCOL_41 == 0 {
 		return h, errBadHandshake
 	}
-	h.charset = p[8]
-	user, rest, ok := cstring(p[sslRequestLen:])
+	h.Charset = p[8]
+	user, rest, ok := wire.CString(p[SSLRequestLen:])
 	if !ok {
 		return h, errBadHandshake
 	}
-	h.user = user
+	h.User = user
 	switch {
-	case h.caps&mysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA != 0:
-		n, k := lenenc(rest)
+	case h.Caps&mysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA != 0:
+		n, k := wire.Lenenc(rest)
 		if k == 0 || uint64(len(rest)-k) < n {
 			return h, errBadHandshake
 		}
 		rest = rest[k+int(n):]
-	case h.caps&mysql.CLIENT_SECURE_CONNECTION != 0:
+	case h.Caps&mysql.CLIENT_SECURE_CONNECTION != 0:
 		if len(rest) < 1 || len(rest) < 1+int(rest[0]) {
 			return h, errBadHandshake
 		}
 		rest = rest[1+int(rest[0]):]
 	default:
-		_, rest, _ = cstring(rest)
+		_, rest, _ = wire.CString(rest)
 	}
-	if h.caps&mysql.CLIENT_CONNECT_WITH_DB != 0 && len(rest) > 0 {
-		h.db, rest, _ = cstring(rest)
+	if h.Caps&mysql.CLIENT_CONNECT_WITH_DB != 0 && len(rest) > 0 {
+		h.DB, rest, _ = wire.CString(rest)
 	}
-	if h.caps&mysql.CLIENT_PLUGIN_AUTH != 0 && len(rest) > 0 {
-		h.plugin, _, _ = cstring(rest)
+	if h.Caps&mysql.CLIENT_PLUGIN_AUTH != 0 && len(rest) > 0 {
+		h.Plugin, _, _ = wire.CString(rest)
 	}
 	return h, nil
 }
 
 // parseChangeUser reads COM_CHANGE_USER's user and schema; the capabilities
 // are the connection's.
-func parseChangeUser(p []byte, caps uint32) (clientHello, error) {
-	h := clientHello{caps: caps}
-	user, rest, ok := cstring(p[1:])
+func parseChangeUser(p []byte, caps uint32) (Hello, error) {
+	h := Hello{Caps: caps}
+	user, rest, ok := wire.CString(p[1:])
 	if !ok {
 		return h, errBadHandshake
 	}
-	h.user = user
+	h.User = user
 	if caps&mysql.CLIENT_SECURE_CONNECTION != 0 {
 		if len(rest) < 1 || len(rest) < 1+int(rest[0]) {
 			return h, errBadHandshake
 		}
 		rest = rest[1+int(rest[0]):]
 	} else {
-		_, rest, _ = cstring(rest)
+		_, rest, _ = wire.CString(rest)
 	}
-	h.db, rest, _ = cstring(rest)
+	h.DB, rest, _ = wire.CString(rest)
 	if len(rest) >= 2 {
-		h.charset = rest[0]
+		h.Charset = rest[0]
 		rest = rest[2:]
 	}
 	if caps&mysql.CLIENT_PLUGIN_AUTH != 0 && len(rest) > 0 {
-		h.plugin, _, _ = cstring(rest)
+		h.Plugin, _, _ = wire.CString(rest)
 	}
 	return h, nil
 }
@@ -177,7 +179,7 @@ func setCaps(p []byte, backendTLS bool) {
 		caps |= mysql.CLIENT_SSL
 	}
 	binary.LittleEndian.PutUint32(p, caps)
-	if caps&mysql.CLIENT_LONG_PASSWORD == 0 && len(p) >= sslRequestLen {
+	if caps&mysql.CLIENT_LONG_PASSWORD == 0 && len(p) >= SSLRequestLen {
 		binary.LittleEndian.PutUint32(p[28:], 0) // MariaDB extended capabilities
 	}
 }
@@ -185,61 +187,61 @@ func setCaps(p []byte, backendTLS bool) {
 // handshake relays the connection phase: greeting, optional TLS on each
 // hop, the handshake response and the whole auth exchange, until the
 // backend says OK or ERR. It returns whether authentication succeeded.
-func (s *session) handshake() (bool, error) {
-	cfg := &s.srv.cfg
-	gp, seq, err := s.backend.readPacket(nil, 1<<16)
+func (s *Session) handshake() (bool, error) {
+	cfg := s.opts
+	gp, seq, err := s.Backend.ReadPacket(nil, 1<<16)
 	if err != nil {
 		return false, s.backendFailure(err)
 	}
 	if len(gp) > 0 && gp[0] == mysql.ERR_HEADER {
 		// The backend refused us (too many connections, host blocked):
 		// the client gets its words.
-		_, _ = s.client.writePacket(gp, seq)
-		return false, s.client.w.Flush()
+		_, _ = s.Client.WritePacket(gp, seq)
+		return false, s.Client.W.Flush()
 	}
 	g, err := parseGreeting(gp)
 	if err != nil {
-		s.sendError(0, codeBackendUnreachable, "08S01", "mycached: backend "+cfg.Backend+" sent a malformed greeting", false)
+		s.SendError(0, CodeBackendUnreachable, "08S01", "mycached: backend "+cfg.Backend+" sent a malformed greeting", false)
 		return false, err
 	}
-	s.connID = g.connID
+	s.ConnID = g.connID
 	backendOffersTLS := g.caps&mysql.CLIENT_SSL != 0
-	g.mask(s.srv.tlsConfig != nil)
-	if _, err := s.client.writePacket(g.payload, seq); err != nil {
-		return false, clientErr{err}
+	g.mask(s.opts.ClientTLS != nil)
+	if _, err := s.Client.WritePacket(g.payload, seq); err != nil {
+		return false, ClientError{err}
 	}
-	if err := s.client.w.Flush(); err != nil {
-		return false, clientErr{err}
+	if err := s.Client.W.Flush(); err != nil {
+		return false, ClientError{err}
 	}
 
 	// The client's reply: maybe an SSL request first.
-	resp, cseq, err := s.client.readPacket(s.buf, 1<<20)
+	resp, cseq, err := s.Client.ReadPacket(s.buf, 1<<20)
 	if err != nil {
-		return false, clientErr{err}
+		return false, ClientError{err}
 	}
 	clientTLS := false
-	if len(resp) == sslRequestLen && binary.LittleEndian.Uint32(resp)&mysql.CLIENT_SSL != 0 {
-		if s.srv.tlsConfig == nil {
+	if len(resp) == SSLRequestLen && binary.LittleEndian.Uint32(resp)&mysql.CLIENT_SSL != 0 {
+		if s.opts.ClientTLS == nil {
 			return false, errBadHandshake
 		}
-		s.client.upgrade(func(c net.Conn) net.Conn { return tls.Server(c, s.srv.tlsConfig) })
-		if err := s.client.conn.(*tls.Conn).Handshake(); err != nil {
-			return false, clientErr{err}
+		s.Client.Upgrade(func(c net.Conn) net.Conn { return tls.Server(c, s.opts.ClientTLS) })
+		if err := s.Client.NetConn.(*tls.Conn).Handshake(); err != nil {
+			return false, ClientError{err}
 		}
 		clientTLS = true
-		if resp, _, err = s.client.readPacket(resp, 1<<20); err != nil {
-			return false, clientErr{err}
+		if resp, _, err = s.Client.ReadPacket(resp, 1<<20); err != nil {
+			return false, ClientError{err}
 		}
-		cseq = s.client.lastSeq
+		cseq = s.Client.LastSeq
 	}
-	s.errSeq = cseq + 1
-	hello, err := parseHandshakeResponse(resp)
+	s.ErrSeq = cseq + 1
+	hello, err := ParseHandshakeResponse(resp)
 	if err != nil {
 		return false, err
 	}
-	s.hello = hello
-	s.caps = hello.caps & g.caps
-	s.tls = clientTLS
+	s.Hello = hello
+	s.Caps = hello.Caps & g.caps
+	s.TLS = clientTLS
 
 	// The backend hop: TLS when offered and allowed.
 	backendTLS := false
@@ -248,23 +250,23 @@ func (s *session) handshake() (bool, error) {
 	case backendOffersTLS:
 		backendTLS = true
 	case cfg.BackendTLS == BackendTLSRequired || cfg.BackendTLS == BackendTLSVerify:
-		s.sendError(cseq+1, codeBackendUnreachable, "08S01", "mycached: backend "+cfg.Backend+" does not offer TLS, and --backend-tls="+string(cfg.BackendTLS)+" requires it", true)
+		s.SendError(cseq+1, CodeBackendUnreachable, "08S01", "mycached: backend "+cfg.Backend+" does not offer TLS, and --backend-tls="+string(cfg.BackendTLS)+" requires it", true)
 		return false, errNoBackendTLS
 	}
 	bseq := byte(1)
 	if backendTLS {
-		var req [sslRequestLen]byte
-		copy(req[:], resp[:sslRequestLen])
+		var req [SSLRequestLen]byte
+		copy(req[:], resp[:SSLRequestLen])
 		setCaps(req[:], true)
-		if _, err := s.backend.writePacket(req[:], bseq); err != nil {
+		if _, err := s.Backend.WritePacket(req[:], bseq); err != nil {
 			return false, s.backendFailure(err)
 		}
-		if err := s.backend.w.Flush(); err != nil {
+		if err := s.Backend.W.Flush(); err != nil {
 			return false, s.backendFailure(err)
 		}
-		s.backend.upgrade(func(c net.Conn) net.Conn { return tls.Client(c, s.srv.backendTLS) })
-		if err := s.backend.conn.(*tls.Conn).Handshake(); err != nil {
-			s.sendError(cseq+1, codeBackendUnreachable, "08S01", "mycached: TLS to backend "+cfg.Backend+" failed: "+err.Error(), true)
+		s.Backend.Upgrade(func(c net.Conn) net.Conn { return tls.Client(c, s.opts.BackendTLSConf) })
+		if err := s.Backend.NetConn.(*tls.Conn).Handshake(); err != nil {
+			s.SendError(cseq+1, CodeBackendUnreachable, "08S01", "mycached: TLS to backend "+cfg.Backend+" failed: "+err.Error(), true)
 			return false, err
 		}
 		bseq++
@@ -280,33 +282,33 @@ func (s *session) handshake() (bool, error) {
 // to the backend with sequence id seq, then relays the auth exchange in
 // both directions until OK or ERR. Backend packets go to the client
 // renumbered by -delta, client packets to the backend by +delta.
-func (s *session) authExchange(first []byte, seq, delta byte) (bool, error) {
+func (s *Session) authExchange(first []byte, seq, delta byte) (bool, error) {
 	buf := first
-	if _, err := s.backend.writePacket(first, seq); err != nil {
+	if _, err := s.Backend.WritePacket(first, seq); err != nil {
 		return false, s.backendFailure(err)
 	}
-	if err := s.backend.w.Flush(); err != nil {
+	if err := s.Backend.W.Flush(); err != nil {
 		return false, s.backendFailure(err)
 	}
 	for {
-		p, bseq, err := s.backend.readPacket(buf, 1<<20)
+		p, bseq, err := s.Backend.ReadPacket(buf, 1<<20)
 		if err != nil {
 			return false, s.backendFailure(err)
 		}
 		buf = p
-		if _, err := s.client.writePacket(p, bseq-delta); err != nil {
-			return false, clientErr{err}
+		if _, err := s.Client.WritePacket(p, bseq-delta); err != nil {
+			return false, ClientError{err}
 		}
-		if err := s.client.w.Flush(); err != nil {
-			return false, clientErr{err}
+		if err := s.Client.W.Flush(); err != nil {
+			return false, ClientError{err}
 		}
 		if len(p) == 0 {
 			return false, errBadGreeting
 		}
 		switch {
 		case p[0] == mysql.OK_HEADER:
-			if o, ok := parseOK(p); ok {
-				s.status = o.status
+			if o, ok := wire.ParseOK(p); ok {
+				s.Status = o.Status
 			}
 			return true, nil
 		case p[0] == mysql.ERR_HEADER:
@@ -316,16 +318,16 @@ func (s *session) authExchange(first []byte, seq, delta byte) (bool, error) {
 			// follows with nothing from the client.
 			continue
 		}
-		c, cseq, err := s.client.readPacket(buf, 1<<20)
+		c, cseq, err := s.Client.ReadPacket(buf, 1<<20)
 		if err != nil {
-			return false, clientErr{err}
+			return false, ClientError{err}
 		}
 		buf = c
-		s.errSeq = cseq + 1
-		if _, err := s.backend.writePacket(c, cseq+delta); err != nil {
+		s.ErrSeq = cseq + 1
+		if _, err := s.Backend.WritePacket(c, cseq+delta); err != nil {
 			return false, s.backendFailure(err)
 		}
-		if err := s.backend.w.Flush(); err != nil {
+		if err := s.Backend.W.Flush(); err != nil {
 			return false, s.backendFailure(err)
 		}
 	}

@@ -1,0 +1,181 @@
+// Package admin answers the statements mycached handles itself on the main
+// listener: the session's cache switch (SET @mycached_cache) and the
+// admin commands (SHOW MYCACHED ..., MYCACHED ...).
+package admin
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/cache"
+	"github.com/mycached/mycached/mysqlproxy/internal/relay"
+)
+
+// Server is what the admin commands act on.
+type Server interface {
+	// IsAdmin reports whether user may run admin commands.
+	IsAdmin(user string) bool
+	// StatusRows are SHOW MYCACHED STATUS's rows.
+	StatusRows() [][2]string
+	// Cache is the cache engine the commands inspect and invalidate.
+	Cache() *cache.Engine
+	// ReloadPolicy reloads the policy scripts.
+	ReloadPolicy() error
+}
+
+// Session answers one session's pseudo-queries. It is owned by the
+// session's goroutine.
+type Session struct {
+	srv   Server
+	s     *relay.Session
+	cache *cache.Session
+}
+
+// NewSession returns the admin front of the session s, whose cache switch
+// is in c.
+func NewSession(srv Server, s *relay.Session, c *cache.Session) *Session {
+	return &Session{srv: srv, s: s, cache: c}
+}
+
+// Query answers the statements mycached handles itself: the session's
+// cache switch and the admin commands. It returns false for everything
+// else, cheaply: a statement that does not begin with SET, SHOW or
+// MYCACHED is not looked at further.
+func (a *Session) Query(sql string) (bool, error) {
+	t := skipComments(sql)
+	if !hasPrefixFold(t, "mycached") && !hasPrefixFold(t, "show") && !hasPrefixFold(t, "set") {
+		return false, nil
+	}
+	// Only the words after SET or SHOW decide; most statements that
+	// start so are not ours, and leave at the second word.
+	if rest := strings.TrimLeft(t[strings.IndexAny(t+" ", " \t\r\n"):], " \t\r\n"); !hasPrefixFold(t, "mycached") &&
+		!hasPrefixFold(rest, "mycached") && !hasPrefixFold(rest, "@mycached_cache") {
+		return false, nil
+	}
+	words := pseudoWords(t)
+	switch {
+	case len(words) == 2 && words[0] == "set" && strings.HasPrefix(words[1], "@mycached_cache="):
+		switch strings.TrimPrefix(words[1], "@mycached_cache=") {
+		case "0", "off", "false":
+			a.cache.CacheOff = true
+		case "1", "on", "true":
+			a.cache.CacheOff = false
+		default:
+			return true, a.s.WriteErr(mysql.ER_WRONG_VALUE_FOR_VAR, "42000", "mycached: @mycached_cache takes 0 or 1")
+		}
+		return true, a.s.WriteOK(0)
+	case len(words) >= 2 && words[0] == "show" && words[1] == "mycached":
+		if !a.srv.IsAdmin(a.s.Hello.User) {
+			return true, a.adminDenied()
+		}
+		return true, a.showMycached(words[2:])
+	case len(words) >= 1 && words[0] == "mycached":
+		if !a.srv.IsAdmin(a.s.Hello.User) {
+			return true, a.adminDenied()
+		}
+		return true, a.adminCommand(words[1:])
+	}
+	return false, nil
+}
+
+// pseudoWords splits a pseudo-query into lower-case words, with spaces
+// around "=" removed and a trailing ";" dropped.
+func pseudoWords(t string) []string {
+	t = strings.TrimRight(t, "; \t\r\n")
+	t = strings.ReplaceAll(t, " =", "=")
+	t = strings.ReplaceAll(t, "= ", "=")
+	f := strings.Fields(t)
+	for i, w := range f {
+		if i < 3 || !strings.Contains(w, ".") {
+			f[i] = strings.ToLower(w)
+		}
+	}
+	return f
+}
+
+func (a *Session) adminDenied() error {
+	return a.s.WriteErr(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, "42000",
+		"mycached: admin commands need a user listed in --admin-users")
+}
+
+func (a *Session) showMycached(args []string) error {
+	what := ""
+	if len(args) > 0 {
+		what = args[0]
+	}
+	switch what {
+	case "status":
+		var rows [][]*string
+		for _, kv := range a.srv.StatusRows() {
+			rows = append(rows, []*string{&kv[0], &kv[1]})
+		}
+		return a.s.WriteResult([]string{"Variable_name", "Value"}, rows)
+	case "queries":
+		var rows [][]*string
+		for _, q := range a.srv.Cache().Queries.Top(100) {
+			vals := []string{q.Digest, strconv.FormatInt(q.Hits, 10), strconv.FormatInt(q.Misses, 10), strconv.FormatInt(q.Bypasses, 10), q.Why}
+			rows = append(rows, []*string{&vals[0], &vals[1], &vals[2], &vals[3], &vals[4]})
+		}
+		return a.s.WriteResult([]string{"digest", "hits", "misses", "bypasses", "bypass_reason"}, rows)
+	}
+	return a.s.WriteErr(mysql.ER_PARSE_ERROR, "42000", "mycached: SHOW MYCACHED takes STATUS or QUERIES")
+}
+
+func (a *Session) adminCommand(args []string) error {
+	switch {
+	case len(args) == 1 && args[0] == "flush":
+		if err := a.srv.Cache().Store.Flush(context.Background()); err != nil {
+			return a.s.WriteErr(mysql.ER_UNKNOWN_ERROR, "HY000", "mycached: flush failed: "+err.Error())
+		}
+		a.srv.Cache().Queries.Reset()
+		return a.s.WriteOK(0)
+	case len(args) == 3 && args[0] == "invalidate" && args[1] == "table":
+		name := strings.ReplaceAll(args[2], "`", "")
+		if !strings.Contains(name, ".") {
+			if a.s.Hello.DB == "" {
+				return a.s.WriteErr(mysql.ER_NO_DB_ERROR, "3D000", "mycached: name the table as db.table, or USE a database first")
+			}
+			name = a.s.Hello.DB + "." + name
+		}
+		a.srv.Cache().Invalidate(context.Background(), name)
+		return a.s.WriteOK(0)
+	case len(args) == 2 && args[0] == "reload" && args[1] == "policy":
+		if err := a.srv.ReloadPolicy(); err != nil {
+			return a.s.WriteErr(mysql.ER_UNKNOWN_ERROR, "HY000", "mycached: policy reload failed, the old policy stays: "+err.Error())
+		}
+		return a.s.WriteOK(0)
+	}
+	return a.s.WriteErr(mysql.ER_PARSE_ERROR, "42000", "mycached: unknown admin command; try MYCACHED FLUSH, MYCACHED INVALIDATE TABLE db.t or MYCACHED RELOAD POLICY")
+}
+
+// hasPrefixFold is strings.HasPrefix, ignoring ASCII case.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// skipComments returns sql without its leading whitespace and comments, so
+// that a tag such as /* app=shop */ does not hide a pseudo-query.
+func skipComments(sql string) string {
+	for {
+		sql = strings.TrimLeft(sql, " \t\r\n")
+		switch {
+		case strings.HasPrefix(sql, "/*"):
+			end := strings.Index(sql[2:], "*/")
+			if end < 0 {
+				return sql
+			}
+			sql = sql[2+end+2:]
+		case strings.HasPrefix(sql, "#"), strings.HasPrefix(sql, "-- "):
+			end := strings.IndexByte(sql, '\n')
+			if end < 0 {
+				return ""
+			}
+			sql = sql[end+1:]
+		default:
+			return sql
+		}
+	}
+}

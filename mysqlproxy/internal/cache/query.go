@@ -1,0 +1,246 @@
+package cache
+
+import (
+	"context"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/mycached/mycached/cachepolicy"
+	"github.com/mycached/mycached/mysqlproxy/internal/relay"
+	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
+	"github.com/mycached/mycached/mysqlproxy/internal/wire"
+)
+
+// Query handles a COM_QUERY that no other feature answered: a cacheable
+// read goes through the cache, and everything else is relayed, with
+// writes invalidating what they touched before the client hears they are
+// done.
+func (c *Session) Query(p []byte, sql string) error {
+	if c.e.cfg.Passthrough && sqlinfo.FirstKeyword(sql) == "SELECT" {
+		// Nothing is cached, and a SELECT writes nothing (SELECT ... INTO
+		// OUTFILE writes a file, not a table): no analysis needed.
+		return c.s.RelayMode(p, relay.ModeResult)
+	}
+	info := c.e.Analyzer.Analyze(sql)
+	if info.Kind == sqlinfo.Select && info.Cacheable {
+		return c.cacheRead(p, info, sql, nil)
+	}
+	if info.Kind == sqlinfo.Select || info.Kind == sqlinfo.Show {
+		c.e.Stats.bypass(whyNotCacheable)
+		c.e.Queries.note(info.Digest, info.WhyNot, 0)
+	}
+	return c.execute(p, info, sql)
+}
+
+// Prepare relays a COM_STMT_PREPARE and notes the statement's analysis on
+// it. It returns the statement, or nil when the backend refused it.
+func (c *Session) Prepare(p []byte) (*relay.Stmt, error) {
+	st, err := c.s.Prepare(p)
+	if st != nil {
+		st.Ext = c.e.Analyzer.Analyze(st.SQL)
+	}
+	return st, err
+}
+
+// Execute handles a COM_STMT_EXECUTE of st like Query, keyed by the
+// prepared SQL and the bound parameters. Its parameter types have been
+// noted (relay.NoteParamTypes).
+func (c *Session) Execute(p []byte, st *relay.Stmt) error {
+	info, _ := st.Ext.(*sqlinfo.Info)
+	if info == nil {
+		return c.s.RelayMode(p, relay.ModeResult)
+	}
+	if c.e.cfg.Passthrough && info.Kind == sqlinfo.Select {
+		// Nothing is served from the cache, so the backend has seen every
+		// execute and its types: relay it as it is.
+		return c.s.RelayMode(p, relay.ModeResult)
+	}
+	p = relay.WithTypes(st, p)
+	defer func() { st.LongData = false }()
+	if info.Kind == sqlinfo.Select && info.Cacheable && (st.Params == 0 || st.Types != nil) {
+		return c.cacheRead(p, info, st.SQL, st)
+	}
+	var params []wire.Param
+	if info.Point != nil || info.Insert != nil {
+		params = wire.DecodeParams(p, int(st.Params), st.Types)
+	}
+	return c.executeParams(p, info, st.SQL, params)
+}
+
+// execute relays a statement that is not served from the cache, and then
+// does what its success means: session state changes, and invalidation.
+func (c *Session) execute(p []byte, info *sqlinfo.Info, sql string) error {
+	return c.executeParams(p, info, sql, nil)
+}
+
+// executeParams is execute for a statement with bound parameters.
+func (c *Session) executeParams(p []byte, info *sqlinfo.Info, sql string, params []wire.Param) error {
+	before := c.s.Status
+	c.prefetchKeys(info)
+	if err := c.s.Forward(p); err != nil {
+		return err
+	}
+	r := relay.Relayer{S: c.s, NoFlush: true}
+	err := r.Relay(relay.ModeResult)
+	c.s.Done(&r)
+	// The invalidation happens even when the relay failed half-way: the
+	// statement may have run.
+	c.after(info, sql, &r.Resp, before, params)
+	if err != nil {
+		return err
+	}
+	return c.s.Flush()
+}
+
+// after applies what a relayed statement did to the session and the cache.
+func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, before uint16, params []wire.Param) {
+	ok := !resp.Failed()
+	switch info.Kind {
+	case sqlinfo.Set:
+		if ok {
+			c.state.apply(info.Sets)
+		}
+	case sqlinfo.Use:
+		if ok {
+			c.s.SetDB(info.UseDB)
+		}
+	case sqlinfo.Call:
+		// A procedure can change session variables or the database we
+		// cannot see; this session stops caching rather than guess.
+		c.tainted = true
+	}
+	if info.WhyNot == "multi-statement" {
+		c.tainted = true
+	}
+	if info.Temporary && ok {
+		c.noteTemporary(info)
+	}
+	if info.MayWrite {
+		c.invalidate(info, sql, resp, params)
+	}
+	if before&mysql.SERVER_STATUS_IN_TRANS != 0 && c.s.Status&mysql.SERVER_STATUS_IN_TRANS == 0 {
+		c.endTransaction()
+	}
+}
+
+// invalidate bumps the generations of everything a write may have changed.
+// Inside a transaction the tables are remembered, and bumped again when it
+// ends: a reader could otherwise fill from pre-commit data under the
+// post-write generation.
+func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Response, params []wire.Param) {
+	e := c.e
+	deps := make([]string, 0, len(info.Writes)+2)
+	tables := make([]string, 0, len(info.Writes))
+	for _, t := range sqlinfo.Qualify(info.Writes, c.s.Hello.DB) {
+		deps = append(deps, c.writeDeps(info, t, resp, params)...)
+		tables = append(tables, t.String())
+	}
+	if info.Unmapped {
+		deps = c.unmappedDeps(deps, info)
+		if info.Kind != sqlinfo.Call {
+			// It may have been DDL mycached could not read: what it knows
+			// of primary keys is no longer trusted.
+			e.pks.m.Clear()
+			e.depsMemo.clear()
+		}
+	}
+	if extra := e.Policy.Invalidate(&cachepolicy.Write{Tables: tables, Kind: info.Kind.String(), SQL: sql, DB: c.s.Hello.DB, User: c.s.Hello.User}); len(extra) > 0 {
+		for _, t := range extra {
+			deps = append(deps, t, nonKey(t))
+		}
+	}
+	if len(deps) == 0 {
+		return
+	}
+	e.Store.Bump(context.Background(), deps)
+	e.Stats.invalidations.Add(uint64(len(deps)))
+	if c.s.Status&mysql.SERVER_STATUS_IN_TRANS != 0 {
+		c.txWrote = true
+		if c.txDeps == nil {
+			c.txDeps = make(map[string]struct{})
+		}
+		for _, d := range deps {
+			c.txDeps[d] = struct{}{}
+		}
+	}
+}
+
+// prefetchKeys learns the primary key of the table a keyed write names
+// before the write runs: learning it afterwards would run a query of
+// mycached's own between the write and the client's next statement, and
+// reset what ROW_COUNT() and SHOW WARNINGS tell the client.
+func (c *Session) prefetchKeys(info *sqlinfo.Info) {
+	if len(info.Writes) != 1 || (info.Point == nil && info.Insert == nil) {
+		return
+	}
+	switch info.Kind {
+	case sqlinfo.Update, sqlinfo.Delete, sqlinfo.Insert:
+		c.primaryKey(sqlinfo.Qualify(info.Writes, c.s.Hello.DB)[0])
+	}
+}
+
+// unmappedDeps adds the database-wide (or global) generations that a write
+// whose tables cannot be known bumps.
+func (c *Session) unmappedDeps(deps []string, info *sqlinfo.Info) []string {
+	if info.Global {
+		return append(deps, "*")
+	}
+	for _, db := range info.DBWide {
+		if db == "" {
+			db = c.s.Hello.DB
+		}
+		if db == "" {
+			return append(deps, "*")
+		}
+		deps = append(deps, db+".*")
+	}
+	if len(info.DBWide) == 0 {
+		if c.s.Hello.DB == "" {
+			return append(deps, "*")
+		}
+		deps = append(deps, c.s.Hello.DB+".*")
+	}
+	return deps
+}
+
+// TxEnded bumps again what the transaction that just ended wrote.
+func (c *Session) TxEnded() { c.endTransaction() }
+
+func (c *Session) endTransaction() {
+	if len(c.txDeps) > 0 {
+		deps := make([]string, 0, len(c.txDeps))
+		for d := range c.txDeps {
+			deps = append(deps, d)
+		}
+		c.e.Store.Bump(context.Background(), deps)
+		c.e.Stats.invalidations.Add(uint64(len(deps)))
+		clear(c.txDeps)
+	}
+	c.txWrote = false
+}
+
+func (c *Session) noteTemporary(info *sqlinfo.Info) {
+	if c.temps == nil {
+		c.temps = make(map[string]struct{})
+	}
+	for _, t := range sqlinfo.Qualify(info.Writes, c.s.Hello.DB) {
+		if info.Kind == sqlinfo.DDL && isDrop(info.Digest) {
+			delete(c.temps, t.String())
+		} else {
+			c.temps[t.String()] = struct{}{}
+		}
+	}
+}
+
+func isDrop(digest string) bool {
+	return len(digest) >= 4 && (digest[:4] == "drop" || digest[:4] == "DROP")
+}
+
+// Reset forgets everything the session learned since the handshake:
+// COM_RESET_CONNECTION and COM_CHANGE_USER start afresh.
+func (c *Session) Reset() {
+	clear(c.temps)
+	c.state.reset(c.s.Hello.Charset)
+	c.CacheOff, c.tainted = false, false
+	c.endTransaction()
+}

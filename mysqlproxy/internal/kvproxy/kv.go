@@ -1,0 +1,379 @@
+// Package kvproxy answers the key/value pseudo-queries over MySQL's wire
+// protocol: on the main listener for the accounts allowed them, beside
+// the SQL they relay, and on a kv-only listener with no backend.
+package kvproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/kv"
+	"github.com/mycached/mycached/mysqlproxy/internal/relay"
+	"github.com/mycached/mycached/mysqlproxy/internal/store"
+	"github.com/mycached/mycached/mysqlproxy/internal/wire"
+)
+
+// localStmtBase marks statement ids that mycached hands out for the kv
+// pseudo-queries it prepares itself. MariaDB counts statement ids up from
+// 1 across the whole server, so the top half of the space is free.
+const localStmtBase = 1 << 31
+
+// Config is what kv needs of the server's configuration.
+type Config struct {
+	Prefix   string   // namespace of the pairs in the cache tier
+	MaxBytes int      // largest value accepted
+	Users    []string // who may use kv on the main listener; empty: everyone
+	PerUser  bool     // a namespace per user
+	// Passwords are the users the kv-only listener accepts, with their
+	// passwords in the clear or as MySQL's "*" + 40 hex digits hash.
+	Passwords map[string]string
+}
+
+// Server is the kv state every session shares. Its methods are safe for
+// concurrent use.
+type Server struct {
+	cfg Config
+	kv  kvStore
+}
+
+// New returns a kv server storing its pairs in st's raw namespace; l1Only
+// says no memcached is configured, so values have no item size limit.
+func New(cfg Config, st *store.Store, l1Only bool) *Server {
+	return &Server{cfg: cfg, kv: kvStore{st: st, l1Only: l1Only}}
+}
+
+// Session is one client session's kv state. It is owned by the session's
+// goroutine.
+type Session struct {
+	srv       *Server
+	s         *relay.Session
+	local     map[uint32]*kv.Stmt // kv pseudo-queries mycached prepared itself
+	nextLocal uint32
+	dual      map[uint32]*kv.Stmt // SQL statements that are kv SELECTs too, by backend statement id
+}
+
+// NewSession returns the kv state of the session s.
+func (srv *Server) NewSession(s *relay.Session) *Session {
+	return &Session{srv: srv, s: s}
+}
+
+// Reset forgets the session's kv statements.
+func (k *Session) Reset() {
+	clear(k.local)
+	clear(k.dual)
+}
+
+// kvStore adapts the cache tiers' raw namespace to the kv language.
+type kvStore struct {
+	st     *store.Store
+	l1Only bool
+}
+
+func (k kvStore) GetMulti(ctx context.Context, keys []string) ([][]byte, error) {
+	return k.st.RawGet(ctx, keys)
+}
+
+func (k kvStore) Set(ctx context.Context, key string, val []byte, ttl time.Duration) error {
+	err := k.st.RawSet(ctx, key, val, ttl)
+	if errors.Is(err, store.ErrTooLarge) {
+		return fmt.Errorf("%w: %w", kv.ErrTooLarge, err)
+	}
+	return err
+}
+
+func (k kvStore) Delete(ctx context.Context, key string) (bool, error) {
+	return k.st.RawDelete(ctx, key)
+}
+
+func (k kvStore) Keys(ctx context.Context, prefix string) ([]string, error) {
+	return k.st.RawKeys(ctx, prefix)
+}
+
+func (k kvStore) ItemSizeMax(ctx context.Context) int {
+	if k.l1Only {
+		return 0 // L1 has no item limit; --kv-max-bytes bounds values
+	}
+	return k.st.ItemSizeMax(ctx)
+}
+
+// kvAllowed reports whether this session's user may use kv.
+func (k *Session) kvAllowed() bool {
+	u := k.srv.cfg.Users
+	return len(u) == 0 || slices.Contains(u, k.s.Hello.User)
+}
+
+func (k *Session) kvNamespace() string {
+	if k.srv.cfg.PerUser {
+		return k.s.Hello.User + ":"
+	}
+	return ""
+}
+
+// parseKV parses sql as a kv pseudo-query, under the session's escaping
+// rules.
+func (k *Session) parseKV(sql string) (*kv.Stmt, bool, error) {
+	if k.s.Status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 {
+		return kv.ParseNoBackslashEscapes(sql)
+	}
+	return kv.Parse(sql)
+}
+
+// Query answers a kv pseudo-query sent as text, and reports false for
+// SQL. A SELECT of double-quoted literals from a user without kv rights is
+// SQL (MySQL returns the strings); the other forms are not SQL at all, so
+// such a user gets an error.
+func (k *Session) Query(sql string) (bool, error) {
+	st, ok, err := k.parseKV(sql)
+	if !ok {
+		return false, nil
+	}
+	if !k.kvAllowed() {
+		if st != nil && st.Op == kv.OpSelect {
+			return false, nil
+		}
+		return true, k.s.WriteErr(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, "42000", "mycached: user "+k.s.Hello.User+" may not use key/value pseudo-queries (see --kv-users)")
+	}
+	if err != nil {
+		return true, k.writeKVResult(kv.ErrorResult(err), false)
+	}
+	if st.Params > 0 {
+		return true, k.writeKVResult(kv.ErrorResult(kv.ErrUnbound), false)
+	}
+	return true, k.writeKVResult(k.execKV(st), false)
+}
+
+func (k *Session) execKV(st *kv.Stmt) kv.Result {
+	return kv.Exec(context.Background(), k.srv.kv, k.kvOptions(), k.kvNamespace(), st)
+}
+
+// kvOptions are the kv language's options from the server's config.
+func (k *Session) kvOptions() kv.Options {
+	return kv.Options{Prefix: k.srv.cfg.Prefix, MaxBytes: k.srv.cfg.MaxBytes}
+}
+
+func (k *Session) writeKVResult(r kv.Result, binary bool) error {
+	switch {
+	case r.IsError():
+		return k.s.WriteErr(r.Code, r.State, r.Msg)
+	case r.IsRows:
+		return k.s.WriteRows(r.Columns, len(r.Rows), func(row, col int) ([]byte, bool) {
+			return r.Rows[row][col], true
+		}, binary)
+	}
+	return k.s.WriteOK(r.Affected)
+}
+
+// Prepare answers COM_STMT_PREPARE of a kv pseudo-query itself, and
+// reports false for SQL. A prepared SELECT of placeholders is valid SQL
+// too: the caller prepares it on the backend as well and notes it with
+// SetDual, and each execute decides by the values bound (ExecuteDual).
+func (k *Session) Prepare(sql string) (handled bool, dual *kv.Stmt, err error) {
+	st, ok, perr := k.parseKV(sql)
+	if !ok || !k.kvAllowed() || perr != nil {
+		if ok && perr != nil && k.kvAllowed() {
+			return true, nil, k.writeKVResult(kv.ErrorResult(perr), false)
+		}
+		return false, nil, nil
+	}
+	if st.Op == kv.OpSelect && st.Params > 0 {
+		return false, st, nil
+	}
+	return true, nil, k.kvPrepareLocal(st)
+}
+
+// kvPrepareLocal answers COM_STMT_PREPARE with a statement only mycached
+// knows.
+func (k *Session) kvPrepareLocal(st *kv.Stmt) error {
+	k.nextLocal++
+	id := uint32(localStmtBase) + k.nextLocal
+	if k.local == nil {
+		k.local = make(map[uint32]*kv.Stmt)
+	}
+	k.local[id] = st
+	cols := 0
+	if st.Op == kv.OpSelect || st.Op == kv.OpSelectAll {
+		cols = 2
+	}
+	// COM_STMT_PREPARE_OK, then the parameter and column definitions.
+	b := []byte{mysql.OK_HEADER}
+	b = append(b, byte(id), byte(id>>8), byte(id>>16), byte(id>>24))
+	b = append(b, byte(cols), byte(cols>>8), byte(st.Params), byte(st.Params>>8), 0, 0, 0)
+	seq, err := k.s.Client.WritePacket(b, k.s.ReplySeq())
+	if err != nil {
+		return relay.ClientError{Err: err}
+	}
+	for _, n := range []int{st.Params, cols} {
+		if n == 0 {
+			continue
+		}
+		for i := 0; i < n; i++ {
+			name := "?"
+			if n == cols {
+				name = kv.Columns()[i]
+			}
+			if seq, err = k.s.Client.WritePacket(wire.AppendColumnDef(nil, name), seq); err != nil {
+				return relay.ClientError{Err: err}
+			}
+		}
+		if !k.s.DeprecateEOF() {
+			if seq, err = k.s.Client.WritePacket(wire.AppendEOF(nil, k.s.Status), seq); err != nil {
+				return relay.ClientError{Err: err}
+			}
+		}
+	}
+	return k.s.Flush()
+}
+
+// SetDual notes that the backend's statement id is also the kv SELECT st.
+func (k *Session) SetDual(id uint32, st *kv.Stmt) {
+	if k.dual == nil {
+		k.dual = make(map[uint32]*kv.Stmt)
+	}
+	k.dual[id] = st
+}
+
+// Command answers the COM_STMT_EXECUTE, COM_STMT_CLOSE,
+// COM_STMT_SEND_LONG_DATA and COM_STMT_RESET of the statements mycached
+// prepared itself, and reports false for every other command.
+func (k *Session) Command(p []byte) (bool, error) {
+	if len(p) < 5 {
+		return false, nil
+	}
+	id := wire.Le32(p[1:])
+	st := k.local[id]
+	if st == nil {
+		if p[0] == mysql.COM_STMT_CLOSE {
+			delete(k.dual, id)
+		}
+		return false, nil
+	}
+	switch p[0] {
+	case mysql.COM_STMT_EXECUTE:
+		return true, k.kvExecute(st, p)
+	case mysql.COM_STMT_CLOSE:
+		delete(k.local, id)
+		return true, nil // no response
+	case mysql.COM_STMT_SEND_LONG_DATA:
+		return true, nil // no response; kv parameters come inline, and the execute says so
+	case mysql.COM_STMT_RESET:
+		return true, k.s.WriteOK(0)
+	}
+	return false, nil
+}
+
+// ExecuteDual answers a COM_STMT_EXECUTE of st from kv when st is also a
+// kv SELECT and the execute binds only strings that can be keys;
+// otherwise it reports false and the execute is SQL.
+func (k *Session) ExecuteDual(p []byte, st *relay.Stmt) (bool, error) {
+	ks := k.dual[st.ID]
+	if ks == nil || !stringParams(p, int(st.Params), st.Types) || !k.kvKeysValid(p, int(st.Params), st.Types) {
+		return false, nil
+	}
+	relay.NoteParamTypes(st, p)
+	return true, k.kvExecute(ks, p)
+}
+
+// stringParams reports whether every parameter an execute binds is a
+// string: only then is a dual SELECT a kv lookup. Keys are strings; a
+// driver that binds a number, a time or NULL means SQL.
+func stringParams(p []byte, n int, types []byte) bool {
+	nb := (n + 7) / 8
+	at := 10 + nb
+	if len(p) <= at {
+		return false
+	}
+	for i := 0; i < n; i++ {
+		if p[10+i/8]&(1<<(i%8)) != 0 {
+			return false
+		}
+	}
+	if p[at] == 1 {
+		if len(p) < at+1+2*n {
+			return false
+		}
+		types = p[at+1 : at+1+2*n]
+	}
+	if len(types) < 2*n {
+		return false
+	}
+	for i := 0; i < n; i++ {
+		switch types[2*i] {
+		case mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_VARCHAR,
+			mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// kvExecute runs a kv statement mycached prepared.
+func (k *Session) kvExecute(st *kv.Stmt, p []byte) error {
+	args := make([][]byte, st.Params)
+	params := wire.DecodeParams(p, st.Params, nil)
+	if st.Params > 0 && params == nil {
+		return k.s.WriteErr(mysql.ER_WRONG_ARGUMENTS, "HY000", "mycached: cannot read the parameters of this execute")
+	}
+	for i, pv := range params {
+		if !pv.Null {
+			if !pv.OK {
+				return k.s.WriteErr(mysql.ER_WRONG_ARGUMENTS, "HY000", "mycached: key/value parameters must be strings or integers")
+			}
+			args[i] = []byte(pv.Text)
+		}
+	}
+	bound, err := st.Bind(args)
+	if err != nil {
+		return k.writeKVResult(kv.ErrorResult(err), true)
+	}
+	return k.writeKVResult(k.execKV(bound), true)
+}
+
+// kvKeysValid reports whether the strings an execute binds could all be
+// kv keys. A dual SELECT binding something that can never be a key (a
+// formatted time with its space, say) is SQL.
+func (k *Session) kvKeysValid(p []byte, n int, types []byte) bool {
+	room := 250 - len(k.srv.cfg.Prefix) - len(k.kvNamespace())
+	for _, pv := range wire.DecodeParams(p, n, types) {
+		if !pv.OK || pv.Text == "" || len(pv.Text) > room {
+			return false
+		}
+		for i := 0; i < len(pv.Text); i++ {
+			if c := pv.Text[i]; c <= ' ' || c == 0x7f {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// LuaKV gives policy scripts the kv namespace: cache.get/set/delete.
+func (srv *Server) LuaKV() LuaKV { return LuaKV{kv: srv.kv, prefix: srv.cfg.Prefix} }
+
+// LuaKV is the kv namespace as policy scripts see it.
+type LuaKV struct {
+	kv     kvStore
+	prefix string
+}
+
+func (l LuaKV) Get(key string) ([]byte, bool, error) {
+	vals, err := l.kv.GetMulti(context.Background(), []string{l.prefix + key})
+	if err != nil {
+		return nil, false, err
+	}
+	return vals[0], vals[0] != nil, nil
+}
+
+func (l LuaKV) Set(key string, val []byte, ttl time.Duration) error {
+	return l.kv.Set(context.Background(), l.prefix+key, val, ttl)
+}
+
+func (l LuaKV) Delete(key string) error {
+	_, err := l.kv.Delete(context.Background(), l.prefix+key)
+	return err
+}

@@ -1,0 +1,402 @@
+// Package relay is mycached's relay core: one client connection and its
+// backend connection, the connection phase with its auth relay, the
+// command loop, and the raw relay of responses. It knows nothing of
+// caching, key/value or admin statements: a Handler decides what happens
+// to the commands that carry statements, and the session relays
+// everything the Handler leaves to it.
+package relay
+
+import (
+	"crypto/tls"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/wire"
+)
+
+// Error codes mycached uses for errors of its own making. 2003 and 2013 are
+// the client library's codes for "can't connect" and "lost connection",
+// which is what a client would have seen without mycached in the way.
+const (
+	CodeBackendUnreachable = 2003
+	CodeBackendLost        = 2013
+)
+
+// handshakeTimeout bounds the connection phase, so a client that connects
+// and says nothing does not hold a backend connection forever.
+const handshakeTimeout = 30 * time.Second
+
+// ErrQuit ends a session because the client said goodbye.
+var ErrQuit = errors.New("relay: client quit")
+
+// BackendTLS says whether a session uses TLS on its backend connection.
+type BackendTLS string
+
+// The backend TLS modes, as named on the command line.
+const (
+	BackendTLSOff       BackendTLS = "off"       // never, even when the backend offers it
+	BackendTLSPreferred BackendTLS = "preferred" // when the backend offers it, without verifying its certificate
+	BackendTLSRequired  BackendTLS = "required"  // always; fail when the backend does not offer it
+	BackendTLSVerify    BackendTLS = "verify"    // always, and verify the certificate against the system roots (or a CA file)
+)
+
+// Options is what every session of a server shares. It is read-only once
+// sessions run.
+type Options struct {
+	Backend        string // host:port
+	ConnectTimeout time.Duration
+	BackendTLS     BackendTLS
+	BackendTLSConf *tls.Config // for the backend hop
+	ClientTLS      *tls.Config // offered to clients; nil masks CLIENT_SSL
+	MaxPacket      int         // the largest client command accepted
+	// Draining reports that the server is shutting down: a session ends
+	// between commands.
+	Draining func() bool
+}
+
+// Handler decides what happens to the commands that carry statements. A
+// session calls it on its own goroutine, one command at a time, so a
+// Handler needs no locking of its own per-session state.
+type Handler interface {
+	// Command is offered every command packet before the session relays
+	// it. It returns false to let the session handle the command as a
+	// plain relay would.
+	Command(p []byte) (handled bool, err error)
+	// Reset tells the handler that the backend forgot the session's state
+	// (COM_RESET_CONNECTION, or COM_CHANGE_USER).
+	Reset()
+	// TxEnded tells the handler that a transaction ended on a command the
+	// handler did not handle, or handled without seeing it end.
+	TxEnded()
+}
+
+// Session is one client connection and its backend connection. All of
+// its fields are owned by the session's goroutine, except idle, which a
+// draining server reads.
+type Session struct {
+	opts    *Options
+	ID      uint64
+	Log     *slog.Logger
+	Client  *wire.Conn
+	Backend *wire.Conn // nil on a listener with no backend
+	idle    atomic.Bool
+
+	Hello      Hello  // user, database and capabilities from the handshake
+	Caps       uint32 // capabilities both the client and the backend agreed on
+	TLS        bool
+	ConnID     uint32 // the backend's connection id, which the client sees too
+	Status     uint16 // server status flags from the last OK or EOF
+	ClientAddr string
+	// ErrSeq is the sequence id for an error packet of mycached's own.
+	ErrSeq byte
+	// Last is the parsed view of the last response the client got.
+	Last Response
+
+	buf     []byte // the command packet being handled
+	stmts   map[uint32]*Stmt
+	handler Handler
+}
+
+// NewSession returns a session for the client connection c.
+func NewSession(opts *Options, id uint64, c net.Conn, log *slog.Logger) *Session {
+	s := &Session{opts: opts, ID: id, Client: wire.NewConn(c), ClientAddr: c.RemoteAddr().String()}
+	s.Log = log.With("session", id, "client", s.ClientAddr)
+	return s
+}
+
+// User returns the authenticated user name.
+func (s *Session) User() string { return s.Hello.User }
+
+// DB returns the session's current database.
+func (s *Session) DB() string { return s.Hello.DB }
+
+// SetDB records a change of the current database.
+func (s *Session) SetDB(db string) { s.Hello.DB = db }
+
+// DeprecateEOF reports whether result sets end in OK rather than EOF.
+func (s *Session) DeprecateEOF() bool { return s.Caps&mysql.CLIENT_DEPRECATE_EOF != 0 }
+
+// Idle reports whether the session is waiting for the client's next
+// command.
+func (s *Session) Idle() bool { return s.idle.Load() }
+
+// InTransaction reports whether the backend said a transaction is open.
+func (s *Session) InTransaction() bool { return s.Status&mysql.SERVER_STATUS_IN_TRANS != 0 }
+
+// Run serves a relaying session until either side goes away: it dials the
+// backend, relays the connection phase, and then serves commands, asking
+// newHandler's handler about each.
+func (s *Session) Run(newHandler func(*Session) Handler) {
+	defer s.Client.Release()
+	defer s.Client.Close()
+
+	bc, err := (&net.Dialer{Timeout: s.opts.ConnectTimeout}).Dial("tcp", s.opts.Backend)
+	if err != nil {
+		s.SendError(0, CodeBackendUnreachable, "", "mycached: backend "+s.opts.Backend+" unreachable: "+err.Error(), false)
+		s.Log.Warn("backend unreachable", "err", err)
+		return
+	}
+	s.Backend = wire.NewConn(bc)
+	defer s.Backend.Release()
+	defer s.Backend.Close()
+
+	wire.SetDeadline(s.Client.NetConn, handshakeTimeout)
+	wire.SetDeadline(s.Backend.NetConn, handshakeTimeout)
+	ok, err := s.handshake()
+	if err != nil {
+		s.LogEnd("handshake failed", err)
+		return
+	}
+	if !ok {
+		return // the backend's access-denied error has gone to the client
+	}
+	wire.SetDeadline(s.Client.NetConn, 0)
+	wire.SetDeadline(s.Backend.NetConn, 0)
+	s.Log = s.Log.With("user", s.Hello.User)
+	s.handler = newHandler(s)
+	s.Loop(s.relayCommand)
+}
+
+// StartHandshakeDeadline bounds the connection phase of a session that
+// runs its own (the kv-only listener); EndHandshakeDeadline lifts it.
+func (s *Session) StartHandshakeDeadline() { wire.SetDeadline(s.Client.NetConn, handshakeTimeout) }
+
+// EndHandshakeDeadline lifts StartHandshakeDeadline's bound.
+func (s *Session) EndHandshakeDeadline() { wire.SetDeadline(s.Client.NetConn, 0) }
+
+// Loop reads commands one at a time and hands each to dispatch, until the
+// client or dispatch ends the session.
+func (s *Session) Loop(dispatch func(p []byte) error) {
+	for {
+		s.idle.Store(true)
+		if s.opts.Draining != nil && s.opts.Draining() {
+			return
+		}
+		p, seq, err := s.Client.ReadPacket(s.buf, s.opts.MaxPacket)
+		s.idle.Store(false)
+		if err != nil {
+			if errors.Is(err, wire.ErrPacketTooLarge) {
+				s.sendTooLarge(s.Client.LastSeq + 1)
+			}
+			s.LogEnd("client read", err)
+			return
+		}
+		if seq != 0 || len(p) == 0 {
+			s.Log.Warn("malformed client packet, closing", "seq", seq, "len", len(p))
+			return
+		}
+		s.ErrSeq = s.Client.LastSeq + 1
+		err = dispatch(p)
+		// A huge command's buffer is not worth keeping for the next one.
+		if cap(p) <= 1<<20 {
+			s.buf = p[:0]
+		} else {
+			s.buf = nil
+		}
+		if err != nil {
+			if errors.Is(err, ErrQuit) {
+				return
+			}
+			var be BackendError
+			if errors.As(err, &be) {
+				s.SendError(s.ErrSeq, CodeBackendLost, "08S01", "mycached: lost connection to backend "+s.opts.Backend+": "+be.Err.Error(), true)
+			}
+			s.LogEnd("session ended", err)
+			return
+		}
+	}
+}
+
+// relayCommand handles one command of a relaying session. A transaction
+// that ended without a statement the handler saw end it (a reset, a
+// change of user) is reported to the handler.
+func (s *Session) relayCommand(p []byte) error {
+	before := s.Status
+	err := s.dispatch(p)
+	if before&mysql.SERVER_STATUS_IN_TRANS != 0 && s.Status&mysql.SERVER_STATUS_IN_TRANS == 0 {
+		s.handler.TxEnded()
+	}
+	return err
+}
+
+// dispatch handles one command packet: the handler first, then the
+// session's own relay.
+func (s *Session) dispatch(p []byte) error {
+	if handled, err := s.handler.Command(p); handled {
+		return err
+	}
+	switch p[0] {
+	case mysql.COM_QUIT:
+		_ = s.Forward(p)
+		return ErrQuit
+	case mysql.COM_STMT_CLOSE:
+		if len(p) >= 5 {
+			delete(s.stmts, wire.Le32(p[1:]))
+		}
+		return s.Forward(p) // no response
+	case mysql.COM_STMT_SEND_LONG_DATA:
+		if len(p) >= 5 {
+			if st := s.stmts[wire.Le32(p[1:])]; st != nil {
+				st.LongData = true
+			}
+		}
+		return s.Forward(p) // no response
+	case mysql.COM_STATISTICS:
+		return s.relayRaw(p)
+	case mysql.COM_STMT_PREPARE:
+		_, err := s.Prepare(p)
+		return err
+	case mysql.COM_FIELD_LIST:
+		return s.RelayMode(p, ModeFieldList)
+	case mysql.COM_STMT_FETCH:
+		return s.RelayMode(p, ModeRows)
+	case mysql.COM_CHANGE_USER:
+		return s.changeUser(p)
+	case mysql.COM_BINLOG_DUMP, mysql.COM_BINLOG_DUMP_GTID, mysql.COM_REGISTER_SLAVE, mysql.COM_TABLE_DUMP:
+		s.SendError(1, mysql.ER_NOT_SUPPORTED_YET, "42000", "mycached: replication commands are not relayed; connect a replica to the server directly", true)
+		return nil
+	case mysql.COM_INIT_DB:
+		if err := s.RelayMode(p, ModeResult); err != nil {
+			return err
+		}
+		if s.Last.Kind == RespOK {
+			s.Hello.DB = string(p[1:])
+		}
+		return nil
+	case mysql.COM_RESET_CONNECTION:
+		if err := s.RelayMode(p, ModeResult); err != nil {
+			return err
+		}
+		if s.Last.Kind == RespOK {
+			clear(s.stmts)
+			s.handler.Reset()
+		}
+		return nil
+	}
+	return s.RelayMode(p, ModeResult)
+}
+
+// Forward sends a command packet to the backend.
+func (s *Session) Forward(p []byte) error {
+	if _, err := s.Backend.WritePacket(p, 0); err != nil {
+		return BackendError{err}
+	}
+	if err := s.Backend.W.Flush(); err != nil {
+		return BackendError{err}
+	}
+	return nil
+}
+
+// RelayMode forwards a command and relays its response to the client.
+func (s *Session) RelayMode(p []byte, mode RespMode) error {
+	if err := s.Forward(p); err != nil {
+		return err
+	}
+	r := Relayer{S: s}
+	err := r.Relay(mode)
+	s.Done(&r)
+	return err
+}
+
+// Done records what a relayed response was, once the relayer r is
+// through with it.
+func (s *Session) Done(r *Relayer) {
+	s.ErrSeq = r.LastSeq + 1
+	s.Last = r.Resp
+}
+
+// relayRaw forwards a command whose response is one packet of no fixed
+// shape (COM_STATISTICS).
+func (s *Session) relayRaw(p []byte) error {
+	if err := s.Forward(p); err != nil {
+		return err
+	}
+	r := Relayer{S: s}
+	if _, _, err := r.packet(); err != nil {
+		return err
+	}
+	s.Last = Response{Kind: RespOK, Bytes: r.Resp.Bytes}
+	return s.Flush()
+}
+
+func (s *Session) changeUser(p []byte) error {
+	h, err := parseChangeUser(p, s.Hello.Caps)
+	if err != nil {
+		return err
+	}
+	ok, err := s.authExchange(p, 0, 0)
+	if err != nil {
+		return err
+	}
+	if ok {
+		s.Hello.User, s.Hello.DB = h.User, h.DB
+		if h.Charset != 0 {
+			s.Hello.Charset = h.Charset
+		}
+		clear(s.stmts)
+		s.handler.Reset()
+		s.Log = s.Log.With("user", h.User)
+	}
+	return nil
+}
+
+// SendError sends an error packet of mycached's own making.
+func (s *Session) SendError(seq byte, code uint16, state, msg string, withState bool) {
+	b := wire.AppendErr(make([]byte, 0, 16+len(msg)), code, state, msg, withState)
+	if _, err := s.Client.WritePacket(b, seq); err == nil {
+		_ = s.Client.W.Flush()
+	}
+}
+
+// sendTooLarge answers a command over the packet limit, before the
+// session ends; seq follows the packet that made it too large.
+func (s *Session) sendTooLarge(seq byte) {
+	s.SendError(seq, mysql.ER_NET_PACKET_TOO_LARGE, "08S01", "mycached: packet larger than --max-packet", true)
+}
+
+// backendFailure tells the client that the backend went away during the
+// connection phase, and returns the error to end the session with.
+func (s *Session) backendFailure(err error) error {
+	s.SendError(s.ErrSeq, CodeBackendLost, "08S01", "mycached: lost connection to backend "+s.opts.Backend+": "+err.Error(), s.ErrSeq != 0)
+	return BackendError{err}
+}
+
+// LogEnd logs why a session ended, once, unless it ended the ordinary way.
+func (s *Session) LogEnd(msg string, err error) {
+	var ce ClientError
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || (errors.As(err, &ce) && errors.Is(ce.Err, io.EOF)) {
+		return
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() && s.opts.Draining != nil && s.opts.Draining() {
+		return
+	}
+	s.Log.Warn(msg, "err", err)
+}
+
+// BackendError marks an error reading from or writing to the backend.
+type BackendError struct{ Err error }
+
+func (e BackendError) Error() string { return "backend: " + e.Err.Error() }
+func (e BackendError) Unwrap() error { return e.Err }
+
+// ClientError marks an error writing to the client, as opposed to the
+// backend; the session ends either way, but only a backend error is worth
+// telling the client about.
+type ClientError struct{ Err error }
+
+func (e ClientError) Error() string { return "client: " + e.Err.Error() }
+func (e ClientError) Unwrap() error { return e.Err }
+
+// clientErr maps an error of wire.CopyPayload writing to the client.
+func clientErr(err error) error {
+	if de, ok := err.(wire.DstError); ok {
+		return ClientError{de.Err}
+	}
+	return ClientError{err}
+}

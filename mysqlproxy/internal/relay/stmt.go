@@ -1,0 +1,82 @@
+package relay
+
+import "github.com/mycached/mycached/mysqlproxy/internal/wire"
+
+// Stmt is a prepared statement as the client and the backend know it.
+type Stmt struct {
+	ID       uint32
+	SQL      string
+	Params   uint16
+	Columns  uint16
+	Types    []byte // parameter types bound by the last execute that sent them
+	LongData bool   // COM_STMT_SEND_LONG_DATA since the last execute
+	// Ext is the handler's own note on the statement, such as its
+	// analysis.
+	Ext any
+}
+
+// Prepare relays a COM_STMT_PREPARE and, when the backend prepared the
+// statement, registers it and returns it; otherwise it returns nil.
+func (s *Session) Prepare(p []byte) (*Stmt, error) {
+	if err := s.Forward(p); err != nil {
+		return nil, err
+	}
+	r := Relayer{S: s}
+	sp, err := r.relayPrepare()
+	s.Done(&r)
+	if err != nil || r.Resp.Kind != RespOK {
+		return nil, err
+	}
+	if s.stmts == nil {
+		s.stmts = make(map[uint32]*Stmt)
+	}
+	st := &Stmt{ID: sp.id, SQL: string(p[1:]), Params: sp.params, Columns: sp.columns}
+	s.stmts[sp.id] = st
+	return st, nil
+}
+
+// Stmt returns the prepared statement that a COM_STMT_* packet p names,
+// or nil.
+func (s *Session) Stmt(p []byte) *Stmt {
+	if len(p) < 5 {
+		return nil
+	}
+	return s.stmts[wire.Le32(p[1:])]
+}
+
+// NoteParamTypes remembers the parameter types an execute binds; later
+// executes may leave them out and mean the same ones.
+func NoteParamTypes(st *Stmt, p []byte) {
+	if st.Params == 0 {
+		return
+	}
+	nb := (int(st.Params) + 7) / 8
+	at := 10 + nb
+	if len(p) <= at || p[at] != 1 {
+		return
+	}
+	end := at + 1 + 2*int(st.Params)
+	if len(p) < end {
+		return
+	}
+	st.Types = append(st.Types[:0], p[at+1:end]...)
+}
+
+// WithTypes returns an execute that carries its parameter types. A client
+// sends them once and leaves them out after; if that first execute was
+// answered without the backend, the backend never saw them, so every
+// execute mycached forwards carries them again.
+func WithTypes(st *Stmt, p []byte) []byte {
+	if st.Params == 0 || st.Types == nil {
+		return p
+	}
+	at := 10 + (int(st.Params)+7)/8
+	if len(p) <= at || p[at] != 0 {
+		return p
+	}
+	q := make([]byte, 0, len(p)+len(st.Types))
+	q = append(q, p[:at]...)
+	q = append(q, 1)
+	q = append(q, st.Types...)
+	return append(q, p[at+1:]...)
+}

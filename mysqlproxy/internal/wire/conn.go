@@ -1,0 +1,228 @@
+// Package wire reads and writes MySQL protocol packets: framing over a
+// buffered connection, and the small protocol structures (length-encoded
+// integers, OK, ERR and EOF packets, column definitions, prepared
+// statement parameters) that a proxy reads or writes itself.
+package wire
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// MaxPayload is the largest payload of one wire packet. A payload of exactly
+// this length is continued by the next packet; the protocol splits larger
+// logical packets this way, and a zero-length packet ends a logical packet
+// that is an exact multiple of it.
+const MaxPayload = 1<<24 - 1
+
+// BufSize is the size of the pooled read and write buffers. 64 KiB holds a
+// typical result set whole, so a response costs one write syscall.
+const BufSize = 64 << 10
+
+// ErrPacketTooLarge means a logical packet exceeds the caller's limit.
+var ErrPacketTooLarge = errors.New("wire: packet exceeds max-packet")
+
+var (
+	readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, BufSize) }}
+	writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, BufSize) }}
+)
+
+// Conn is one side of a relayed connection: a net.Conn with pooled
+// buffers. It is owned by one goroutine and is not safe for concurrent
+// use, except for Close and the deadlines of NetConn.
+type Conn struct {
+	NetConn net.Conn
+	R       *bufio.Reader
+	W       *bufio.Writer
+	LastSeq byte // sequence id of the last wire packet ReadPacket read
+}
+
+// NewConn wraps c with pooled buffers.
+func NewConn(c net.Conn) *Conn {
+	r := readerPool.Get().(*bufio.Reader)
+	r.Reset(c)
+	w := writerPool.Get().(*bufio.Writer)
+	w.Reset(c)
+	return &Conn{NetConn: c, R: r, W: w}
+}
+
+// Release returns the buffers to their pools. The Conn must not be used
+// after it.
+func (p *Conn) Release() {
+	if p.R != nil {
+		p.R.Reset(nil)
+		readerPool.Put(p.R)
+		p.R = nil
+	}
+	if p.W != nil {
+		p.W.Reset(nil)
+		writerPool.Put(p.W)
+		p.W = nil
+	}
+}
+
+// Close closes the connection.
+func (p *Conn) Close() error { return p.NetConn.Close() }
+
+// Upgrade swaps the transport for a TLS connection built by wrap. Bytes that
+// the reader has already buffered (a client may send its TLS hello right
+// behind the SSL request) are handed to the new transport first.
+func (p *Conn) Upgrade(wrap func(net.Conn) net.Conn) {
+	raw := p.NetConn
+	if n := p.R.Buffered(); n > 0 {
+		b, _ := p.R.Peek(n)
+		raw = &prefixConn{Conn: raw, prefix: append([]byte(nil), b...)}
+	}
+	p.NetConn = wrap(raw)
+	p.R.Reset(p.NetConn)
+	p.W.Reset(p.NetConn)
+}
+
+// prefixConn replays bytes read ahead before reading from the connection.
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (c *prefixConn) Read(b []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(b, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(b)
+}
+
+// ReadHeader reads one wire packet header.
+func (p *Conn) ReadHeader() (n int, seq byte, err error) {
+	h, err := p.R.Peek(4)
+	if err != nil {
+		return 0, 0, err
+	}
+	n = PayloadLen(h)
+	seq = h[3]
+	_, _ = p.R.Discard(4)
+	return n, seq, nil
+}
+
+// PayloadLen is the payload length in the wire packet header h.
+func PayloadLen(h []byte) int { return int(h[0]) | int(h[1])<<8 | int(h[2])<<16 }
+
+// ReadPacket reads one logical packet, joining continuations, into buf
+// (reused when large enough). It returns the payload and the sequence id of
+// the first wire packet; the last one's is in p.LastSeq.
+func (p *Conn) ReadPacket(buf []byte, limit int) ([]byte, byte, error) {
+	buf = buf[:0]
+	first := -1
+	for {
+		n, seq, err := p.ReadHeader()
+		if err != nil {
+			return buf, 0, err
+		}
+		p.LastSeq = seq
+		if first < 0 {
+			first = int(seq)
+		}
+		seq = byte(first)
+		if len(buf)+n > limit {
+			return buf, seq, ErrPacketTooLarge
+		}
+		start := len(buf)
+		buf = grow(buf, n)
+		if _, err := io.ReadFull(p.R, buf[start:start+n]); err != nil {
+			return buf, seq, err
+		}
+		if n < MaxPayload {
+			return buf, seq, nil
+		}
+	}
+}
+
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b[:len(b)+n]
+	}
+	nb := make([]byte, len(b)+n, 2*cap(b)+n)
+	copy(nb, b)
+	return nb
+}
+
+// WritePacket buffers payload as one logical packet starting at sequence id
+// seq, split as the protocol requires. It returns the next sequence id.
+func (p *Conn) WritePacket(payload []byte, seq byte) (byte, error) {
+	for {
+		n := len(payload)
+		if n > MaxPayload {
+			n = MaxPayload
+		}
+		if err := p.WriteHeader(n, seq); err != nil {
+			return seq, err
+		}
+		if _, err := p.W.Write(payload[:n]); err != nil {
+			return seq, err
+		}
+		seq++
+		payload = payload[n:]
+		if n < MaxPayload {
+			return seq, nil
+		}
+	}
+}
+
+// WriteHeader buffers one wire packet header.
+func (p *Conn) WriteHeader(n int, seq byte) error {
+	var h [4]byte
+	h[0], h[1], h[2], h[3] = byte(n), byte(n>>8), byte(n>>16), seq
+	_, err := p.W.Write(h[:])
+	return err
+}
+
+// CopyPayload copies n payload bytes from src to dst without holding them
+// whole, appending them to tee when tee is non-nil and still below teeMax.
+// It returns the tee, set to nil once it would exceed teeMax. An error
+// writing to dst is a DstError; any other is src's.
+func CopyPayload(dst *bufio.Writer, src *bufio.Reader, n int, tee []byte, teeMax int) ([]byte, error) {
+	for n > 0 {
+		k := n
+		if k > src.Size() {
+			k = src.Size()
+		}
+		b, err := src.Peek(k)
+		if err != nil {
+			return tee, err
+		}
+		if _, err := dst.Write(b); err != nil {
+			return tee, DstError{err}
+		}
+		if tee != nil {
+			if len(tee)+len(b) > teeMax {
+				tee = nil
+			} else {
+				tee = append(tee, b...)
+			}
+		}
+		_, _ = src.Discard(k)
+		n -= k
+	}
+	return tee, nil
+}
+
+// DstError marks an error writing to CopyPayload's destination, as opposed
+// to reading from its source.
+type DstError struct{ Err error }
+
+func (e DstError) Error() string { return "wire: write: " + e.Err.Error() }
+func (e DstError) Unwrap() error { return e.Err }
+
+// SetDeadline sets a deadline from a timeout, zero meaning none.
+func SetDeadline(c net.Conn, d time.Duration) {
+	if d <= 0 {
+		_ = c.SetDeadline(time.Time{})
+		return
+	}
+	_ = c.SetDeadline(time.Now().Add(d))
+}
