@@ -22,8 +22,12 @@ type Entry struct {
 	// "db.table#pk").
 	Deps []string
 	// Gens are the generations of Deps, in the same order, as read before
-	// the query ran.
+	// the query ran: memcached's, or the local ones in L1-only mode.
 	Gens []uint64
+	// Local are this process's own generations of Deps, read before the
+	// query ran, with memcached configured; an L1 entry without them is
+	// checked against memcached only. They are not stored in memcached.
+	Local []uint64
 	// Expires is the hard ttl; zero means none.
 	Expires time.Time
 	// Soft is the soft ttl; zero means none. Past it a hit is Stale.
@@ -33,7 +37,7 @@ type Entry struct {
 // size is the entry's L1 cost in bytes, counting the slices' contents and
 // a fixed estimate for the headers, the map slot and the list links.
 func (e *Entry) size(key string) int64 {
-	n := int64(len(key) + len(e.Check) + len(e.Payload) + 8*len(e.Gens))
+	n := int64(len(key) + len(e.Check) + len(e.Payload) + 8*len(e.Gens) + 8*len(e.Local))
 	for _, d := range e.Deps {
 		n += int64(len(d)) + 16
 	}

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/bradfitz/gomemcache/memcache"
 )
@@ -109,70 +108,6 @@ func parseGen(v []byte) (uint64, bool) {
 	return g, true
 }
 
-// localGens holds generations in L1-only mode. Reads are lock-free (the
-// L1 hit path reads one generation per dep); creation and bumps take mu.
-type localGens struct {
-	m  sync.Map   // dep -> *atomic.Uint64
-	mu sync.Mutex // serializes writers; protects n and hwm
-	n  int        // entries in m
-	// hwm is the highest generation ever issued. New generations start
-	// above it, so the map can be dropped (to bound it) without a
-	// recreated generation ever equalling an old one.
-	hwm uint64
-}
-
-// maxLocalGens bounds localGens.m.
-const maxLocalGens = 1 << 20
-
-// get returns dep's generation, creating it if missing.
-func (g *localGens) get(dep string, seed uint64) uint64 {
-	if v, ok := g.lookup(dep); ok {
-		return v
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if v, ok := g.lookup(dep); ok {
-		return v
-	}
-	return g.create(dep, seed)
-}
-
-// lookup returns dep's generation without creating it.
-func (g *localGens) lookup(dep string) (uint64, bool) {
-	p, ok := g.m.Load(dep)
-	if !ok {
-		return 0, false
-	}
-	return p.(*atomic.Uint64).Load(), true
-}
-
-// create adds dep; g.mu must be held.
-func (g *localGens) create(dep string, seed uint64) uint64 {
-	if g.n >= maxLocalGens {
-		g.m.Clear()
-		g.n = 0
-	}
-	v := max(seed, g.hwm+1)
-	p := new(atomic.Uint64)
-	p.Store(v)
-	g.m.Store(dep, p)
-	g.n++
-	g.hwm = v
-	return v
-}
-
-func (g *localGens) bump(dep string, seed uint64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	p, ok := g.m.Load(dep)
-	if !ok {
-		g.create(dep, seed)
-		return
-	}
-	v := p.(*atomic.Uint64).Add(1)
-	g.hwm = max(g.hwm, v)
-}
-
 // Snapshot returns the current generations of deps, creating missing ones.
 // The proxy calls it before sending a cacheable query to the backend and
 // stores the result with the entry. ok is false when a dep has a pending
@@ -183,11 +118,7 @@ func (s *Store) Snapshot(ctx context.Context, deps []string) (gens []uint64, ok 
 		return nil, false
 	}
 	if s.mc == nil {
-		gens = make([]uint64, len(deps))
-		for i, d := range deps {
-			gens[i] = s.local.get(d, s.timeSeed())
-		}
-		return gens, true
+		return s.localSnap(deps), true
 	}
 	keys := make([]string, len(deps))
 	for i, d := range deps {
@@ -278,10 +209,16 @@ func (s *Store) Bump(ctx context.Context, deps []string) {
 // then costs about one round trip, not one per table and row.
 func (s *Store) bump(ctx context.Context, deps []string) error {
 	s.stats.bumps.Add(uint64(len(deps)))
-	if s.mc == nil {
+	// memcached first, then the local view: a lookup that finds an entry
+	// valid in memcached may keep it in L1 with local generations it read
+	// before, which must then include every bump memcached has not seen
+	// (a failed bump is pending, and its deps are bypassed meanwhile).
+	defer func() {
 		for _, d := range deps {
-			s.local.bump(d, s.timeSeed())
+			s.local.bump(d)
 		}
+	}()
+	if s.mc == nil {
 		return nil
 	}
 	if len(deps) == 1 {

@@ -68,14 +68,16 @@ func gensMatch(e *Entry, deps []string, cur []uint64) bool {
 	return true
 }
 
-// localGensMatch is gensMatch against the in-process generations.
-func (s *Store) localGensMatch(e *Entry, deps []string) bool {
+// localMatch reports whether every local generation e recorded equals
+// the current one in local (indexed like deps). An entry that recorded
+// none (put without a local snapshot) never matches.
+func localMatch(e *Entry, deps []string, local []uint64) bool {
+	if len(e.Local) != len(e.Deps) {
+		return false
+	}
 	for i, d := range e.Deps {
-		if depIndex(deps, i, d) < 0 {
-			return false
-		}
-		g, ok := s.local.lookup(d)
-		if !ok || g != e.Gens[i] {
+		j := depIndex(deps, i, d)
+		if j < 0 || local[j] != e.Local[i] {
 			return false
 		}
 	}
@@ -92,37 +94,85 @@ func (s *Store) hit(key string, e *Entry, now time.Time) Status {
 	return Hit
 }
 
-// Lookup returns the entry for key if it is valid: its Check equals check,
-// it has not expired, and every generation it recorded equals the current
-// generation of that dep. cur holds the current generations of deps (on a
-// Miss, for the Put that follows the query; on a hit, e.Gens).
+// Mode says how a Lookup checks an entry held in L1.
+type Mode uint8
+
+// The modes.
+const (
+	// Strict checks the shared generations in memcached, which every
+	// write through any sidecar bumps before its client hears OK: one
+	// network round trip per hit.
+	Strict Mode = iota
+	// Bounded checks only this process's own view of the generations,
+	// which its writes and its binlog follower bump: no round trip. The
+	// caller chooses it only while the follower is current.
+	Bounded
+)
+
+// Snap is what a Lookup read of the generations of its deps, for the Put
+// that stores the result of the query that follows a miss.
+type Snap struct {
+	Gens  []uint64 // memcached's, or the local ones in L1-only mode
+	Local []uint64 // this process's, with memcached; nil in L1-only mode
+}
+
+// Lookup is LookupMode in Strict mode, returning the generations a Put
+// after a miss stores.
+func (s *Store) Lookup(ctx context.Context, key string, check []byte, deps []string) (*Entry, Tier, []uint64, Status) {
+	e, tier, snap, status := s.LookupMode(ctx, key, check, deps, Strict)
+	return e, tier, snap.Gens, status
+}
+
+// LookupMode returns the entry for key if it is valid: its Check equals
+// check, it has not expired, and every generation it recorded equals the
+// current generation of that dep. snap holds the current generations of
+// deps, read before anything else (on a Miss, for the Put that follows
+// the query; on a hit, what the entry recorded).
 //
-// With memcached configured, the generations always come from memcached,
-// read after Lookup began, so every bump that completed before it is seen:
-// an L1 hit still costs one get_multi of the generation keys, and an L1
-// miss fetches the entry in that same round trip. Only chunked entries
-// need a second one.
-func (s *Store) Lookup(ctx context.Context, key string, check []byte, deps []string) (e *Entry, tier Tier, cur []uint64, status Status) {
+// With memcached configured, an L1 entry is checked against memcached's
+// generations in Strict mode, read after the lookup began so that every
+// bump that completed before it is seen; that costs one get_multi of the
+// generation keys, and an L1 miss fetches the entry in the same round
+// trip. In Bounded mode an L1 entry is checked against the local view
+// only. An entry fetched from memcached is kept in L1 with the local
+// generations read before the fetch: every bump of this process reaches
+// memcached before the local view (see bump), so an entry memcached still
+// holds valid is newer than every local bump it could have missed.
+func (s *Store) LookupMode(ctx context.Context, key string, check []byte, deps []string, mode Mode) (e *Entry, tier Tier, snap Snap, status Status) {
 	if !isQueryKey(key) {
-		return nil, TierNone, nil, Error
+		return nil, TierNone, Snap{}, Error
 	}
 	if s.pending.any(deps) {
 		s.stats.bypasses.Add(1)
-		return nil, TierNone, nil, Bypass
+		return nil, TierNone, Snap{}, Bypass
 	}
 	now := s.now()
 	if s.mc == nil {
 		return s.lookupLocal(key, check, deps, now)
 	}
-	return s.lookupShared(ctx, key, check, deps, now)
+	return s.lookupShared(ctx, key, check, deps, now, mode)
 }
 
-func (s *Store) lookupLocal(key string, check []byte, deps []string, now time.Time) (*Entry, Tier, []uint64, Status) {
+// localSnap reads the local generations of deps, creating missing ones.
+func (s *Store) localSnap(deps []string) []uint64 {
+	local := make([]uint64, len(deps))
+	for i, d := range deps {
+		if g, ok := s.local.lookup(d); ok {
+			local[i] = g
+			continue
+		}
+		local[i] = s.local.get(d, s.timeSeed())
+	}
+	return local
+}
+
+func (s *Store) lookupLocal(key string, check []byte, deps []string, now time.Time) (*Entry, Tier, Snap, Status) {
+	cur := s.localSnap(deps)
 	if s.l1 != nil {
 		if e := s.l1.get(key); e != nil {
-			if e.usable(check, deps, now) && s.localGensMatch(e, deps) {
+			if e.usable(check, deps, now) && gensMatch(e, deps, cur) {
 				s.stats.l1Hits.Add(1)
-				return e, TierL1, e.Gens, s.hit(key, e, now)
+				return e, TierL1, Snap{Gens: e.Gens}, s.hit(key, e, now)
 			}
 			// Generations only grow and time only passes: it can never
 			// become valid again.
@@ -130,19 +180,21 @@ func (s *Store) lookupLocal(key string, check []byte, deps []string, now time.Ti
 		}
 	}
 	s.stats.l1Misses.Add(1)
-	cur := make([]uint64, len(deps))
-	for i, d := range deps {
-		cur[i] = s.local.get(d, s.timeSeed())
-	}
-	return nil, TierNone, cur, Miss
+	return nil, TierNone, Snap{Gens: cur}, Miss
 }
 
-func (s *Store) lookupShared(ctx context.Context, key string, check []byte, deps []string, now time.Time) (*Entry, Tier, []uint64, Status) {
+func (s *Store) lookupShared(ctx context.Context, key string, check []byte, deps []string, now time.Time, mode Mode) (*Entry, Tier, Snap, Status) {
+	local := s.localSnap(deps)
 	var e1 *Entry
 	if s.l1 != nil {
-		if e1 = s.l1.get(key); e1 != nil && !e1.usable(check, deps, now) {
+		if e1 = s.l1.get(key); e1 != nil && (!e1.usable(check, deps, now) || (e1.Local != nil && !localMatch(e1, deps, local))) {
 			s.l1.deleteIf(key, e1)
 			e1 = nil
+		}
+		if e1 != nil && mode == Bounded && e1.Local != nil {
+			s.stats.l1Hits.Add(1)
+			s.stats.boundedHits.Add(1)
+			return e1, TierL1, Snap{Gens: e1.Gens, Local: e1.Local}, s.hit(key, e1, now)
 		}
 	}
 	keys := make([]string, 0, len(deps)+1)
@@ -154,42 +206,53 @@ func (s *Store) lookupShared(ctx context.Context, key string, check []byte, deps
 	}
 	vals, err := s.getMulti(ctx, keys)
 	if err != nil {
-		return nil, TierNone, nil, Error
+		return nil, TierNone, Snap{}, Error
 	}
 	cur, err := s.currentGens(ctx, keys[len(keys)-len(deps):], vals[len(keys)-len(deps):])
 	if err != nil {
-		return nil, TierNone, nil, Error
+		return nil, TierNone, Snap{}, Error
 	}
 	if e1 != nil {
 		if gensMatch(e1, deps, cur) {
 			s.stats.l1Hits.Add(1)
-			return e1, TierL1, cur, s.hit(key, e1, now)
+			return e1, TierL1, Snap{Gens: cur, Local: local}, s.hit(key, e1, now)
 		}
 		s.l1.deleteIf(key, e1)
 		// Another sidecar may already have stored a fresh entry.
 		if vals, err = s.getMulti(ctx, []string{key}); err != nil {
-			return nil, TierNone, nil, Error
+			return nil, TierNone, Snap{}, Error
 		}
 	}
 	val := vals[0]
 	s.stats.l1Misses.Add(1)
 	if val == nil {
 		s.stats.mcMisses.Add(1)
-		return nil, TierNone, cur, Miss
+		return nil, TierNone, Snap{Gens: cur, Local: local}, Miss
 	}
 	e, err := s.decodeItem(ctx, key, val)
 	if err != nil {
-		return nil, TierNone, nil, Error
+		return nil, TierNone, Snap{}, Error
 	}
 	if e == nil || !e.usable(check, deps, now) || !gensMatch(e, deps, cur) {
 		s.stats.mcMisses.Add(1)
-		return nil, TierNone, cur, Miss
+		return nil, TierNone, Snap{Gens: cur, Local: local}, Miss
 	}
 	if s.l1 != nil {
+		e.Local = alignLocal(e, deps, local)
 		s.l1.set(key, e)
 	}
 	s.stats.mcHits.Add(1)
-	return e, TierMemcached, cur, s.hit(key, e, now)
+	return e, TierMemcached, Snap{Gens: cur, Local: local}, s.hit(key, e, now)
+}
+
+// alignLocal orders the local generations of deps (indexed like deps) as
+// e.Deps are, for an entry decoded from memcached.
+func alignLocal(e *Entry, deps []string, local []uint64) []uint64 {
+	out := make([]uint64, len(e.Deps))
+	for i, d := range e.Deps {
+		out[i] = local[depIndex(deps, i, d)] // usable checked the lengths; gensMatch found every dep
+	}
+	return out
 }
 
 // decodeItem decodes a memcached value, fetching its chunks if it is a

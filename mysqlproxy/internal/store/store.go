@@ -139,6 +139,7 @@ var statusNames = [...]string{"miss", "hit", "stale", "bypass", "error"}
 type Stats struct {
 	L1Bytes, L1Entries int64  // held in L1 now
 	L1Hits, L1Misses   uint64 // lookups answered, or not, from L1
+	BoundedHits        uint64 // L1 hits checked against the local view alone
 	MemcachedHits      uint64 // lookups answered from memcached
 	MemcachedMisses    uint64 // lookups that found no valid entry in memcached
 	Stale              uint64 // lookups that returned Stale (refreshes asked for)
@@ -154,6 +155,7 @@ type Stats struct {
 
 type counters struct {
 	l1Hits, l1Misses, mcHits, mcMisses atomic.Uint64
+	boundedHits                        atomic.Uint64
 	stale, bypasses, mcErrors          atomic.Uint64
 	bumps, stores, chunked             atomic.Uint64
 	mcGets, mcGetWrites                atomic.Uint64 // lookups sent, and the writes that sent them
@@ -218,6 +220,7 @@ func New(opts Options) *Store {
 		stop: make(chan struct{}),
 	}
 	s.pending.init()
+	s.local.init()
 	if opts.L1Bytes > 0 {
 		s.l1 = newL1(opts.L1Bytes)
 	}
@@ -271,6 +274,7 @@ func (s *Store) Stats() Stats {
 	st := Stats{
 		L1Hits:             s.stats.l1Hits.Load(),
 		L1Misses:           s.stats.l1Misses.Load(),
+		BoundedHits:        s.stats.boundedHits.Load(),
 		MemcachedHits:      s.stats.mcHits.Load(),
 		MemcachedMisses:    s.stats.mcMisses.Load(),
 		Stale:              s.stats.stale.Load(),
@@ -288,3 +292,7 @@ func (s *Store) Stats() Stats {
 	}
 	return st
 }
+
+// Shared reports whether memcached is configured: a tier every sidecar
+// shares, whose generations every write through a sidecar bumps.
+func (s *Store) Shared() bool { return s.mc != nil }

@@ -1,0 +1,68 @@
+// Package deps names the generations that cached entries depend on, so
+// that the reads that record them and every path that bumps them (a
+// relayed write, the binlog follower, an admin command) agree on the
+// names.
+//
+// A table "db.t" has three kinds of generation:
+//
+//   - "db.t", the range generation: every write to the table bumps it, and
+//     every read that is not a primary-key lookup depends on it;
+//   - "db.t!nk", the non-key generation: every write that is not known row
+//     by row bumps it, and every primary-key lookup depends on it;
+//   - "db.t#<key>", one per row: a write known row by row bumps the rows
+//     it names, and a primary-key lookup depends on the rows it names.
+//
+// Above them, "db.*" covers a database and "*" everything: every entry
+// depends on both, so a write that cannot be mapped to tables bumps one
+// of them.
+package deps
+
+import "strings"
+
+// Global is the generation every entry depends on.
+const Global = "*"
+
+// Namer turns table names into dependency names. The zero value keeps
+// names as given, which is right for a server with
+// lower_case_table_names=0; Fold is for the other settings, under which
+// the server compares names case-insensitively.
+type Namer struct {
+	// Fold lowercases database and table names.
+	Fold bool
+}
+
+// Table returns the range generation's name of db.table.
+func (n Namer) Table(db, table string) string {
+	if n.Fold {
+		db, table = strings.ToLower(db), strings.ToLower(table)
+	}
+	return db + "." + table
+}
+
+// DB returns the database-wide generation's name of db.
+func (n Namer) DB(db string) string {
+	if n.Fold {
+		db = strings.ToLower(db)
+	}
+	return db + ".*"
+}
+
+// NonKey returns the non-key generation's name of a table named by Table.
+func NonKey(table string) string { return table + "!nk" }
+
+// Row returns the generation name of one row of a table named by Table;
+// key holds the row's primary-key values in key order, as decimal
+// integers.
+func Row(table string, key []string) string {
+	return table + "#" + strings.Join(key, ",")
+}
+
+// Split returns the database and table of a range generation's name, or
+// false for any other name.
+func Split(name string) (db, table string, ok bool) {
+	if strings.ContainsAny(name, "#!*") {
+		return "", "", false
+	}
+	db, table, ok = strings.Cut(name, ".")
+	return db, table, ok
+}
