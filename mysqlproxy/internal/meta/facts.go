@@ -1,0 +1,162 @@
+package meta
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Facts are the server settings that decide whether the binlog can drive
+// invalidation, and how.
+type Facts struct {
+	Version             string
+	MariaDB             bool
+	LogBin              bool
+	BinlogFormat        string // ROW, MIXED or STATEMENT
+	BinlogRowImage      string // FULL, MINIMAL, NOBLOB, FULL_NODUP
+	BinlogRowMetadata   string // FULL, MINIMAL or NO_LOG; "" when the server has no such setting
+	LowerCaseTableNames int
+	ServerID            uint32
+	HaveSSL             bool // the server accepts TLS
+	// AutoIncIncrement is the global auto_increment_increment, which a
+	// session may change for itself.
+	AutoIncIncrement uint64
+	// AutoIncLockMode is innodb_autoinc_lock_mode: under 0 and 1 the ids
+	// of one multi-row insert are consecutive steps; under 2 they may
+	// interleave with another statement's.
+	AutoIncLockMode int
+	// SettleDelay bounds how long after a transaction is in the binlog it
+	// may still be invisible to other sessions. MariaDB writes the binlog
+	// before the engine commit: normally microseconds, but semi-sync
+	// replication waiting after the sync holds the commit for a replica's
+	// acknowledgement, up to its timeout.
+	SettleDelay time.Duration
+	// Grants lists the privileges the account holds on *.*, upper case.
+	Grants map[string]bool
+}
+
+// defaultSettle is SettleDelay without semi-sync: generous against the
+// microseconds a group commit takes between its binlog write and its
+// engine commits.
+const defaultSettle = 100 * time.Millisecond
+
+func (m *Meta) readFacts(ctx context.Context) error {
+	rows, err := m.query(ctx, "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('version', 'log_bin', 'binlog_format', 'binlog_row_image', 'binlog_row_metadata', 'lower_case_table_names', 'server_id', 'rpl_semi_sync_master_enabled', 'rpl_semi_sync_master_wait_point', 'rpl_semi_sync_master_timeout', 'auto_increment_increment', 'innodb_autoinc_lock_mode', 'have_ssl')")
+	if err != nil {
+		return fmt.Errorf("meta: reading the server's settings as %s: %w", m.opts.User, err)
+	}
+	v := map[string]string{}
+	for _, r := range rows {
+		v[strings.ToLower(r["variable_name"])] = r["value"]
+	}
+	f := Facts{
+		Version:           v["version"],
+		MariaDB:           strings.Contains(strings.ToLower(v["version"]), "mariadb"),
+		LogBin:            strings.EqualFold(v["log_bin"], "ON") || v["log_bin"] == "1",
+		BinlogFormat:      strings.ToUpper(v["binlog_format"]),
+		BinlogRowImage:    strings.ToUpper(v["binlog_row_image"]),
+		BinlogRowMetadata: strings.ToUpper(v["binlog_row_metadata"]),
+		SettleDelay:       defaultSettle,
+	}
+	f.LowerCaseTableNames, _ = strconv.Atoi(v["lower_case_table_names"])
+	f.HaveSSL = strings.EqualFold(v["have_ssl"], "YES")
+	f.AutoIncIncrement, _ = strconv.ParseUint(v["auto_increment_increment"], 10, 64)
+	f.AutoIncLockMode = -1
+	if n, err := strconv.Atoi(v["innodb_autoinc_lock_mode"]); err == nil {
+		f.AutoIncLockMode = n
+	}
+	id, _ := strconv.ParseUint(v["server_id"], 10, 32)
+	f.ServerID = uint32(id)
+	if strings.EqualFold(v["rpl_semi_sync_master_enabled"], "ON") && !strings.EqualFold(v["rpl_semi_sync_master_wait_point"], "AFTER_COMMIT") {
+		if ms, err := strconv.Atoi(v["rpl_semi_sync_master_timeout"]); err == nil {
+			f.SettleDelay = max(f.SettleDelay, time.Duration(ms)*time.Millisecond+defaultSettle)
+		}
+	}
+	f.Grants = map[string]bool{}
+	if grants, err := m.query(ctx, "SHOW GRANTS"); err == nil {
+		for _, g := range grants {
+			for _, text := range g {
+				parseGrant(text, f.Grants)
+			}
+		}
+	}
+	m.facts = f
+	return nil
+}
+
+// parseGrant adds the privileges a "GRANT ... ON *.* TO ..." line gives.
+func parseGrant(text string, into map[string]bool) {
+	up := strings.ToUpper(text)
+	if !strings.HasPrefix(up, "GRANT ") {
+		return
+	}
+	on := strings.Index(up, " ON ")
+	if on < 0 || !strings.HasPrefix(strings.TrimSpace(up[on+4:]), "*.*") {
+		return
+	}
+	for _, p := range strings.Split(up[len("GRANT "):on], ",") {
+		into[strings.TrimSpace(p)] = true
+	}
+}
+
+// Problems says what keeps the binlog from driving invalidation, one
+// sentence each, with what to do about it; none means it can.
+func (f Facts) Problems() []string {
+	var out []string
+	if !f.LogBin {
+		out = append(out, "the server's binary log is off: start it with log_bin (log-bin=mariadb-bin in its config)")
+	}
+	if f.BinlogFormat != "ROW" {
+		out = append(out, fmt.Sprintf("binlog_format is %s, not ROW: set binlog_format=ROW (SET GLOBAL binlog_format=ROW, and in the server's config)", orNone(f.BinlogFormat)))
+	}
+	switch f.BinlogRowImage {
+	case "FULL", "MINIMAL", "NOBLOB", "FULL_NODUP", "":
+	default:
+		out = append(out, fmt.Sprintf("binlog_row_image is %s, whose row images may lack the primary key: set binlog_row_image=FULL", f.BinlogRowImage))
+	}
+	all := f.Grants["ALL PRIVILEGES"] || f.Grants["ALL"]
+	if !all && !f.Grants["REPLICATION SLAVE"] && !f.Grants["REPLICA"] {
+		out = append(out, "the account lacks REPLICATION SLAVE: GRANT REPLICATION SLAVE ON *.* TO it")
+	}
+	return out
+}
+
+// Advice says what would make invalidation finer or cheaper, without
+// keeping the follower from running.
+func (f Facts) Advice() []string {
+	var out []string
+	if f.BinlogRowMetadata != "FULL" && f.BinlogRowMetadata != "" {
+		out = append(out, "binlog_row_metadata is "+f.BinlogRowMetadata+": primary keys are learned with SHOW KEYS instead of read from each event; binlog_row_metadata=FULL saves those statements")
+	}
+	all := f.Grants["ALL PRIVILEGES"] || f.Grants["ALL"]
+	if !all && (!f.Grants["SELECT"] || !f.Grants["SHOW VIEW"]) {
+		out = append(out, "the account lacks SELECT or SHOW VIEW on *.*: without them mycached cannot read primary keys, views and foreign keys, and reads of such tables are not cached; GRANT SELECT, SHOW VIEW ON *.* TO it")
+	}
+	if !all && !f.Grants["BINLOG MONITOR"] && !f.Grants["REPLICATION CLIENT"] && !f.Grants["SUPER"] {
+		out = append(out, "the account lacks BINLOG MONITOR: GRANT BINLOG MONITOR ON *.* TO it")
+	}
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "unset"
+	}
+	return s
+}
+
+// BinlogPos returns the server's current GTID position (gtid_binlog_pos):
+// every transaction visible to sessions at the time of the call is at or
+// before it.
+func (m *Meta) BinlogPos(ctx context.Context) (string, error) {
+	rows, err := m.query(ctx, "SHOW GLOBAL VARIABLES LIKE 'gtid_binlog_pos'")
+	if err != nil {
+		return "", err
+	}
+	if len(rows) != 1 {
+		return "", fmt.Errorf("meta: the server has no gtid_binlog_pos")
+	}
+	return rows[0]["value"], nil
+}

@@ -1,0 +1,172 @@
+// Package meta learns what mycached needs to know about the backend's
+// schema and configuration (primary keys, engines, views, MERGE unions,
+// foreign keys, binlog settings) on connections of mycached's own, never
+// on a client's session. It asks with SHOW statements only, so that the
+// server's Com_select, which operators watch, counts only clients.
+package meta
+
+import (
+	"context"
+	"crypto/tls"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/deps"
+	"github.com/mycached/mycached/mysqlproxy/internal/store/flight"
+)
+
+// Options configures a Meta. Zero fields get the documented defaults.
+type Options struct {
+	Addr     string // host:port of the backend
+	User     string
+	Password string
+	// TLS is the TLS configuration to the backend; nil means none.
+	TLS *tls.Config
+	// TLSOptional lets the connection go on in the clear when the server
+	// offers no TLS (--backend-tls preferred).
+	TLSOptional bool
+	// Timeout bounds each statement (default 5s).
+	Timeout time.Duration
+	// Logger receives warnings (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// ErrNoTable means a name is not a table or view of the backend: it does
+// not exist, or it is a temporary table of some session.
+var ErrNoTable = errors.New("meta: no such table")
+
+// Meta answers questions about the backend. Its methods are safe for
+// concurrent use.
+type Meta struct {
+	opts  Options
+	db    *sql.DB
+	log   *slog.Logger
+	facts Facts
+	namer deps.Namer
+
+	flight flight.Group
+	mu     sync.Mutex        // protects tables, children and gen
+	tables map[string]*entry // by dependency name ("db.t")
+	// children maps a parent table to the tables whose foreign keys
+	// change their rows when the parent's rows are deleted or updated
+	// (CASCADE, SET NULL, SET DEFAULT), as learned from the children.
+	children map[string]map[string]bool
+	gen      uint64 // counts Forget calls, so a lookup that raced one is not kept
+	genA     atomic.Uint64
+}
+
+// entry is a learned table, or a failure to learn it, with its expiry.
+type entry struct {
+	t     *Table
+	err   error
+	until time.Time // zero: until Forget
+}
+
+// negativeTTL bounds how long a failure to learn a table is believed: the
+// table may be created, or the account granted, meanwhile.
+const negativeTTL = 30 * time.Second
+
+// Open connects to the backend as opts.User and reads the server's
+// settings. It fails when the account cannot connect.
+func Open(ctx context.Context, opts Options) (*Meta, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = opts.User, opts.Password, "tcp", opts.Addr
+	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = opts.Timeout, opts.Timeout, opts.Timeout
+	cfg.TLS = opts.TLS
+	cfg.AllowFallbackToPlaintext = opts.TLSOptional
+	cfg.Collation = "utf8mb4_general_ci"
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("meta: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(2)
+	db.SetConnMaxIdleTime(time.Minute)
+	m := &Meta{opts: opts, db: db, log: opts.Logger, tables: make(map[string]*entry), children: make(map[string]map[string]bool)}
+	if err := m.readFacts(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	m.namer = deps.Namer{Fold: m.facts.LowerCaseTableNames != 0}
+	return m, nil
+}
+
+// Close closes the connections.
+func (m *Meta) Close() error { return m.db.Close() }
+
+// Namer names dependencies as the server compares table names.
+func (m *Meta) Namer() deps.Namer { return m.namer }
+
+// Facts returns what Open read of the server's settings.
+func (m *Meta) Facts() Facts { return m.facts }
+
+// query runs a SHOW statement and returns its rows as strings (NULL as
+// ""), by column name in lower case.
+func (m *Meta) query(ctx context.Context, q string) ([]map[string]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.opts.Timeout)
+	defer cancel()
+	rows, err := m.db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []map[string]string
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		r := make(map[string]string, len(cols))
+		for i, c := range cols {
+			r[strings.ToLower(c)] = vals[i].String
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// QuoteIdent quotes a MySQL identifier.
+func QuoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+// quoteString quotes a string literal for a LIKE pattern that matches it
+// exactly.
+func quoteLike(s string) string {
+	r := strings.NewReplacer(`\`, `\\\\`, `'`, `''`, `%`, `\%`, `_`, `\_`)
+	return "'" + r.Replace(s) + "'"
+}
+
+// IsAccessDenied reports whether err is the server refusing the account
+// something it lacks a privilege for.
+func IsAccessDenied(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1044, 1045, 1142, 1143, 1227, 1370:
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,398 @@
+package meta
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
+)
+
+// Kind is what a name in a schema is.
+type Kind uint8
+
+// The kinds.
+const (
+	Base     Kind = iota // a base table
+	View                 // a view
+	Sequence             // a MariaDB sequence
+)
+
+// Column is one column of a table's primary key.
+type Column struct {
+	Name     string // lower case
+	Pos      int    // 0-based position in the table
+	Int      bool   // an integer type: its values compare as numbers
+	Unsigned bool
+}
+
+// Table is what mycached knows of one table or view.
+type Table struct {
+	DB, Name string
+	Dep      string // its range generation's name
+	Kind     Kind
+	Engine   string // as the server names it; "" for views
+	// Transactional says that the engine keeps a transaction's changes
+	// invisible to other sessions until it commits.
+	Transactional bool
+	Columns       int      // how many columns a row has
+	PK            []Column // in key order; nil when there is none
+	AutoInc       string   // the AUTO_INCREMENT column, lower case, or ""
+	// Also are the range generations of the tables that a read of this
+	// one reads too, and that a write to it changes too: a view's base
+	// tables, a MERGE table's union, recursively.
+	Also []string
+	// Uncacheable says why a read of it must not be cached (a view over
+	// information_schema, or one calling a nondeterministic function), or
+	// "".
+	Uncacheable string
+	parents     []string // tables whose row changes change this one's rows (foreign keys)
+}
+
+// IntKey reports whether every column of the primary key is an integer.
+func (t *Table) IntKey() bool {
+	if len(t.PK) == 0 {
+		return false
+	}
+	for _, c := range t.PK {
+		if !c.Int {
+			return false
+		}
+	}
+	return true
+}
+
+// maxViewDepth bounds the nesting of views resolved.
+const maxViewDepth = 16
+
+// Table returns what is known of db.name, learning it on first use.
+// ErrNoTable means there is no such table or view; an error of the
+// server (a missing privilege, say) is returned as is, and the caller
+// treats the table as unknown.
+func (m *Meta) Table(ctx context.Context, db, name string) (*Table, error) {
+	return m.table(ctx, db, name, 0)
+}
+
+func (m *Meta) table(ctx context.Context, db, name string, depth int) (*Table, error) {
+	key := m.namer.Table(db, name)
+	now := time.Now()
+	m.mu.Lock()
+	e := m.tables[key]
+	m.mu.Unlock()
+	if e != nil && (e.until.IsZero() || now.Before(e.until)) {
+		return e.t, e.err
+	}
+	var err error
+	learn := func() (any, error) {
+		m.mu.Lock()
+		gen := m.gen
+		m.mu.Unlock()
+		t, err := m.learn(ctx, db, name, depth)
+		e := &entry{t: t, err: err}
+		if err != nil {
+			e.until = time.Now().Add(negativeTTL)
+		}
+		m.mu.Lock()
+		if m.gen == gen && (err == nil || !errors.Is(err, context.Canceled)) {
+			m.tables[key] = e
+			if t != nil {
+				for _, p := range t.parents {
+					if m.children[p] == nil {
+						m.children[p] = make(map[string]bool)
+					}
+					m.children[p][t.Dep] = true
+				}
+			}
+		}
+		m.mu.Unlock()
+		return t, err
+	}
+	var v any
+	if depth == 0 {
+		v, err, _ = m.flight.Do(key, learn)
+	} else {
+		// A view's base tables are learned inside the view's flight; the
+		// server refuses views that read themselves, and the depth bound
+		// stops the rest.
+		v, err = learn()
+	}
+	t, _ := v.(*Table)
+	return t, err
+}
+
+// Gen counts Forget and ForgetAll calls: what a caller derived from
+// tables when Gen was n holds while it still is n.
+func (m *Meta) Gen() uint64 { return m.genA.Load() }
+
+// Children returns the tables whose rows change when rows of table (a
+// range generation's name) are deleted or updated, through foreign keys,
+// as far as the tables learned so far tell, transitively.
+func (m *Meta) Children(table string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	seen := map[string]bool{table: true}
+	queue := []string{table}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for c := range m.children[p] {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+				queue = append(queue, c)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Forget drops what is known of the table named by its range generation,
+// after DDL that may have changed it. Views built on it are dropped too.
+func (m *Meta) Forget(table string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.gen++
+	m.genA.Add(1)
+	delete(m.tables, table)
+	for k, e := range m.tables {
+		if e.t != nil && slices.Contains(e.t.Also, table) {
+			delete(m.tables, k)
+		}
+	}
+}
+
+// ForgetAll drops everything known of tables, after DDL mycached could
+// not map to tables.
+func (m *Meta) ForgetAll() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.gen++
+	m.genA.Add(1)
+	clear(m.tables)
+	clear(m.children)
+}
+
+// learn asks the server about db.name.
+func (m *Meta) learn(ctx context.Context, db, name string, depth int) (*Table, error) {
+	rows, err := m.query(ctx, "SHOW FULL TABLES FROM "+QuoteIdent(db)+" LIKE "+quoteLike(name))
+	if err != nil {
+		if isNoDB(err) {
+			return nil, ErrNoTable
+		}
+		return nil, err
+	}
+	var typ string
+	for _, r := range rows {
+		for k, v := range r {
+			if k == "table_type" {
+				typ = v
+			}
+		}
+	}
+	if len(rows) != 1 || typ == "" {
+		return nil, ErrNoTable
+	}
+	t := &Table{DB: db, Name: name, Dep: m.namer.Table(db, name)}
+	qname := QuoteIdent(db) + "." + QuoteIdent(name)
+	switch strings.ToUpper(typ) {
+	case "VIEW":
+		t.Kind = View
+		return t, m.learnView(ctx, t, qname, depth)
+	case "SEQUENCE":
+		t.Kind = Sequence
+	case "BASE TABLE":
+	default: // SYSTEM VIEW, and anything newer
+		t.Uncacheable = "system-table"
+		return t, nil
+	}
+	if err := m.learnTable(ctx, t, qname, depth); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+var (
+	engineRe = regexp.MustCompile(`\)\s*ENGINE=(\w+)`)
+	unionRe  = regexp.MustCompile(`UNION=\(([^)]*)\)`)
+	fkRe     = regexp.MustCompile("FOREIGN KEY \\([^)]*\\) REFERENCES (?:`((?:[^`]|``)+)`\\.)?`((?:[^`]|``)+)` \\([^)]*\\)(.*)$")
+	identRe  = regexp.MustCompile("`((?:[^`]|``)+)`(?:\\.`((?:[^`]|``)+)`)?")
+)
+
+func unquote(s string) string { return strings.ReplaceAll(s, "``", "`") }
+
+func (m *Meta) learnTable(ctx context.Context, t *Table, qname string, depth int) error {
+	rows, err := m.query(ctx, "SHOW CREATE TABLE "+qname)
+	if err != nil {
+		return err
+	}
+	if len(rows) != 1 {
+		return ErrNoTable
+	}
+	create := rows[0]["create table"]
+	if create == "" {
+		create = rows[0]["create sequence"]
+	}
+	if mm := engineRe.FindStringSubmatch(create); mm != nil {
+		t.Engine = mm[1]
+	}
+	t.Transactional = transactional(t.Engine)
+	for _, line := range strings.Split(create, "\n") {
+		if mm := fkRe.FindStringSubmatch(line); mm != nil && changesChild(mm[3]) {
+			pdb := t.DB
+			if mm[1] != "" {
+				pdb = unquote(mm[1])
+			}
+			t.parents = append(t.parents, m.namer.Table(pdb, unquote(mm[2])))
+		}
+	}
+	if strings.HasPrefix(strings.ToUpper(t.Engine), "MRG_") {
+		if mm := unionRe.FindStringSubmatch(create); mm != nil {
+			for _, id := range identRe.FindAllStringSubmatch(mm[1], -1) {
+				udb, uname := t.DB, unquote(id[1])
+				if id[2] != "" {
+					udb, uname = unquote(id[1]), unquote(id[2])
+				}
+				t.Also = appendUniq(t.Also, m.namer.Table(udb, uname))
+			}
+		}
+	}
+	cols, err := m.query(ctx, "SHOW COLUMNS FROM "+qname)
+	if err != nil {
+		return err
+	}
+	pos := map[string]int{}
+	types := map[string]string{}
+	for i, c := range cols {
+		f := strings.ToLower(c["field"])
+		pos[f], types[f] = i, strings.ToLower(c["type"])
+		if strings.Contains(strings.ToLower(c["extra"]), "auto_increment") {
+			t.AutoInc = f
+		}
+	}
+	t.Columns = len(cols)
+	keys, err := m.query(ctx, "SHOW KEYS FROM "+qname+" WHERE Key_name = 'PRIMARY'")
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(keys, func(a, b map[string]string) int {
+		x, _ := strconv.Atoi(a["seq_in_index"])
+		y, _ := strconv.Atoi(b["seq_in_index"])
+		return x - y
+	})
+	for _, k := range keys {
+		f := strings.ToLower(k["column_name"])
+		p, ok := pos[f]
+		if !ok {
+			return errors.New("meta: primary key column " + f + " of " + qname + " not among its columns")
+		}
+		typ := types[f]
+		t.PK = append(t.PK, Column{Name: f, Pos: p, Int: intType(typ), Unsigned: strings.Contains(typ, "unsigned")})
+	}
+	return nil
+}
+
+// intType reports whether a column type, as SHOW COLUMNS gives it, is an
+// integer type.
+func intType(typ string) bool {
+	base, _, _ := strings.Cut(typ, "(")
+	base, _, _ = strings.Cut(base, " ")
+	switch base {
+	case "tinyint", "smallint", "mediumint", "int", "integer", "bigint":
+		return true
+	}
+	return false
+}
+
+// transactional reports whether an engine keeps uncommitted changes from
+// other sessions.
+func transactional(engine string) bool {
+	switch strings.ToLower(engine) {
+	case "innodb", "xtradb", "tokudb", "rocksdb":
+		return true
+	}
+	return false
+}
+
+// changesChild reports whether the referential actions after REFERENCES
+// change the child's rows when the parent's change.
+func changesChild(actions string) bool {
+	a := strings.ToUpper(actions)
+	for _, on := range []string{"ON DELETE ", "ON UPDATE "} {
+		i := strings.Index(a, on)
+		if i < 0 {
+			continue
+		}
+		rest := a[i+len(on):]
+		if strings.HasPrefix(rest, "CASCADE") || strings.HasPrefix(rest, "SET NULL") || strings.HasPrefix(rest, "SET DEFAULT") {
+			return true
+		}
+	}
+	return false
+}
+
+// viewRe finds the SELECT of a SHOW CREATE VIEW statement.
+var viewRe = regexp.MustCompile("(?s)^CREATE .*?VIEW `(?:[^`]|``)+`(?:\\.`(?:[^`]|``)+`)? AS (.*)$")
+
+// viewAnalyzer analyzes view definitions; the analyses are not shared
+// with the clients' statements.
+var viewAnalyzer = sqlinfo.NewAnalyzer(sqlinfo.Options{ExactCap: 1000, DigestCap: 1000})
+
+func (m *Meta) learnView(ctx context.Context, t *Table, qname string, depth int) error {
+	if depth >= maxViewDepth {
+		t.Uncacheable = "view-too-deep"
+		return nil
+	}
+	rows, err := m.query(ctx, "SHOW CREATE VIEW "+qname)
+	if err != nil {
+		return err
+	}
+	if len(rows) != 1 {
+		return ErrNoTable
+	}
+	mm := viewRe.FindStringSubmatch(rows[0]["create view"])
+	if mm == nil {
+		t.Uncacheable = "view-unreadable"
+		return nil
+	}
+	info := viewAnalyzer.Analyze(mm[1])
+	if ok, why := info.CacheableIn(t.DB); !ok {
+		t.Uncacheable = "view:" + why
+		return nil
+	}
+	for _, r := range sqlinfo.Qualify(info.Reads, t.DB) {
+		t.Also = appendUniq(t.Also, m.namer.Table(r.DB, r.Name))
+		base, err := m.table(ctx, r.DB, r.Name, depth+1)
+		if err != nil {
+			return err
+		}
+		if base.Uncacheable != "" {
+			t.Uncacheable = base.Uncacheable
+			return nil
+		}
+		for _, a := range base.Also {
+			t.Also = appendUniq(t.Also, a)
+		}
+	}
+	return nil
+}
+
+func appendUniq(ss []string, s string) []string {
+	if slices.Contains(ss, s) {
+		return ss
+	}
+	return append(ss, s)
+}
+
+// isNoDB reports the server's "unknown database" error.
+func isNoDB(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1049
+}
