@@ -1,0 +1,438 @@
+package binlog
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/deps"
+	"github.com/mycached/mycached/mysqlproxy/internal/meta"
+	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
+)
+
+// maxRowDeps bounds the row generations one transaction bumps in one
+// table; past it the table's non-key generation stands for them all.
+const maxRowDeps = 1000
+
+// txn is the event group being read: one transaction, or one standalone
+// statement (DDL, or an XA COMMIT of a prepared transaction).
+type txn struct {
+	gtid       *mysql.MariadbGTID
+	ts         uint32
+	standalone bool
+	deps       map[string]struct{}
+	rows       map[string]int // row generations added per table
+}
+
+func (t *txn) start(g mysql.MariadbGTID, ts uint32, standalone bool) {
+	t.gtid, t.ts, t.standalone = &g, ts, standalone
+	clear(t.deps)
+	clear(t.rows)
+}
+
+func (t *txn) add(ds ...string) {
+	if t.deps == nil {
+		t.deps = make(map[string]struct{})
+	}
+	for _, d := range ds {
+		t.deps[d] = struct{}{}
+	}
+}
+
+// addTable adds what any change to table changes: its range and non-key
+// generations.
+func (t *txn) addTable(table string) { t.add(table, deps.NonKey(table)) }
+
+// addRow adds one row's generation, or the table's non-key generation
+// once the transaction has named too many rows of it.
+func (t *txn) addRow(table string, key []string) {
+	if t.rows == nil {
+		t.rows = make(map[string]int)
+	}
+	if t.rows[table] >= maxRowDeps {
+		t.add(deps.NonKey(table))
+		return
+	}
+	t.rows[table]++
+	t.add(deps.Row(table, key))
+}
+
+func (t *txn) list() []string {
+	out := make([]string, 0, len(t.deps))
+	for d := range t.deps {
+		out = append(out, d)
+	}
+	return out
+}
+
+// handle applies one event to the group being read.
+func (f *Follower) handle(t *txn, ev *replication.BinlogEvent) {
+	switch e := ev.Event.(type) {
+	case *replication.MariadbGTIDEvent:
+		t.start(e.GTID, ev.Header.Timestamp, e.IsStandalone())
+	case *replication.RowsEvent:
+		f.rows(t, ev.Header.EventType, e)
+	case *replication.QueryEvent:
+		f.query(t, e)
+	case *replication.XIDEvent:
+		f.apply(t)
+	case *replication.GenericEvent:
+		if ev.Header.EventType == replication.XA_PREPARE_LOG_EVENT {
+			f.xaPrepare(t, e.Data)
+		}
+	}
+}
+
+// rows adds what a row event changed: its table, and the rows it names
+// by primary key when the key is known and made of integers.
+func (f *Follower) rows(t *txn, typ replication.EventType, e *replication.RowsEvent) {
+	if e.Table == nil {
+		return
+	}
+	db, name := string(e.Table.Schema), string(e.Table.Table)
+	if strings.EqualFold(db, "mysql") {
+		// The grant tables: any cached result may now be refused.
+		t.add(deps.Global)
+		return
+	}
+	table := f.namer.Table(db, name)
+	t.add(table)
+	info, err := f.opts.Meta.Table(f.ctx, db, name)
+	if err != nil {
+		info = nil
+	}
+	insert := isWrite(typ)
+	if info != nil {
+		for _, a := range info.Also {
+			t.addTable(a)
+		}
+	}
+	if !insert {
+		for _, c := range f.opts.Meta.Children(table) {
+			t.addTable(c)
+		}
+	}
+	key := keyColumns(e.Table, info)
+	if key == nil {
+		t.add(deps.NonKey(table))
+		return
+	}
+	for _, row := range e.Rows {
+		k, complete, absent := rowKey(row, key)
+		switch {
+		case complete:
+			t.addRow(table, k)
+		case !absent:
+			// Part of the key is in the image: it moved, to a key that
+			// cannot be told.
+			t.add(deps.NonKey(table))
+		}
+		// A key absent altogether is an update's after image that left
+		// the key alone; the before image named the row.
+	}
+}
+
+func isWrite(typ replication.EventType) bool {
+	switch typ {
+	case replication.WRITE_ROWS_EVENTv0, replication.WRITE_ROWS_EVENTv1, replication.WRITE_ROWS_EVENTv2,
+		replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1:
+		return true
+	}
+	return false
+}
+
+// keyCol is a primary-key column as a row image holds it.
+type keyCol struct {
+	pos      int
+	unsigned bool
+	bits     uint // the column's width, to read a negative unsigned value
+}
+
+// keyColumns returns the integer primary key of the table an event
+// changed: from the event's own metadata (binlog_row_metadata=FULL), or
+// from what meta learned when the table's columns still line up with the
+// event's. It returns nil when the key is unknown or not all integers;
+// such a table is invalidated as a whole.
+func keyColumns(tm *replication.TableMapEvent, info *meta.Table) []keyCol {
+	if len(tm.PrimaryKey) > 0 {
+		unsigned := tm.UnsignedMap()
+		out := make([]keyCol, 0, len(tm.PrimaryKey))
+		for _, p := range tm.PrimaryKey {
+			bits := intBits(tm, int(p))
+			if bits == 0 {
+				return nil
+			}
+			out = append(out, keyCol{pos: int(p), unsigned: unsigned[int(p)], bits: bits})
+		}
+		return out
+	}
+	if info == nil || !info.IntKey() || info.Columns != int(tm.ColumnCount) {
+		return nil
+	}
+	out := make([]keyCol, 0, len(info.PK))
+	for _, c := range info.PK {
+		bits := intBits(tm, c.Pos)
+		if bits == 0 {
+			return nil
+		}
+		out = append(out, keyCol{pos: c.Pos, unsigned: c.Unsigned, bits: bits})
+	}
+	return out
+}
+
+// intBits returns the width of column i when the event says it is an
+// integer, or 0.
+func intBits(tm *replication.TableMapEvent, i int) uint {
+	if i >= len(tm.ColumnType) {
+		return 0
+	}
+	switch tm.ColumnType[i] {
+	case mysql.MYSQL_TYPE_TINY:
+		return 8
+	case mysql.MYSQL_TYPE_SHORT:
+		return 16
+	case mysql.MYSQL_TYPE_INT24:
+		return 24
+	case mysql.MYSQL_TYPE_LONG:
+		return 32
+	case mysql.MYSQL_TYPE_LONGLONG:
+		return 64
+	}
+	return 0
+}
+
+// rowKey reads a row image's key values as the decimal integers that
+// point lookups name. complete says every key column was in the image;
+// absent says none was.
+func rowKey(row []any, key []keyCol) (k []string, complete, absent bool) {
+	k = make([]string, 0, len(key))
+	present := 0
+	for _, c := range key {
+		if c.pos >= len(row) || row[c.pos] == nil {
+			continue
+		}
+		present++
+		s, ok := intText(row[c.pos], c.unsigned, c.bits)
+		if !ok {
+			return nil, false, false
+		}
+		k = append(k, s)
+	}
+	return k, present == len(key), present == 0
+}
+
+// intText formats an integer column value. The decoder reads a column it
+// does not know to be unsigned as signed, so an unsigned column's high
+// values come out negative and are corrected by the column's width.
+func intText(v any, unsigned bool, bits uint) (string, bool) {
+	var n int64
+	switch x := v.(type) {
+	case int8:
+		n = int64(x)
+	case int16:
+		n = int64(x)
+	case int32:
+		n = int64(x)
+	case int64:
+		n = x
+	case int:
+		n = int64(x)
+	case uint8:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint16:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint32:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint64:
+		return strconv.FormatUint(x, 10), true
+	default:
+		return "", false
+	}
+	if unsigned && n < 0 {
+		if bits == 64 {
+			return strconv.FormatUint(uint64(n), 10), true
+		}
+		return strconv.FormatUint(uint64(n+1<<bits), 10), true
+	}
+	return strconv.FormatInt(n, 10), true
+}
+
+// xidRe reads an XA transaction id as the binlog writes it.
+var xidRe = regexp.MustCompile(`(?i)X'([0-9a-f]*)',\s*X'([0-9a-f]*)',\s*(\d+)`)
+
+// xidKey returns the canonical form of an xid in an XA statement.
+func xidKey(q string) (string, bool) {
+	m := xidRe.FindStringSubmatch(q)
+	if m == nil {
+		return "", false
+	}
+	return strings.ToLower(m[1]) + "," + strings.ToLower(m[2]) + "," + m[3], true
+}
+
+// xaPrepare records a prepared XA transaction's dependencies: it is not
+// visible to other sessions until its XA COMMIT, which may come from any
+// session, any time later.
+func (f *Follower) xaPrepare(t *txn, data []byte) {
+	// one_phase(1) formatID(4) gtrid_length(4) bqual_length(4) data
+	if len(data) >= 13 {
+		format := binary.LittleEndian.Uint32(data[1:])
+		gl := int(binary.LittleEndian.Uint32(data[5:]))
+		bl := int(binary.LittleEndian.Uint32(data[9:]))
+		if gl >= 0 && bl >= 0 && 13+gl+bl <= len(data) {
+			key := hex.EncodeToString(data[13:13+gl]) + "," + hex.EncodeToString(data[13+gl:13+gl+bl]) + "," + strconv.FormatUint(uint64(format), 10)
+			f.mu.Lock()
+			if len(f.xa) < 1<<16 {
+				f.xa[key] = t.list()
+			}
+			f.mu.Unlock()
+		}
+	}
+	f.advance(t)
+}
+
+// statementAnalyzer analyzes the statements of QUERY events; their
+// analyses are not shared with clients'.
+var statementAnalyzer = sqlinfo.NewAnalyzer(sqlinfo.Options{ExactCap: 1000, DigestCap: 1000})
+
+// query handles a QUERY event: transaction control, XA, DDL, privilege
+// changes, and statement-format DML.
+func (f *Follower) query(t *txn, e *replication.QueryEvent) {
+	q := strings.TrimSpace(string(e.Query))
+	w1, rest := word(q)
+	w2, _ := word(rest)
+	switch {
+	case w1 == "BEGIN":
+		return
+	case w1 == "COMMIT" || (w1 == "ROLLBACK" && w2 == ""):
+		// ROLLBACK reaches the binlog only when a transaction changed a
+		// table that cannot roll back: its changes stay.
+		f.apply(t)
+		return
+	case w1 == "XA":
+		f.xa1(t, w2, q)
+		return
+	case w1 == "SAVEPOINT" || (w1 == "ROLLBACK" && w2 == "TO"):
+		return
+	}
+	f.statement(t, string(e.Schema), q, w1, w2)
+	if t.standalone {
+		f.apply(t)
+	}
+}
+
+// xa1 handles one XA statement.
+func (f *Follower) xa1(t *txn, verb, q string) {
+	switch verb {
+	case "COMMIT":
+		if strings.Contains(strings.ToUpper(q), "ONE PHASE") {
+			f.apply(t)
+			return
+		}
+		key, ok := xidKey(q)
+		f.mu.Lock()
+		ds, found := f.xa[key]
+		delete(f.xa, key)
+		f.mu.Unlock()
+		if ok && found {
+			t.add(ds...)
+		} else {
+			// Prepared before this follower's position: what it changed
+			// is not known.
+			t.add(deps.Global)
+		}
+		f.apply(t)
+	case "ROLLBACK":
+		if key, ok := xidKey(q); ok {
+			f.mu.Lock()
+			delete(f.xa, key)
+			f.mu.Unlock()
+		}
+		f.apply(t)
+	}
+}
+
+// privilegeWords are statements whose effect is on privileges: any cached
+// result may now be refused to someone.
+var privilegeWords = map[string]bool{"GRANT": true, "REVOKE": true}
+
+// statement adds what a statement changed.
+func (f *Follower) statement(t *txn, schema, q, w1, w2 string) {
+	if privilegeWords[w1] || (w1 == "FLUSH" && w2 == "PRIVILEGES") ||
+		((w1 == "CREATE" || w1 == "DROP" || w1 == "ALTER" || w1 == "RENAME") && (w2 == "USER" || w2 == "ROLE")) ||
+		(w1 == "SET" && (w2 == "PASSWORD" || w2 == "DEFAULT")) {
+		t.add(deps.Global)
+		return
+	}
+	info := statementAnalyzer.Analyze(q)
+	if !info.MayWrite {
+		return
+	}
+	for _, tb := range sqlinfo.Qualify(info.Writes, schema) {
+		if strings.EqualFold(tb.DB, "mysql") {
+			t.add(deps.Global)
+			continue
+		}
+		table := f.namer.Table(tb.DB, tb.Name)
+		t.addTable(table)
+		if info.Kind == sqlinfo.DDL {
+			f.opts.Meta.Forget(table)
+			continue
+		}
+		if m, err := f.opts.Meta.Table(f.ctx, tb.DB, tb.Name); err == nil {
+			for _, a := range m.Also {
+				t.addTable(a)
+			}
+		}
+		for _, c := range f.opts.Meta.Children(table) {
+			t.addTable(c)
+		}
+	}
+	if info.Unmapped {
+		if info.Kind == sqlinfo.DDL || info.Kind == sqlinfo.Other {
+			f.opts.Meta.ForgetAll()
+		}
+		if info.Global {
+			t.add(deps.Global)
+			return
+		}
+		for _, db := range info.DBWide {
+			if db == "" {
+				db = schema
+			}
+			if db == "" {
+				t.add(deps.Global)
+				return
+			}
+			t.add(f.namer.DB(db))
+		}
+	}
+}
+
+// word returns the first word of s in upper case, and the rest.
+func word(s string) (string, string) {
+	s = strings.TrimLeft(s, " \t\r\n")
+	i := strings.IndexAny(s, " \t\r\n(;")
+	if i < 0 {
+		return strings.ToUpper(s), ""
+	}
+	return strings.ToUpper(s[:i]), s[i:]
+}
+
+// advance records a group as read without bumping anything (a prepared
+// XA transaction, bumped at its commit).
+func (f *Follower) advance(t *txn) {
+	f.mu.Lock()
+	if t.gtid != nil {
+		_ = f.applied.AddSet(t.gtid)
+	}
+	f.advanceLocked()
+	f.mu.Unlock()
+	t.gtid = nil
+	clear(t.deps)
+	clear(t.rows)
+}

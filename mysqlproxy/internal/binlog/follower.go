@@ -1,0 +1,492 @@
+// Package binlog follows the backend's binary log, so that every write
+// that commits on the server invalidates what it changed, whether it came
+// through this sidecar, another one, or no sidecar at all: triggers,
+// foreign-key cascades, stored routines, events and other applications
+// included. It reads row events with go-mysql's replication package, maps
+// them to the generations that cached entries depend on, and bumps those
+// at each transaction's commit.
+package binlog
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/deps"
+	"github.com/mycached/mycached/mysqlproxy/internal/meta"
+)
+
+// Options configures a Follower. Zero fields get the documented defaults.
+type Options struct {
+	Addr     string // the backend, host:port
+	User     string // an account with REPLICATION SLAVE
+	Password string
+	TLS      *tls.Config // nil: plain TCP
+	// ServerID is the replica id the follower registers with; every
+	// sidecar needs its own. Required.
+	ServerID uint32
+	// Meta learns primary keys, foreign keys and MERGE unions. Required.
+	Meta *meta.Meta
+	// Bump invalidates deps. It must reach the shared tier before the
+	// local view. Required.
+	Bump func(ctx context.Context, deps []string)
+	// Poll is how often the server's binlog position is read, to tell how
+	// current the follower is (default 100ms).
+	Poll time.Duration
+	// Heartbeat is the period of the server's heartbeats while the binlog
+	// is idle (default 1s); a connection silent for three of them is
+	// dropped and dialed again.
+	Heartbeat time.Duration
+	// Settle is how long after a transaction's commit event its changes
+	// may still be invisible to other sessions; its dependencies are
+	// bumped again after it (default meta's SettleDelay).
+	Settle time.Duration
+	// State saves and restores the position between runs; nil keeps it
+	// in memory only.
+	State PositionStore
+	// Logger receives the follower's state changes (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// PositionStore keeps the follower's position across restarts.
+type PositionStore interface {
+	// Load returns the saved GTID position, or "" when there is none.
+	Load() (string, error)
+	// Save records a GTID position every transaction up to which has been
+	// applied.
+	Save(pos string) error
+}
+
+// Follower follows the binlog. Its methods are safe for concurrent use.
+type Follower struct {
+	opts  Options
+	log   *slog.Logger
+	namer deps.Namer
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex // protects the fields below
+	applied  *mysql.MariadbGTIDSet
+	polls    []poll // server positions read, not yet reached
+	fresh    time.Time
+	running  bool
+	lastErr  string
+	lastMsg  time.Time
+	lastTS   uint32 // header timestamp of the last event applied
+	settling []settle
+	// settlingNow counts settle bumps taken off settling and not yet done.
+	settlingNow int
+
+	xa map[string][]string // prepared XA transactions' dependencies, by xid
+
+	events, txns, bumps, reconnects, lost atomic.Uint64
+}
+
+// poll is a server position and the time it was asked for: every
+// transaction visible before that time is at or before the position.
+type poll struct {
+	at  time.Time
+	pos map[uint32]uint64 // domain -> sequence number
+}
+
+// settle is dependencies to bump again once their transaction's changes
+// are surely visible.
+type settle struct {
+	due  time.Time
+	deps []string
+}
+
+// Start starts following from the saved position, or from the server's
+// current one. With no saved position the follower cannot know what it
+// missed, so its first act is a bump of the global generation.
+func Start(opts Options) (*Follower, error) {
+	if opts.ServerID == 0 || opts.Meta == nil || opts.Bump == nil {
+		return nil, errors.New("binlog: ServerID, Meta and Bump are required")
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = 100 * time.Millisecond
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = time.Second
+	}
+	if opts.Settle <= 0 {
+		opts.Settle = opts.Meta.Facts().SettleDelay
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	f := &Follower{opts: opts, log: opts.Logger, namer: opts.Meta.Namer(), done: make(chan struct{}), xa: map[string][]string{}}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	pos := ""
+	if opts.State != nil {
+		p, err := opts.State.Load()
+		if err != nil {
+			f.log.Warn("binlog: saved position unreadable; starting from the server's", "err", err)
+		}
+		pos = p
+	}
+	if pos == "" {
+		cur, err := opts.Meta.BinlogPos(f.ctx)
+		if err != nil {
+			return nil, fmt.Errorf("binlog: reading the server's position: %w", err)
+		}
+		pos = cur
+		f.lostPosition("no saved position")
+	}
+	set, err := mysql.ParseMariadbGTIDSet(pos)
+	if err != nil {
+		return nil, fmt.Errorf("binlog: position %q: %w", pos, err)
+	}
+	f.applied = set.(*mysql.MariadbGTIDSet)
+	go f.run()
+	go f.tick()
+	return f, nil
+}
+
+// Close stops following and saves the position.
+func (f *Follower) Close() {
+	f.cancel()
+	<-f.done
+	f.save()
+}
+
+// FreshAsOf returns a time before which every committed change has been
+// applied: a read served from the local view is stale by at most
+// time.Since(FreshAsOf()). The zero time means never.
+func (f *Follower) FreshAsOf() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fresh
+}
+
+// lostPosition bumps the global generation: the follower cannot know what
+// changed since the position it lost.
+func (f *Follower) lostPosition(why string) {
+	f.lost.Add(1)
+	f.log.Warn("binlog: position lost; every cached entry is invalidated", "why", why)
+	f.opts.Bump(f.ctx, []string{deps.Global})
+}
+
+// run connects, follows until the connection fails, and connects again
+// from the last applied position, until Close.
+func (f *Follower) run() {
+	defer close(f.done)
+	backoff := 100 * time.Millisecond
+	for f.ctx.Err() == nil {
+		err := f.follow()
+		if f.ctx.Err() != nil {
+			return
+		}
+		f.mu.Lock()
+		f.running = false
+		f.lastErr = err.Error()
+		f.mu.Unlock()
+		if isLostPosition(err) {
+			f.log.Warn("binlog: the server no longer has the follower's position", "err", err)
+			cur, perr := f.opts.Meta.BinlogPos(f.ctx)
+			if perr == nil {
+				if set, perr := mysql.ParseMariadbGTIDSet(cur); perr == nil {
+					f.lostPosition("position purged or unknown to the server")
+					f.mu.Lock()
+					f.applied = set.(*mysql.MariadbGTIDSet)
+					f.mu.Unlock()
+					f.save()
+				}
+			}
+		} else {
+			f.log.Warn("binlog: connection lost; following again", "err", err, "retry_in", backoff)
+		}
+		f.reconnects.Add(1)
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// follow streams events from the applied position until an error.
+func (f *Follower) follow() error {
+	host, port, err := net.SplitHostPort(f.opts.Addr)
+	if err != nil {
+		return err
+	}
+	p, _ := strconv.Atoi(port)
+	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+		ServerID:         f.opts.ServerID,
+		Flavor:           mysql.MariaDBFlavor,
+		Host:             host,
+		Port:             uint16(p),
+		User:             f.opts.User,
+		Password:         f.opts.Password,
+		TLSConfig:        f.opts.TLS,
+		HeartbeatPeriod:  f.opts.Heartbeat,
+		ReadTimeout:      3 * f.opts.Heartbeat,
+		DisableRetrySync: true,
+		Logger:           slog.New(discardHandler{}),
+	})
+	defer syncer.Close()
+	f.mu.Lock()
+	start := f.applied.Clone()
+	f.mu.Unlock()
+	stream, err := syncer.StartSyncGTID(start)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.running, f.lastErr = true, ""
+	f.mu.Unlock()
+	f.log.Info("binlog: following", "from", start.String(), "server_id", f.opts.ServerID)
+	var t txn
+	for {
+		ev, err := stream.GetEvent(f.ctx)
+		if err != nil {
+			return err
+		}
+		f.mu.Lock()
+		f.lastMsg = time.Now()
+		f.mu.Unlock()
+		f.events.Add(1)
+		f.handle(&t, ev)
+	}
+}
+
+// isLostPosition reports the server refusing the requested position
+// (error 1236): it was purged, or belongs to another server's history.
+func isLostPosition(err error) bool {
+	var me *mysql.MyError
+	return errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG
+}
+
+// tick bumps settled dependencies again, reads the server's position to
+// tell freshness, and saves the applied position.
+func (f *Follower) tick() {
+	poll := time.NewTicker(f.opts.Poll)
+	defer poll.Stop()
+	lastSave := time.Now()
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-poll.C:
+		}
+		f.settleDue(time.Now())
+		f.pollServer()
+		if time.Since(lastSave) >= time.Second {
+			f.save()
+			lastSave = time.Now()
+		}
+	}
+}
+
+// pollServer records the server's current position, and advances
+// freshness as far as the applied position allows.
+func (f *Follower) pollServer() {
+	at := time.Now()
+	ctx, cancel := context.WithTimeout(f.ctx, max(f.opts.Poll, time.Second))
+	pos, err := f.opts.Meta.BinlogPos(ctx)
+	cancel()
+	if err != nil {
+		return
+	}
+	p, err := parsePos(pos)
+	if err != nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.polls) < 1024 {
+		f.polls = append(f.polls, poll{at: at, pos: p})
+	}
+	f.advanceLocked()
+}
+
+// advanceLocked moves freshness to the newest poll the applied position
+// has reached; f.mu must be held.
+func (f *Follower) advanceLocked() {
+	if !f.running {
+		return
+	}
+	applied := seqs(f.applied)
+	n := 0
+	for _, pl := range f.polls {
+		if !reached(applied, pl.pos) {
+			break
+		}
+		if pl.at.After(f.fresh) {
+			f.fresh = pl.at
+		}
+		n++
+	}
+	f.polls = f.polls[n:]
+}
+
+func (f *Follower) save() {
+	if f.opts.State == nil {
+		return
+	}
+	f.mu.Lock()
+	pos := f.applied.String()
+	f.mu.Unlock()
+	if err := f.opts.State.Save(pos); err != nil {
+		f.log.Warn("binlog: saving the position failed", "err", err)
+	}
+}
+
+// settleDue bumps again the dependencies whose settle time has come.
+func (f *Follower) settleDue(now time.Time) {
+	f.mu.Lock()
+	n := 0
+	seen := map[string]bool{}
+	var due []string
+	for _, s := range f.settling {
+		if s.due.After(now) {
+			break
+		}
+		for _, d := range s.deps {
+			if !seen[d] {
+				seen[d] = true
+				due = append(due, d)
+			}
+		}
+		n++
+	}
+	f.settling = f.settling[n:]
+	f.settlingNow++
+	f.mu.Unlock()
+	if len(due) > 0 {
+		f.opts.Bump(f.ctx, due)
+	}
+	f.mu.Lock()
+	f.settlingNow--
+	f.mu.Unlock()
+}
+
+// apply bumps a committed transaction's dependencies now and again once
+// it has settled, and records its position.
+func (f *Follower) apply(t *txn) {
+	if ds := t.list(); len(ds) > 0 {
+		f.opts.Bump(f.ctx, ds)
+		f.bumps.Add(uint64(len(ds)))
+		f.mu.Lock()
+		f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: ds})
+		f.mu.Unlock()
+	}
+	f.txns.Add(1)
+	f.mu.Lock()
+	f.lastTS = t.ts
+	f.mu.Unlock()
+	f.advance(t)
+}
+
+// Status is the follower's state, for SHOW MYCACHED STATUS and metrics.
+type Status struct {
+	Running      bool
+	Position     string
+	LastError    string
+	LastMessage  time.Time // the last event or heartbeat
+	LastEvent    time.Time // the commit time of the last transaction applied (second precision)
+	FreshAsOf    time.Time
+	Events       uint64
+	Transactions uint64
+	Bumps        uint64
+	Reconnects   uint64
+	LostPosition uint64 // global bumps for a lost position
+}
+
+// Status returns the follower's state.
+func (f *Follower) Status() Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := Status{
+		Running: f.running, Position: f.applied.String(), LastError: f.lastErr,
+		LastMessage: f.lastMsg, FreshAsOf: f.fresh,
+		Events: f.events.Load(), Transactions: f.txns.Load(), Bumps: f.bumps.Load(),
+		Reconnects: f.reconnects.Load(), LostPosition: f.lost.Load(),
+	}
+	if f.lastTS != 0 {
+		st.LastEvent = time.Unix(int64(f.lastTS), 0)
+	}
+	return st
+}
+
+// discardHandler drops the replication package's own logging: the
+// follower logs what an operator needs.
+type discardHandler struct{}
+
+func (discardHandler) Enabled(context.Context, slog.Level) bool  { return false }
+func (discardHandler) Handle(context.Context, slog.Record) error { return nil }
+func (h discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return h }
+func (h discardHandler) WithGroup(string) slog.Handler           { return h }
+
+// parsePos parses a GTID position into the highest sequence number of
+// each domain.
+func parsePos(pos string) (map[uint32]uint64, error) {
+	set, err := mysql.ParseMariadbGTIDSet(pos)
+	if err != nil {
+		return nil, err
+	}
+	return seqs(set.(*mysql.MariadbGTIDSet)), nil
+}
+
+func seqs(set *mysql.MariadbGTIDSet) map[uint32]uint64 {
+	out := map[uint32]uint64{}
+	for domain, g := range set.Sets {
+		out[domain] = g.SequenceNumber
+	}
+	return out
+}
+
+// reached reports whether applied is at or past pos in every domain.
+func reached(applied, pos map[uint32]uint64) bool {
+	for d, s := range pos {
+		if applied[d] < s {
+			return false
+		}
+	}
+	return true
+}
+
+// Wait returns once every transaction committed on the server before it
+// was called has been applied, and bumped again after its settle delay.
+func (f *Follower) Wait(ctx context.Context) error {
+	pos, err := f.opts.Meta.BinlogPos(ctx)
+	if err != nil {
+		return err
+	}
+	want, err := parsePos(pos)
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		f.mu.Lock()
+		done := reached(seqs(f.applied), want)
+		if done {
+			done = len(f.settling) == 0 && f.settlingNow == 0
+		}
+		f.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
