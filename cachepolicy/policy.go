@@ -27,14 +27,26 @@ func (s Scope) String() string {
 	return "user"
 }
 
+// Consistency says how a hit on an entry is checked against writes; see
+// the proxy's --consistency.
+type Consistency string
+
+// The consistency levels a decision may ask for. The empty one is the
+// server's --consistency.
+const (
+	ConsistencyStrict  Consistency = "strict"  // check the shared generations on every hit
+	ConsistencyBounded Consistency = "bounded" // check the sidecar's own view while its binlog follower is current
+)
+
 // Decision is what a policy says about one cacheable statement.
 type Decision struct {
-	TTL        time.Duration // how long an entry lives; > 0
-	SoftTTL    time.Duration // past it one request refreshes in the background; 0 = none
-	Scope      Scope
-	MaxBytes   int64    // the largest response to store; 0 = the server's limit
-	CacheEmpty bool     // store results with no rows
-	Depends    []string // extra "db.table" names whose writes invalidate the entry
+	TTL         time.Duration // how long an entry lives; > 0
+	SoftTTL     time.Duration // past it one request refreshes in the background; 0 = none
+	Scope       Scope
+	MaxBytes    int64       // the largest response to store; 0 = the server's limit
+	CacheEmpty  bool        // store results with no rows
+	Depends     []string    // extra "db.table" names whose writes invalidate the entry
+	Consistency Consistency // "" = the server's
 }
 
 // Query is what a policy sees of a statement. The proxy reuses one Query

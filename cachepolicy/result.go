@@ -123,6 +123,15 @@ func parseDecision(v lua.LValue) (Decision, bool, error) {
 			d.CacheEmpty = bool(b)
 		case "depends":
 			d.Depends, err = tableNames("depends", v)
+		case "consistency":
+			switch v {
+			case lua.LString("strict"):
+				d.Consistency = ConsistencyStrict
+			case lua.LString("bounded"):
+				d.Consistency = ConsistencyBounded
+			default:
+				err = badf("consistency = %s; want \"strict\" or \"bounded\"", quoteLua(v))
+			}
 		default:
 			err = badf("unknown decision field %q", string(ks))
 		}

@@ -31,6 +31,16 @@ const (
 	CacheNever      = cache.Never      // never inside a transaction
 )
 
+// Consistency says how a hit is checked against writes: see
+// Config.Consistency.
+type Consistency = cache.Consistency
+
+// The consistency levels of --consistency.
+const (
+	ConsistencyStrict  = cache.Strict  // a hit checks memcached's generations
+	ConsistencyBounded = cache.Bounded // a hit checks the sidecar's own view while the follower is current
+)
+
 // Config is everything a Server needs. NewServer fills zero values with the
 // defaults documented on each field.
 type Config struct {
@@ -72,6 +82,30 @@ type Config struct {
 	TableLevel bool
 	// CacheInTransactions is the mode for reads in transactions (default until-write).
 	CacheInTransactions CacheInTransactions
+
+	// BinlogUser is an account with REPLICATION SLAVE (and SELECT and
+	// SHOW VIEW, to read keys, views and foreign keys) that mycached uses
+	// on connections of its own: to follow the binlog, so that writes
+	// from anywhere invalidate, and to learn the schema. Empty means no
+	// follower: invalidation rests on the parse of relayed writes alone.
+	BinlogUser string
+	// BinlogPassword is BinlogUser's password.
+	BinlogPassword string
+	// BinlogServerID is the follower's replica id, unique among the
+	// server's replicas (default: a random one above 2^24).
+	BinlogServerID uint32
+	// Consistency is how a hit is checked (default strict): strict checks
+	// memcached's generations on every hit; bounded checks the sidecar's
+	// own view, with no round trip, while the binlog follower is within
+	// MaxStaleness of the server, and falls back to strict past it.
+	Consistency Consistency
+	// MaxStaleness bounds how far behind the server a bounded hit may be
+	// (default 1s).
+	MaxStaleness time.Duration
+	// StateDir keeps the follower's position and the invalidations still
+	// owed to memcached across restarts; empty means none is kept, and a
+	// restart invalidates every entry.
+	StateDir string
 
 	// Policy lists Lua policy scripts, loaded in order. Empty means scripts/default.lua's built-in copy.
 	Policy []string
@@ -129,6 +163,12 @@ func (c *Config) fillDefaults() {
 	}
 	if c.CacheInTransactions == "" {
 		c.CacheInTransactions = CacheUntilWrite
+	}
+	if c.Consistency == "" {
+		c.Consistency = ConsistencyStrict
+	}
+	if c.MaxStaleness == 0 {
+		c.MaxStaleness = time.Second
 	}
 	if c.PolicyTimeout == 0 {
 		c.PolicyTimeout = 5 * time.Millisecond

@@ -78,7 +78,30 @@ func startProxy(t testing.TB, cfg mysqlproxy.Config) *proxy {
 			t.Logf("proxy log:\n%s", logs.String())
 		}
 	})
+	if cfg.BinlogUser != "" {
+		// A test that asks for the follower means it to see every write
+		// from the start.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		for {
+			err := srv.WaitBinlog(ctx)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("binlog follower did not start: %v\n%s", err, logs.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	return &proxy{srv: srv, addr: ln.Addr().String(), logs: logs}
+}
+
+// withBinlog returns cfg with the binlog follower on, as testenv's
+// follower account.
+func withBinlog(cfg mysqlproxy.Config) mysqlproxy.Config {
+	cfg.BinlogUser, cfg.BinlogPassword = testenv.BinlogUser, testenv.BinlogPassword
+	return cfg
 }
 
 // sharedProxy returns the shared MariaDB and a proxy in front of it.

@@ -477,7 +477,7 @@ func TestPolicyORMEntities(t *testing.T) {
 	db := m.NewDatabase(t)
 	m.Exec(t, "CREATE TABLE "+db+".e (id INT PRIMARY KEY, v INT)")
 	m.Exec(t, "INSERT INTO "+db+".e VALUES (1, 10), (2, 20), (3, 30)")
-	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Policy: []string{shippedScript("orm-entities.lua")}})
+	p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr, Policy: []string{shippedScript("orm-entities.lua")}}))
 	c := conn(t, openDB(t, rootDSN(p.addr, db, "")))
 	const point, rng = "SELECT v FROM e WHERE id = 2", "SELECT id, v FROM e WHERE id >= 2 ORDER BY id"
 	for _, q := range []string{point, rng} {

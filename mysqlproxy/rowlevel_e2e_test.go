@@ -33,7 +33,7 @@ func TestRowGranularity(t *testing.T) {
 			m := privateDB(t)
 			db := m.NewDatabase(t)
 			loadRows(t, m, db+".t", 1000)
-			p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+			p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr}))
 			params := "interpolateParams=true"
 			if mode == "prepared" {
 				params = ""
@@ -83,7 +83,7 @@ func TestRowGranularity(t *testing.T) {
 // lookups it must, including lookups that were empty.
 func TestRowLevelNoStaleReads(t *testing.T) {
 	m := testenv.Shared(t).DB
-	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr}))
 	cases := []struct {
 		name  string
 		write string
@@ -154,7 +154,7 @@ func TestRowLevelHitRatio(t *testing.T) {
 	db := m.NewDatabase(t)
 	loadRows(t, m, db+".t", 10000)
 	ratio := func(tableLevel bool) float64 {
-		p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, TableLevel: tableLevel})
+		p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr, TableLevel: tableLevel}))
 		c := openDB(t, rootDSN(p.addr, db, "interpolateParams=true"))
 		c.SetMaxOpenConns(1)
 		rng := rand.New(rand.NewPCG(1, 2))

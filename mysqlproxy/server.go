@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mycached/mycached/cachepolicy"
+	"github.com/mycached/mycached/mysqlproxy/internal/binlog"
 	"github.com/mycached/mycached/mysqlproxy/internal/cache"
 	"github.com/mycached/mycached/mysqlproxy/internal/hook"
 	"github.com/mycached/mycached/mysqlproxy/internal/kvproxy"
@@ -51,6 +52,7 @@ type Server struct {
 	kv     *kvproxy.Server
 	hook   *hook.Hook
 	reg    *metrics.Registry
+	coh    *coherence
 
 	mu        sync.Mutex // protects listeners and sessions
 	listeners map[net.Listener]struct{}
@@ -129,8 +131,15 @@ func NewServer(cfg Config) (*Server, error) {
 		TableLevel:          cfg.TableLevel,
 		MaxResultBytes:      cfg.MaxResultBytes,
 		CacheInTransactions: cfg.CacheInTransactions,
-	}, analyzer, s.store, policy, stats)
+		Consistency:         cfg.Consistency,
+		MaxStaleness:        cfg.MaxStaleness,
+	}, analyzer, s.store, policy, stats, nil)
 	s.hook = &hook.Hook{Engine: s.engine, Analyzer: analyzer, Tables: s.cache.Tables}
+	if err := s.startCoherence(); err != nil {
+		s.store.Close()
+		return nil, err
+	}
+	s.followerMetrics()
 	return s, nil
 }
 
@@ -262,6 +271,7 @@ func (s *Server) stopAccepting() {
 // tiers with them.
 func (s *Server) Close() error {
 	defer s.store.Close()
+	defer s.coh.close()
 	s.stopAccepting()
 	s.mu.Lock()
 	for sess := range s.sessions {
@@ -290,6 +300,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		s.coh.close()
 		s.store.Close()
 		return nil
 	case <-ctx.Done():
@@ -342,7 +353,40 @@ func (s *Server) sessionCount() int {
 func (s *Server) IsAdmin(user string) bool { return slices.Contains(s.cfg.AdminUsers, user) }
 
 // StatusRows are the rows of SHOW MYCACHED STATUS.
-func (s *Server) StatusRows() [][2]string { return s.cache.StatusRows(s.sessionCount()) }
+func (s *Server) StatusRows() [][2]string {
+	return append(s.cache.StatusRows(s.sessionCount()), s.coh.statusRows()...)
+}
 
 // Cache is the cache engine that admin statements inspect.
 func (s *Server) Cache() *cache.Engine { return s.cache }
+
+// followerMetrics exports the binlog follower's state.
+func (s *Server) followerMetrics() {
+	st := func(f func(binlog.Status) float64) func() float64 {
+		return func() float64 {
+			if v, ok := s.coh.followerStatus(); ok {
+				return f(v)
+			}
+			return 0
+		}
+	}
+	age := func(t time.Time) float64 {
+		if t.IsZero() {
+			return 0
+		}
+		return time.Since(t).Seconds()
+	}
+	s.reg.GaugeFunc("mycached_binlog_follower_up", "1 while the binlog follower is connected and following.", st(func(v binlog.Status) float64 {
+		if v.Running {
+			return 1
+		}
+		return 0
+	}))
+	s.reg.GaugeFunc("mycached_binlog_staleness_seconds", "How far behind the server the local view may be: the time since the follower was last known to have applied everything.", st(func(v binlog.Status) float64 { return age(v.FreshAsOf) }))
+	s.reg.GaugeFunc("mycached_binlog_last_message_seconds", "Time since the follower last heard from the server (an event or a heartbeat).", st(func(v binlog.Status) float64 { return age(v.LastMessage) }))
+	s.reg.GaugeFunc("mycached_binlog_lag_seconds", "Age of the commit time of the last transaction applied (second precision).", st(func(v binlog.Status) float64 { return age(v.LastEvent) }))
+	s.reg.GaugeFunc("mycached_binlog_events", "Binlog events read.", st(func(v binlog.Status) float64 { return float64(v.Events) }))
+	s.reg.GaugeFunc("mycached_binlog_transactions", "Binlog transactions applied.", st(func(v binlog.Status) float64 { return float64(v.Transactions) }))
+	s.reg.GaugeFunc("mycached_binlog_reconnects", "Times the follower connected again.", st(func(v binlog.Status) float64 { return float64(v.Reconnects) }))
+	s.reg.GaugeFunc("mycached_binlog_lost_positions", "Global invalidations for a position the follower lost.", st(func(v binlog.Status) float64 { return float64(v.LostPosition) }))
+}

@@ -47,6 +47,14 @@ type options struct {
 	tableLevel          bool
 	cacheInTransactions string
 
+	binlogUser         string
+	binlogPasswordFile string
+	binlogPassword     string // from the file or MYCACHED_BINLOG_PASSWORD
+	binlogServerID     int
+	consistency        string
+	maxStaleness       time.Duration
+	stateDir           string
+
 	policy        []string
 	policyTimeout time.Duration
 
@@ -87,6 +95,8 @@ func defaultOptions() options {
 		maxResultBytes:      16 << 20,
 		defaultTTL:          60 * time.Second,
 		cacheInTransactions: "until-write",
+		consistency:         "strict",
+		maxStaleness:        time.Second,
 		policyTimeout:       5 * time.Millisecond,
 		adminUsers:          []string{"root"},
 		kvPrefix:            "kv:",
@@ -124,6 +134,13 @@ func flagDefs(o *options) []flagDef {
 		{"Cache", "passthrough", "", boolValue{&o.passthrough}, "relay only: cache nothing (writes still invalidate, for sidecars that do cache)", ""},
 		{"Cache", "table-level", "", boolValue{&o.tableLevel}, "invalidate by table only: no row-level entries for primary-key lookups", ""},
 		{"Cache", "cache-in-transactions", "MODE", enumValue{&o.cacheInTransactions, []string{"until-write", "read-only", "never"}}, "cache reads in transactions: until-write, read-only, never", ""},
+
+		{"Coherence", "binlog-user", "USER", stringValue{&o.binlogUser}, "account that follows the server's binlog, so that writes from anywhere invalidate, and reads keys, views and foreign keys, on connections of mycached's own; needs REPLICATION SLAVE, BINLOG MONITOR, SELECT and SHOW VIEW on *.*", "off: only writes through mycached invalidate"},
+		{"Coherence", "binlog-password-file", "FILE", stringValue{&o.binlogPasswordFile}, "file holding --binlog-user's password; or set MYCACHED_BINLOG_PASSWORD", "none"},
+		{"Coherence", "binlog-server-id", "N", intValue{&o.binlogServerID, 0}, "replica id of the follower, unique among the server's replicas; 0 picks one at random", ""},
+		{"Coherence", "consistency", "MODE", enumValue{&o.consistency, []string{"strict", "bounded"}}, "strict: a hit checks memcached's generations, which every write through a sidecar bumps before its OK; bounded: a hit checks the sidecar's own view, with no round trip, while the follower is within --max-staleness of the server", ""},
+		{"Coherence", "max-staleness", "DURATION", durationValue{&o.maxStaleness}, "how far behind the server a bounded hit may be; past it hits are checked as strict", ""},
+		{"Coherence", "state-dir", "DIR", stringValue{&o.stateDir}, "keeps the follower's position and the invalidations still owed to memcached across restarts", "none: a restart invalidates every entry"},
 
 		{"Policy", "policy", "FILE,...", &listValue{p: &o.policy}, "Lua policy scripts, loaded in order", "the built-in default.lua"},
 		{"Policy", "policy-timeout", "DURATION", durationValue{&o.policyTimeout}, "deadline of each Lua hook call; then the query is not cached", ""},
@@ -327,6 +344,21 @@ func (o *options) check() error {
 		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
 			return fmt.Errorf("--backend-ca: no PEM certificate in %q", o.backendCA)
 		}
+	}
+	if o.binlogPasswordFile != "" {
+		b, err := os.ReadFile(o.binlogPasswordFile)
+		if err != nil {
+			return fmt.Errorf("--binlog-password-file: %w", err)
+		}
+		o.binlogPassword = strings.TrimRight(string(b), "\r\n")
+	} else {
+		o.binlogPassword = os.Getenv("MYCACHED_BINLOG_PASSWORD")
+	}
+	if o.binlogServerID > 1<<32-1 {
+		return fmt.Errorf("--binlog-server-id: %d is more than 4294967295", o.binlogServerID)
+	}
+	if o.maxStaleness <= 0 {
+		return errors.New("--max-staleness: must be more than 0")
 	}
 	if o.kvUsersFile != "" {
 		users, passwords, err := readUsersFile(o.kvUsersFile)

@@ -90,6 +90,12 @@ func proxyConfig(o options, logger *slog.Logger) mysqlproxy.Config {
 		Passthrough:         o.passthrough,
 		TableLevel:          o.tableLevel,
 		CacheInTransactions: mysqlproxy.CacheInTransactions(o.cacheInTransactions),
+		BinlogUser:          o.binlogUser,
+		BinlogPassword:      o.binlogPassword,
+		BinlogServerID:      uint32(o.binlogServerID),
+		Consistency:         mysqlproxy.Consistency(o.consistency),
+		MaxStaleness:        o.maxStaleness,
+		StateDir:            o.stateDir,
 		Policy:              o.policy,
 		PolicyTimeout:       o.policyTimeout,
 		// Never nil: an empty --admin-users means nobody, not the default root.

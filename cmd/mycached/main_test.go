@@ -132,6 +132,8 @@ func TestProxyConfig(t *testing.T) {
 		CompressMinBytes:    1024,
 		DefaultTTL:          time.Minute,
 		CacheInTransactions: mysqlproxy.CacheNever,
+		Consistency:         mysqlproxy.ConsistencyStrict,
+		MaxStaleness:        time.Second,
 		Policy:              []string{"a.lua"},
 		PolicyTimeout:       5 * time.Millisecond,
 		AdminUsers:          []string{},

@@ -133,14 +133,14 @@ func (a *Session) adminCommand(args []string) error {
 		a.srv.Cache().Queries.Reset()
 		return a.s.WriteOK(0)
 	case len(args) == 3 && args[0] == "invalidate" && args[1] == "table":
-		name := strings.ReplaceAll(args[2], "`", "")
-		if !strings.Contains(name, ".") {
+		db, table, qualified := strings.Cut(strings.ReplaceAll(args[2], "`", ""), ".")
+		if !qualified {
 			if a.s.Hello.DB == "" {
 				return a.s.WriteErr(mysql.ER_NO_DB_ERROR, "3D000", "mycached: name the table as db.table, or USE a database first")
 			}
-			name = a.s.Hello.DB + "." + name
+			db, table = a.s.Hello.DB, db
 		}
-		a.srv.Cache().Invalidate(context.Background(), name)
+		a.srv.Cache().Invalidate(context.Background(), db, table)
 		return a.s.WriteOK(0)
 	case len(args) == 2 && args[0] == "reload" && args[1] == "policy":
 		if err := a.srv.ReloadPolicy(); err != nil {

@@ -19,20 +19,23 @@ import (
 
 // Bypass reasons, as counted in metrics and shown by SHOW MYCACHED QUERIES.
 const (
-	whyNotCacheable = "not-cacheable"
-	whyWriteTx      = "in-write-transaction"
-	whyTx           = "in-transaction"
-	whyTooLarge     = "too-large"
-	whyPolicy       = "policy"
-	whyCacheError   = "cache-error"
-	whyPending      = "pending-invalidation"
-	whySessionOff   = "session-off"
-	whyHint         = "no-cache-hint"
-	whyTemporary    = "temporary-table"
-	whyCursor       = "cursor"
-	whyLongData     = "long-data"
-	whyTainted      = "session-state-unknown"
-	whyNotStored    = "not-stored"
+	whyNotCacheable   = "not-cacheable"
+	whyWriteTx        = "in-write-transaction"
+	whyTx             = "in-transaction"
+	whyTooLarge       = "too-large"
+	whyPolicy         = "policy"
+	whyCacheError     = "cache-error"
+	whyPending        = "pending-invalidation"
+	whySessionOff     = "session-off"
+	whyHint           = "no-cache-hint"
+	whyTemporary      = "temporary-table"
+	whyCursor         = "cursor"
+	whyLongData       = "long-data"
+	whyTainted        = "session-state-unknown"
+	whyNotStored      = "not-stored"
+	whyUnknownTable   = "unknown-table"
+	whyNoMetadata     = "metadata-unavailable"
+	whyFollowerBehind = "binlog-follower-behind"
 )
 
 // statusMask are the status flags a hit takes from the session rather than
@@ -53,6 +56,11 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		params = wire.DecodeParams(p, int(st.Params), st.Types)
 	}
 	deps := c.readDepsFor(info, params)
+	if deps.why != "" {
+		e.Stats.bypass(deps.why)
+		e.Queries.note(info.Digest, deps.why, 0)
+		return c.s.RelayMode(p, relay.ModeResult)
+	}
 	q := &c.q
 	*q = cachepolicy.Query{
 		SQL: sql, Digest: info.Digest, Kind: info.Kind.String(), Tables: deps.tables,
@@ -73,8 +81,14 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	check := c.checkBytes(dec.Scope, p, st)
 	key := cacheKey(check)
 
+	mode, ok := e.mode(Consistency(dec.Consistency))
+	if !ok {
+		e.Stats.bypass(whyFollowerBehind)
+		e.Queries.note(info.Digest, whyFollowerBehind, 0)
+		return c.s.RelayMode(p, relay.ModeResult)
+	}
 	start := time.Now()
-	ent, tier, cur, status := e.Store.Lookup(context.Background(), key, check, all)
+	ent, tier, cur, status := e.Store.LookupMode(context.Background(), key, check, all, mode)
 	switch status {
 	case store.Hit, store.Stale:
 		e.Stats.hit(tier, time.Since(start))
@@ -105,7 +119,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 // or run it themselves if it could not be stored. The generations are part
 // of the flight's key, so a client that arrives after a write never joins
 // a flight that read before it.
-func (c *Session) fill(p []byte, key string, check []byte, deps []string, gens []uint64, dec cachepolicy.Decision, start time.Time) error {
+func (c *Session) fill(p []byte, key string, check []byte, deps []string, gens store.Snap, dec cachepolicy.Decision, start time.Time) error {
 	e := c.e
 	fk := flightKey(key, gens)
 	leader := false
@@ -159,11 +173,11 @@ func (c *Session) relayTee(p []byte, dec cachepolicy.Decision, dst *bufio.Writer
 }
 
 // put stores a response with the generations read before it ran.
-func (c *Session) put(key string, check []byte, deps []string, gens []uint64, dec cachepolicy.Decision, payload []byte) {
+func (c *Session) put(key string, check []byte, deps []string, gens store.Snap, dec cachepolicy.Decision, payload []byte) {
 	now := time.Now()
 	e := &store.Entry{
 		Check: append([]byte(nil), check...), Payload: payload,
-		Deps: deps, Gens: gens, Expires: now.Add(dec.TTL),
+		Deps: deps, Gens: gens.Gens, Local: gens.Local, Expires: now.Add(dec.TTL),
 	}
 	if dec.SoftTTL > 0 && dec.SoftTTL < dec.TTL {
 		e.Soft = now.Add(dec.SoftTTL)
@@ -242,7 +256,7 @@ func (c *Session) replay(payload, p []byte) error {
 // clients go on being served the entry meanwhile. mycached holds no
 // passwords, so the refresh runs on this session's own backend
 // connection, and its response goes nowhere but the cache.
-func (c *Session) refresh(key string, check []byte, deps []string, gens []uint64, dec cachepolicy.Decision, p []byte) {
+func (c *Session) refresh(key string, check []byte, deps []string, gens store.Snap, dec cachepolicy.Decision, p []byte) {
 	// The store hands Stale to one lookup per key at a time, so one
 	// session refreshes while the others are served the entry.
 	discard := discard()
@@ -348,10 +362,10 @@ func cacheKey(check []byte) string {
 	return string(k[:])
 }
 
-func flightKey(key string, gens []uint64) string {
+func flightKey(key string, gens store.Snap) string {
 	d := xxhash.New()
 	var b [8]byte
-	for _, g := range gens {
+	for _, g := range append(gens.Gens, gens.Local...) {
 		binary.LittleEndian.PutUint64(b[:], g)
 		_, _ = d.Write(b[:])
 	}

@@ -5,9 +5,14 @@
 package cache
 
 import (
+	"context"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/mycached/mycached/cachepolicy"
+	"github.com/mycached/mycached/mysqlproxy/internal/deps"
+	"github.com/mycached/mycached/mysqlproxy/internal/meta"
 	"github.com/mycached/mycached/mysqlproxy/internal/relay"
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 	"github.com/mycached/mycached/mysqlproxy/internal/store"
@@ -24,12 +29,35 @@ const (
 	Never      InTransactions = "never"       // never inside a transaction
 )
 
+// Consistency says how a hit is checked against writes.
+type Consistency string
+
+// The consistency levels of --consistency.
+const (
+	// Strict checks the generations in memcached, which every write
+	// through a sidecar bumps before its OK, on every hit.
+	Strict Consistency = "strict"
+	// Bounded checks the sidecar's own view of the generations, which its
+	// writes and its binlog follower bump, while the follower is within
+	// MaxStaleness of the server; past it, hits are checked as Strict.
+	Bounded Consistency = "bounded"
+)
+
 // Config is what the cache needs of the server's configuration.
 type Config struct {
 	Passthrough         bool  // cache nothing; writes still invalidate
 	TableLevel          bool  // no row-level dependencies
 	MaxResultBytes      int64 // the largest response stored
 	CacheInTransactions InTransactions
+	Consistency         Consistency   // default Strict
+	MaxStaleness        time.Duration // Bounded's bound
+}
+
+// Follower is what the cache asks of the binlog follower.
+type Follower interface {
+	// FreshAsOf returns a time before which every committed change has
+	// been applied to the local view.
+	FreshAsOf() time.Time
 }
 
 // Engine is the part of the cache every session shares. Its methods are
@@ -42,16 +70,73 @@ type Engine struct {
 	Stats    *Stats
 	Queries  QueryStats
 
+	metaP    atomic.Pointer[meta.Meta] // nil: no metadata, every dependency table-level
+	follower atomic.Pointer[Follower]
+
 	flight   flight.Group
 	depsMemo depsMemo
-	pks      pkCache
 	tees     sync.Pool // *[]byte tee buffers
 }
 
 // NewEngine returns an engine over an analyzer, a store, a policy and
-// the counters it keeps.
-func NewEngine(cfg Config, a *sqlinfo.Analyzer, st *store.Store, p cachepolicy.Policy, stats *Stats) *Engine {
-	return &Engine{cfg: cfg, Analyzer: a, Store: st, Policy: p, Stats: stats}
+// the counters it keeps. m may be nil: then mycached knows nothing of
+// the schema, and every dependency is table-level.
+func NewEngine(cfg Config, a *sqlinfo.Analyzer, st *store.Store, p cachepolicy.Policy, stats *Stats, m *meta.Meta) *Engine {
+	if cfg.Consistency == "" {
+		cfg.Consistency = Strict
+	}
+	e := &Engine{cfg: cfg, Analyzer: a, Store: st, Policy: p, Stats: stats}
+	e.SetMeta(m)
+	return e
+}
+
+// SetMeta gives the engine the metadata connection, once it is up.
+func (e *Engine) SetMeta(m *meta.Meta) { e.metaP.Store(m) }
+
+// meta returns the metadata connection, or nil.
+func (e *Engine) meta() *meta.Meta { return e.metaP.Load() }
+
+// namer names dependencies as the backend compares table names.
+func (e *Engine) namer() deps.Namer {
+	if m := e.meta(); m != nil {
+		return m.Namer()
+	}
+	return deps.Namer{}
+}
+
+// BumpFromBinlog invalidates what the binlog follower says a committed
+// transaction changed.
+func (e *Engine) BumpFromBinlog(ctx context.Context, ds []string) {
+	e.Store.Bump(ctx, ds)
+	e.Stats.invalidations.Add(uint64(len(ds)))
+}
+
+// SetFollower gives the engine the binlog follower that keeps its local
+// view current, once it runs; nil means none.
+func (e *Engine) SetFollower(f Follower) {
+	if f == nil {
+		e.follower.Store(nil)
+		return
+	}
+	e.follower.Store(&f)
+}
+
+// mode returns how a hit wanting consistency c may be checked now, or
+// false when it must not use the cache at all: Bounded, with no shared
+// tier to fall back on, and a follower that is not current.
+func (e *Engine) mode(c Consistency) (store.Mode, bool) {
+	if c == "" {
+		c = e.cfg.Consistency
+	}
+	if c != Bounded {
+		return store.Strict, true
+	}
+	f := e.follower.Load()
+	if f == nil || time.Since((*f).FreshAsOf()) > e.cfg.MaxStaleness {
+		e.Stats.fallbacks.Inc()
+		return store.Strict, e.Store.Shared()
+	}
+	return store.Bounded, true
 }
 
 // Session is one client session's cache state. It is owned by the

@@ -12,7 +12,7 @@ import (
 // benchSession is a cache session over a relayed session that never
 // connects, for measuring what a hit costs before the lookup.
 func benchSession() (*Engine, *Session) {
-	e := NewEngine(Config{}, sqlinfo.NewAnalyzer(sqlinfo.Options{ExactCap: 100000}), nil, cachepolicy.Default{TTL: 60e9}, nil)
+	e := NewEngine(Config{}, sqlinfo.NewAnalyzer(sqlinfo.Options{ExactCap: 100000}), nil, cachepolicy.Default{TTL: 60e9}, nil, nil)
 	rs := &relay.Session{}
 	rs.Hello.User, rs.Hello.DB = "sbtest", "sbtest"
 	c := &Session{e: e, s: rs}

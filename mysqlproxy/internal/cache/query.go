@@ -6,6 +6,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/mycached/mycached/cachepolicy"
+	"github.com/mycached/mycached/mysqlproxy/internal/deps"
 	"github.com/mycached/mycached/mysqlproxy/internal/relay"
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 	"github.com/mycached/mycached/mysqlproxy/internal/wire"
@@ -76,7 +77,6 @@ func (c *Session) execute(p []byte, info *sqlinfo.Info, sql string) error {
 // executeParams is execute for a statement with bound parameters.
 func (c *Session) executeParams(p []byte, info *sqlinfo.Info, sql string, params []wire.Param) error {
 	before := c.s.Status
-	c.prefetchKeys(info)
 	if err := c.s.Forward(p); err != nil {
 		return err
 	}
@@ -129,78 +129,63 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 // post-write generation.
 func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Response, params []wire.Param) {
 	e := c.e
-	deps := make([]string, 0, len(info.Writes)+2)
+	ds := make([]string, 0, len(info.Writes)+2)
 	tables := make([]string, 0, len(info.Writes))
 	for _, t := range sqlinfo.Qualify(info.Writes, c.s.Hello.DB) {
-		deps = append(deps, c.writeDeps(info, t, resp, params)...)
+		ds = append(ds, c.writeDeps(info, t, resp, params)...)
 		tables = append(tables, t.String())
 	}
 	if info.Unmapped {
-		deps = c.unmappedDeps(deps, info)
-		if info.Kind != sqlinfo.Call {
+		ds = c.unmappedDeps(ds, info)
+		if info.Kind != sqlinfo.Call && e.meta() != nil {
 			// It may have been DDL mycached could not read: what it knows
-			// of primary keys is no longer trusted.
-			e.pks.m.Clear()
-			e.depsMemo.clear()
+			// of keys, views and foreign keys is no longer trusted.
+			e.meta().ForgetAll()
 		}
 	}
 	if extra := e.Policy.Invalidate(&cachepolicy.Write{Tables: tables, Kind: info.Kind.String(), SQL: sql, DB: c.s.Hello.DB, User: c.s.Hello.User}); len(extra) > 0 {
 		for _, t := range extra {
-			deps = append(deps, t, nonKey(t))
+			ds = append(ds, t, deps.NonKey(t))
 		}
 	}
-	if len(deps) == 0 {
+	if len(ds) == 0 {
 		return
 	}
-	e.Store.Bump(context.Background(), deps)
-	e.Stats.invalidations.Add(uint64(len(deps)))
+	e.Store.Bump(context.Background(), ds)
+	e.Stats.invalidations.Add(uint64(len(ds)))
 	if c.s.Status&mysql.SERVER_STATUS_IN_TRANS != 0 {
 		c.txWrote = true
 		if c.txDeps == nil {
 			c.txDeps = make(map[string]struct{})
 		}
-		for _, d := range deps {
+		for _, d := range ds {
 			c.txDeps[d] = struct{}{}
 		}
 	}
 }
 
-// prefetchKeys learns the primary key of the table a keyed write names
-// before the write runs: learning it afterwards would run a query of
-// mycached's own between the write and the client's next statement, and
-// reset what ROW_COUNT() and SHOW WARNINGS tell the client.
-func (c *Session) prefetchKeys(info *sqlinfo.Info) {
-	if len(info.Writes) != 1 || (info.Point == nil && info.Insert == nil) {
-		return
-	}
-	switch info.Kind {
-	case sqlinfo.Update, sqlinfo.Delete, sqlinfo.Insert:
-		c.primaryKey(sqlinfo.Qualify(info.Writes, c.s.Hello.DB)[0])
-	}
-}
-
 // unmappedDeps adds the database-wide (or global) generations that a write
 // whose tables cannot be known bumps.
-func (c *Session) unmappedDeps(deps []string, info *sqlinfo.Info) []string {
+func (c *Session) unmappedDeps(ds []string, info *sqlinfo.Info) []string {
 	if info.Global {
-		return append(deps, "*")
+		return append(ds, deps.Global)
 	}
 	for _, db := range info.DBWide {
 		if db == "" {
 			db = c.s.Hello.DB
 		}
 		if db == "" {
-			return append(deps, "*")
+			return append(ds, deps.Global)
 		}
-		deps = append(deps, db+".*")
+		ds = append(ds, c.e.namer().DB(db))
 	}
 	if len(info.DBWide) == 0 {
 		if c.s.Hello.DB == "" {
-			return append(deps, "*")
+			return append(ds, deps.Global)
 		}
-		deps = append(deps, c.s.Hello.DB+".*")
+		ds = append(ds, c.e.namer().DB(c.s.Hello.DB))
 	}
-	return deps
+	return ds
 }
 
 // TxEnded bumps again what the transaction that just ended wrote.

@@ -21,6 +21,7 @@ type Stats struct {
 	stores        *metrics.Counter
 	shared        *metrics.Counter
 	invalidations *metrics.Counter
+	fallbacks     *metrics.Counter
 	hitLatency    *metrics.Histogram
 	missLatency   *metrics.Histogram
 }
@@ -36,6 +37,7 @@ func NewStats(reg *metrics.Registry, st *store.Store, sessions func() int) *Stat
 		stores:        reg.Counter("mycached_cache_stores_total", "Responses stored in the cache."),
 		shared:        reg.Counter("mycached_cache_singleflight_shared_total", "Misses answered by another client's concurrent fill."),
 		invalidations: reg.Counter("mycached_invalidations_total", "Generation bumps requested by writes."),
+		fallbacks:     reg.Counter("mycached_bounded_fallbacks_total", "Bounded reads checked as strict (or not cached) because the binlog follower was not current."),
 		hitLatency:    reg.Histogram("mycached_hit_latency_seconds", "Time from lookup to replay of a hit.", metrics.DefaultLatencyBuckets()),
 		missLatency:   reg.Histogram("mycached_miss_latency_seconds", "Time from lookup to stored response of a miss.", metrics.DefaultLatencyBuckets()),
 	}

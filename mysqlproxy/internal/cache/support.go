@@ -3,27 +3,38 @@ package cache
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
+	"github.com/mycached/mycached/mysqlproxy/internal/deps"
+	"github.com/mycached/mycached/mysqlproxy/internal/meta"
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
-// readDeps are the dependencies of a read: its tables ("db.table"), and
-// all of them plus the database-wide and global generations.
+// readDeps are the dependencies of a read: its tables ("db.table", as
+// policies see them), and every generation it depends on.
 type readDeps struct {
 	tables []string
 	all    []string
 	point  bool       // a primary-key lookup: rows and the non-key generation
 	keys   [][]string // the primary-key values of its rows
 	keyStr []string   // the same, one string a row, as policies see them
+	// why says why the read must not be cached after all, from what meta
+	// knows of its tables: a view over information_schema, a table that
+	// does not exist (a temporary one), a table meta cannot read.
+	why string
+	gen uint64 // meta's Gen when computed
 }
 
 // depsMemo memoizes the dependencies of an analysis in a database, so the
 // hot path builds no strings. Analyses are shared and immutable, so the
-// pointer is a sound key.
+// pointer is a sound key. An entry computed before meta last forgot a
+// table is computed again.
 type depsMemo struct {
 	m sync.Map // depsKey -> *readDeps
 	n sync.Mutex
@@ -38,24 +49,64 @@ type depsKey struct {
 
 const maxDepsMemo = 20000
 
+func (e *Engine) metaGen() uint64 {
+	if e.meta() == nil {
+		return 0
+	}
+	return e.meta().Gen()
+}
+
+// deps returns the table-level dependencies of a read in database db.
 func (e *Engine) deps(info *sqlinfo.Info, db string) *readDeps {
 	k := depsKey{info, db, false}
-	if v, ok := e.depsMemo.m.Load(k); ok {
-		return v.(*readDeps)
+	gen := e.metaGen()
+	if d := e.depsMemo.load(k, gen); d != nil {
+		return d
 	}
-	d := &readDeps{}
-	dbs := map[string]bool{}
+	d := &readDeps{gen: gen}
+	var dbs []string
+	add := func(dep, db string) {
+		if !slices.Contains(d.all, dep) {
+			d.all = append(d.all, dep)
+		}
+		if !slices.Contains(dbs, db) {
+			dbs = append(dbs, db)
+		}
+	}
 	for _, t := range sqlinfo.Qualify(info.Reads, db) {
 		d.tables = append(d.tables, t.String())
-		dbs[t.DB] = true
+		add(e.namer().Table(t.DB, t.Name), e.namer().DB(t.DB))
+		if e.meta() == nil {
+			continue
+		}
+		m, err := e.meta().Table(context.Background(), t.DB, t.Name)
+		switch {
+		case errors.Is(err, meta.ErrNoTable):
+			d.why = whyUnknownTable
+		case err != nil:
+			d.why = whyNoMetadata
+		case m.Uncacheable != "":
+			d.why = m.Uncacheable
+		default:
+			for _, a := range m.Also {
+				adb, _, _ := strings.Cut(a, ".")
+				add(a, adb+".*")
+			}
+		}
 	}
-	d.all = append(d.all, d.tables...)
-	for x := range dbs {
-		d.all = append(d.all, x+".*")
-	}
-	d.all = append(d.all, "*")
+	d.all = append(d.all, dbs...)
+	d.all = append(d.all, deps.Global)
 	e.depsMemo.store(k, d)
 	return d
+}
+
+func (m *depsMemo) load(k depsKey, gen uint64) *readDeps {
+	if v, ok := m.m.Load(k); ok {
+		if d := v.(*readDeps); d.gen == gen {
+			return d
+		}
+	}
+	return nil
 }
 
 func (m *depsMemo) store(k depsKey, d *readDeps) {
@@ -67,15 +118,6 @@ func (m *depsMemo) store(k depsKey, d *readDeps) {
 	m.k++
 	m.n.Unlock()
 	m.m.Store(k, d)
-}
-
-// clear forgets every memoized dependency list: what mycached knows of
-// primary keys may have changed.
-func (m *depsMemo) clear() {
-	m.n.Lock()
-	m.m.Clear()
-	m.k = 0
-	m.n.Unlock()
 }
 
 func (e *Engine) getTee() []byte {
@@ -116,10 +158,11 @@ func (e *Engine) StatusRows(sessions int) [][2]string {
 	}
 }
 
-// Invalidate bumps the generations of the table name ("db.t"), as MYCACHED
-// INVALIDATE TABLE asks.
-func (e *Engine) Invalidate(ctx context.Context, name string) {
-	e.Store.Bump(ctx, []string{name, nonKey(name)})
+// Invalidate bumps the generations of db.table, as MYCACHED INVALIDATE
+// TABLE asks.
+func (e *Engine) Invalidate(ctx context.Context, db, table string) {
+	name := e.namer().Table(db, table)
+	e.Store.Bump(ctx, []string{name, deps.NonKey(name)})
 	e.Stats.invalidations.Inc()
 }
 

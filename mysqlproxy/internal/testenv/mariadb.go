@@ -22,6 +22,11 @@ const (
 	DefaultRootPassword = "testenv-root"
 	// TestDatabase is created in every instance for tests to share.
 	TestDatabase = "mctest"
+	// BinlogUser is an account with what mycached's binlog follower and
+	// metadata connection need (REPLICATION SLAVE, BINLOG MONITOR, SELECT
+	// and SHOW VIEW on *.*), from 127.0.0.1, with BinlogPassword.
+	BinlogUser     = "mycached"
+	BinlogPassword = "testenv-binlog"
 
 	mariaDBReadyTimeout = 60 * time.Second
 	mariaDBStopGrace    = 60 * time.Second
@@ -274,6 +279,8 @@ func (m *MariaDB) bootstrap() error {
 		"ALTER USER " + user + " IDENTIFIED BY '" + m.RootPassword + "'",
 		"GRANT ALL PRIVILEGES ON *.* TO " + user + " WITH GRANT OPTION",
 		"GRANT PROXY ON ''@'%' TO " + user + " WITH GRANT OPTION",
+		"CREATE USER IF NOT EXISTS '" + BinlogUser + "'@'" + m.Host + "' IDENTIFIED BY '" + BinlogPassword + "'",
+		"GRANT REPLICATION SLAVE, BINLOG MONITOR, SELECT, SHOW VIEW ON *.* TO '" + BinlogUser + "'@'" + m.Host + "'",
 		"CREATE DATABASE IF NOT EXISTS " + TestDatabase,
 	}
 	for _, s := range stmts {

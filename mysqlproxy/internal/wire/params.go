@@ -13,6 +13,7 @@ type Param struct {
 	Text string
 	Null bool
 	OK   bool // Text holds the value
+	Int  bool // the value was bound as an integer
 }
 
 // DecodeParams reads the n parameter values of a COM_STMT_EXECUTE packet.
@@ -104,9 +105,9 @@ func DecodeParams(p []byte, n int, types []byte) []Param {
 			continue // floating point and temporal values are not keys here
 		}
 		if unsigned {
-			out[i] = Param{Text: strconv.FormatUint(x, 10), OK: true}
+			out[i] = Param{Text: strconv.FormatUint(x, 10), OK: true, Int: true}
 		} else {
-			out[i] = Param{Text: strconv.FormatInt(int64(x), 10), OK: true}
+			out[i] = Param{Text: strconv.FormatInt(int64(x), 10), OK: true, Int: true}
 		}
 	}
 	return out

@@ -1,0 +1,266 @@
+package mysqlproxy
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/binlog"
+	"github.com/mycached/mycached/mysqlproxy/internal/meta"
+	"github.com/mycached/mycached/mysqlproxy/internal/statedir"
+)
+
+// coherence runs what keeps the cache coherent with writes that bypass
+// this sidecar: a metadata connection of mycached's own and the binlog
+// follower. Both need Config.BinlogUser; without it, or until the backend
+// lets them run, invalidation rests on the parse of relayed writes alone,
+// and the log says so.
+type coherence struct {
+	srv  *Server
+	dir  *statedir.Dir // nil without --state-dir
+	stop chan struct{}
+	done chan struct{}
+
+	mu       sync.Mutex // protects the fields below
+	meta     *meta.Meta
+	follower *binlog.Follower
+	state    string // what SHOW MYCACHED STATUS says of the follower
+}
+
+// retryEvery is how often an unreachable backend or a server whose binlog
+// cannot be followed is asked again.
+const retryEvery = 10 * time.Second
+
+func (s *Server) startCoherence() error {
+	c := &coherence{srv: s, stop: make(chan struct{}), done: make(chan struct{})}
+	s.coh = c
+	if s.cfg.StateDir != "" {
+		d, err := statedir.Open(s.cfg.StateDir)
+		if err != nil {
+			return err
+		}
+		c.dir = d
+	}
+	if s.cfg.BinlogUser == "" || s.cfg.Backend == "" {
+		c.state = "off: no --binlog-user"
+		close(c.done)
+		if s.cfg.Backend != "" {
+			s.log.Warn("binlog follower off (no --binlog-user): writes that bypass mycached (other applications, triggers, foreign-key cascades, stored routines) are not seen, and their entries stay cached until their ttl; primary keys, views and foreign keys are unknown, so every dependency is table-level")
+		}
+		return nil
+	}
+	c.state = "connecting"
+	go c.run()
+	return nil
+}
+
+// run connects the metadata connection, checks the server, and starts the
+// follower, asking again until it runs or the server closes.
+func (c *coherence) run() {
+	defer close(c.done)
+	said := ""
+	say := func(state string, warn bool) {
+		c.mu.Lock()
+		c.state = state
+		c.mu.Unlock()
+		if state != said && warn {
+			c.srv.log.Error("binlog follower not running; invalidation rests on the parse of writes that pass through mycached", "why", state)
+		}
+		said = state
+	}
+	for {
+		if c.start(say) {
+			return
+		}
+		select {
+		case <-c.stop:
+			return
+		case <-time.After(retryEvery):
+		}
+	}
+}
+
+// start tries once, and reports whether there is nothing left to try.
+func (c *coherence) start(say func(string, bool)) bool {
+	cfg := &c.srv.cfg
+	m := c.meta
+	if m == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ConnectTimeout)
+		var err error
+		m, err = meta.Open(ctx, meta.Options{
+			Addr: cfg.Backend, User: cfg.BinlogUser, Password: cfg.BinlogPassword,
+			TLS: c.tls(), TLSOptional: cfg.BackendTLS == BackendTLSPreferred,
+			Timeout: cfg.ConnectTimeout, Logger: c.srv.log,
+		})
+		cancel()
+		if err != nil {
+			say("cannot connect as "+cfg.BinlogUser+": "+err.Error(), true)
+			return false
+		}
+		c.mu.Lock()
+		c.meta = m
+		c.mu.Unlock()
+		c.srv.cache.SetMeta(m)
+		for _, a := range m.Facts().Advice() {
+			c.srv.log.Warn("binlog follower: " + a)
+		}
+	}
+	if probs := m.Facts().Problems(); len(probs) > 0 {
+		say(strings.Join(probs, "; "), true)
+		return false
+	}
+	id := cfg.BinlogServerID
+	if id == 0 {
+		id = randomServerID()
+	}
+	opts := binlog.Options{
+		Addr: cfg.Backend, User: cfg.BinlogUser, Password: cfg.BinlogPassword,
+		TLS: c.followerTLS(m), ServerID: id, Meta: m,
+		Bump:      c.srv.cache.BumpFromBinlog,
+		Poll:      max(min(cfg.MaxStaleness/10, 100*time.Millisecond), 10*time.Millisecond),
+		Heartbeat: max(min(cfg.MaxStaleness/2, time.Second), 100*time.Millisecond),
+		Logger:    c.srv.log,
+	}
+	if c.dir != nil {
+		opts.State = c.dir.Position()
+	}
+	f, err := binlog.Start(opts)
+	if err != nil {
+		say(err.Error(), true)
+		return false
+	}
+	c.mu.Lock()
+	c.follower, c.state = f, "running"
+	c.mu.Unlock()
+	c.srv.cache.SetFollower(f)
+	c.srv.log.Info("binlog follower started", "server_id", id, "consistency", string(cfg.Consistency), "max_staleness", cfg.MaxStaleness.String())
+	return true
+}
+
+// tls is the TLS configuration of mycached's own connections to the
+// backend, as --backend-tls says; nil means plain TCP.
+func (c *coherence) tls() *tls.Config {
+	if c.srv.cfg.BackendTLS == BackendTLSOff {
+		return nil
+	}
+	return c.srv.relay.BackendTLSConf
+}
+
+// followerTLS is tls for the follower, which cannot fall back to plain
+// TCP itself: under "preferred" it uses TLS when the server has it.
+func (c *coherence) followerTLS(m *meta.Meta) *tls.Config {
+	if c.srv.cfg.BackendTLS == BackendTLSPreferred && !m.Facts().HaveSSL {
+		return nil
+	}
+	return c.tls()
+}
+
+// randomServerID picks a replica id for the follower, away from the small
+// numbers servers are usually given.
+func randomServerID() uint32 {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return 1<<24 + binary.LittleEndian.Uint32(b[:])%(1<<31-1<<24)
+}
+
+// close stops the follower, saving its position, and the metadata
+// connection.
+func (c *coherence) close() {
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	<-c.done
+	c.mu.Lock()
+	f, m := c.follower, c.meta
+	c.follower, c.meta = nil, nil
+	c.mu.Unlock()
+	if f != nil {
+		c.srv.cache.SetFollower(nil)
+		f.Close()
+	}
+	if m != nil {
+		m.Close()
+	}
+	if c.dir != nil {
+		c.dir.Close()
+	}
+}
+
+// statusRows are the follower's rows of SHOW MYCACHED STATUS.
+func (c *coherence) statusRows() [][2]string {
+	c.mu.Lock()
+	f, state := c.follower, c.state
+	c.mu.Unlock()
+	rows := [][2]string{{"Binlog_follower", state}}
+	if f == nil {
+		return rows
+	}
+	st := f.Status()
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	ms := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return strconv.FormatInt(time.Since(t).Milliseconds(), 10)
+	}
+	if !st.Running {
+		rows[0][1] = "reconnecting: " + st.LastError
+	}
+	return append(rows,
+		[2]string{"Binlog_position", st.Position},
+		[2]string{"Binlog_staleness_ms", ms(st.FreshAsOf)},
+		[2]string{"Binlog_last_message_ms", ms(st.LastMessage)},
+		[2]string{"Binlog_last_commit_age_s", lagSeconds(st.LastEvent)},
+		[2]string{"Binlog_events", u(st.Events)},
+		[2]string{"Binlog_transactions", u(st.Transactions)},
+		[2]string{"Binlog_bumps", u(st.Bumps)},
+		[2]string{"Binlog_reconnects", u(st.Reconnects)},
+		[2]string{"Binlog_lost_positions", u(st.LostPosition)},
+	)
+}
+
+func lagSeconds(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("%.0f", time.Since(t).Seconds())
+}
+
+// followerStatus returns the follower's status, and false when none runs.
+func (c *coherence) followerStatus() (binlog.Status, bool) {
+	c.mu.Lock()
+	f := c.follower
+	c.mu.Unlock()
+	if f == nil {
+		return binlog.Status{}, false
+	}
+	return f.Status(), true
+}
+
+// WaitBinlog returns once the binlog follower has applied every
+// transaction committed on the server before the call, settle bumps
+// included, or when ctx ends. It fails when no follower runs. Tests and
+// tools use it to wait for a write made around mycached to be seen.
+func (s *Server) WaitBinlog(ctx context.Context) error {
+	s.coh.mu.Lock()
+	f := s.coh.follower
+	s.coh.mu.Unlock()
+	if f == nil {
+		return fmt.Errorf("mysqlproxy: no binlog follower runs (%s)", s.coh.stateString())
+	}
+	return f.Wait(ctx)
+}
+
+func (c *coherence) stateString() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}

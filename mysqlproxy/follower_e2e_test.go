@@ -1,0 +1,309 @@
+package mysqlproxy_test
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"testing"
+	"time"
+
+	"github.com/mycached/mycached/mysqlproxy"
+	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
+)
+
+// fleet is two sidecars sharing one memcached in front of one MariaDB,
+// each following the binlog, with a database of the test's own.
+type fleet struct {
+	m          *testenv.MariaDB
+	mc         *testenv.Memcached
+	a, b       *proxy
+	name       string  // the test's database
+	direct     *sql.DB // root on MariaDB
+	viaA, viaB *sql.DB // root through each sidecar
+}
+
+// startFleet starts the two sidecars with cfg (Backend, Memcached and the
+// follower filled in) in front of m.
+func startFleet(t *testing.T, m *testenv.MariaDB, cfg mysqlproxy.Config) *fleet {
+	t.Helper()
+	f := &fleet{m: m, mc: privateMemcached(t)}
+	cfg.Backend = m.Addr
+	cfg.Memcached = []string{f.mc.Addr}
+	f.a = startProxy(t, withBinlog(cfg))
+	f.b = startProxy(t, withBinlog(cfg))
+	f.name = m.NewDatabase(t)
+	params := "multiStatements=true"
+	f.direct = openDB(t, rootDSN(m.Addr, f.name, params))
+	f.viaA = openDB(t, rootDSN(f.a.addr, f.name, params))
+	f.viaB = openDB(t, rootDSN(f.b.addr, f.name, params))
+	return f
+}
+
+// hits returns a sidecar's hits so far.
+func hits(t testing.TB, db *sql.DB) int64 {
+	st := mycachedStatus(t, db)
+	return st["Hits_l1"] + st["Hits_memcached"]
+}
+
+// warm reads q through both sidecars until each serves it from its cache,
+// checking every answer against MariaDB's.
+func (f *fleet) warm(t *testing.T, q string) {
+	t.Helper()
+	want := dump(t, f.direct, q)
+	for _, db := range []*sql.DB{f.viaA, f.viaB} {
+		if got := dump(t, db, q); got != want {
+			t.Fatalf("%s before the write: got %s, want %s", q, got, want)
+		}
+		before := hits(t, db)
+		if got := dump(t, db, q); got != want {
+			t.Fatalf("%s before the write: got %s, want %s", q, got, want)
+		}
+		if hits(t, db) == before {
+			t.Fatalf("%s was not served from the cache before the write; the test proves nothing", q)
+		}
+	}
+}
+
+// sync waits until both followers have applied everything committed.
+func (f *fleet) sync(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, p := range []*proxy{f.a, f.b} {
+		if err := p.srv.WaitBinlog(ctx); err != nil {
+			t.Fatalf("WaitBinlog: %v", err)
+		}
+	}
+}
+
+// fresh checks that q through each sidecar gives what MariaDB gives.
+func (f *fleet) fresh(t *testing.T, q string) {
+	t.Helper()
+	want := dump(t, f.direct, q)
+	for i, db := range []*sql.DB{f.viaA, f.viaB} {
+		if got := dump(t, db, q); got != want {
+			t.Errorf("%s through sidecar %c after the write: got %s, want %s (stale)", q, 'A'+i, got, want)
+		}
+	}
+}
+
+// bypassCase is a write that a sidecar's parse of what it relays does not
+// (or cannot) see, and a cached read whose result it changes.
+type bypassCase struct {
+	name  string
+	setup []string // run directly, in the test's database
+	reads []string
+	write func(t *testing.T, f *fleet)
+}
+
+func direct(stmts ...string) func(*testing.T, *fleet) {
+	return func(t *testing.T, f *fleet) {
+		for _, s := range stmts {
+			mustExec(t, f.direct, s)
+		}
+	}
+}
+
+func throughA(stmts ...string) func(*testing.T, *fleet) {
+	return func(t *testing.T, f *fleet) {
+		for _, s := range stmts {
+			mustExec(t, f.viaA, s)
+		}
+	}
+}
+
+var bypassCases = []bypassCase{
+	{
+		name:  "direct update",
+		setup: []string{"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1), (2, 2)"},
+		reads: []string{"SELECT v FROM t WHERE id = 1", "SELECT SUM(v) FROM t"},
+		write: direct("UPDATE t SET v = 10 WHERE id = 1"),
+	},
+	{
+		name:  "direct insert and delete",
+		setup: []string{"CREATE TABLE t (id INT PRIMARY KEY AUTO_INCREMENT, v INT)", "INSERT INTO t VALUES (1, 1)"},
+		reads: []string{"SELECT v FROM t WHERE id = 2", "SELECT v FROM t WHERE id = 1", "SELECT COUNT(*) FROM t"},
+		write: direct("INSERT INTO t (v) VALUES (2)", "DELETE FROM t WHERE id = 1"),
+	},
+	{
+		name: "trigger",
+		setup: []string{
+			"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "CREATE TABLE audit (id INT PRIMARY KEY, n INT)",
+			"INSERT INTO audit VALUES (1, 0)",
+			"CREATE TRIGGER tr AFTER INSERT ON t FOR EACH ROW UPDATE audit SET n = n + 1 WHERE id = 1",
+		},
+		reads: []string{"SELECT n FROM audit WHERE id = 1", "SELECT * FROM audit"},
+		write: throughA("INSERT INTO t VALUES (1, 1)"),
+	},
+	{
+		name: "foreign key on delete cascade",
+		setup: []string{
+			"CREATE TABLE p (id INT PRIMARY KEY)",
+			"CREATE TABLE c (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES p (id) ON DELETE CASCADE)",
+			"INSERT INTO p VALUES (1), (2)", "INSERT INTO c VALUES (10, 1), (20, 2)",
+		},
+		reads: []string{"SELECT * FROM c ORDER BY id", "SELECT pid FROM c WHERE id = 10"},
+		write: throughA("DELETE FROM p WHERE id = 1"),
+	},
+	{
+		name: "foreign key on update cascade, written directly",
+		setup: []string{
+			"CREATE TABLE p (id INT PRIMARY KEY)",
+			"CREATE TABLE c (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES p (id) ON UPDATE CASCADE)",
+			"INSERT INTO p VALUES (1)", "INSERT INTO c VALUES (10, 1)",
+		},
+		reads: []string{"SELECT pid FROM c WHERE id = 10"},
+		write: direct("UPDATE p SET id = 5 WHERE id = 1"),
+	},
+	{
+		name:  "view",
+		setup: []string{"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)", "CREATE VIEW v AS SELECT id, v * 2 AS w FROM t"},
+		reads: []string{"SELECT * FROM v", "SELECT w FROM v WHERE id = 1"},
+		write: throughA("UPDATE t SET v = 7 WHERE id = 1"),
+	},
+	{
+		name: "procedure",
+		setup: []string{
+			"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)",
+			"CREATE PROCEDURE p() UPDATE t SET v = v + 1 WHERE id = 1",
+		},
+		reads: []string{"SELECT v FROM t WHERE id = 1"},
+		write: throughA("CALL p()"),
+	},
+	{
+		name: "function that writes, by DO and by SELECT",
+		setup: []string{
+			"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)",
+			"CREATE FUNCTION f() RETURNS INT MODIFIES SQL DATA BEGIN UPDATE t SET v = v + 1 WHERE id = 1; RETURN 1; END",
+		},
+		reads: []string{"SELECT v FROM t WHERE id = 1"},
+		write: throughA("DO f()", "SELECT f()"),
+	},
+	{
+		name:  "sequence",
+		setup: []string{"CREATE SEQUENCE s NOCACHE"},
+		reads: []string{"SELECT next_not_cached_value FROM s"},
+		write: throughA("SELECT NEXTVAL(s)", "SELECT NEXTVAL(s)"),
+	},
+	{
+		name: "merge table",
+		setup: []string{
+			"CREATE TABLE t1 (id INT PRIMARY KEY) ENGINE=MyISAM", "CREATE TABLE t2 (id INT PRIMARY KEY) ENGINE=MyISAM",
+			"CREATE TABLE m (id INT PRIMARY KEY) ENGINE=MERGE UNION=(t1, t2) INSERT_METHOD=LAST",
+			"INSERT INTO t1 VALUES (1)",
+		},
+		reads: []string{"SELECT COUNT(*) FROM m", "SELECT COUNT(*) FROM t2"},
+		write: throughA("INSERT INTO t1 VALUES (2)", "INSERT INTO m VALUES (3)"),
+	},
+	{
+		name:  "executable comments",
+		setup: []string{"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1), (3, 3)"},
+		reads: []string{"SELECT v FROM t WHERE id = 1", "SELECT v FROM t WHERE id = 3", "SELECT SUM(v) FROM t"},
+		write: throughA("/*M! UPDATE t SET v = 10 WHERE id = 1 */", "/*!50000 UPDATE t SET v = 11 WHERE id = 1 */",
+			"UPDATE t SET v = 30 WHERE id = 3 /*M! OR id = 1 */"),
+	},
+	{
+		name:  "multi-statement with a tail mycached cannot parse",
+		setup: []string{"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)"},
+		reads: []string{"SELECT v FROM t WHERE id = 1", "SELECT COUNT(*) FROM t"},
+		write: throughA("SELECT 1; DELETE FROM t WHERE id = 1 RETURNING id"),
+	},
+	{
+		name:  "XA COMMIT from another session",
+		setup: []string{"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)"},
+		reads: []string{"SELECT v FROM t WHERE id = 1"},
+		write: func(t *testing.T, f *fleet) {
+			ctx := context.Background()
+			c1, err := f.direct.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := connID(t, c1)
+			for _, s := range []string{"XA START 'fx1'", "UPDATE t SET v = 42 WHERE id = 1", "XA END 'fx1'", "XA PREPARE 'fx1'"} {
+				if _, err := c1.ExecContext(ctx, s); err != nil {
+					t.Fatalf("%s: %v", s, err)
+				}
+			}
+			_ = c1.Raw(func(any) error { return errBadConn }) // drop the connection; the transaction stays prepared
+			c1.Close()
+			waitFor(t, 10*time.Second, "the preparing session to end", func() bool { return !processExists(t, f.m, id) })
+			mustExec(t, f.viaB, "XA COMMIT 'fx1'")
+		},
+	},
+	{
+		name:  "event",
+		setup: []string{"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)"},
+		reads: []string{"SELECT v FROM t WHERE id = 1"},
+		write: func(t *testing.T, f *fleet) {
+			mustExec(t, f.direct, "CREATE EVENT e ON SCHEDULE AT CURRENT_TIMESTAMP DO UPDATE t SET v = 99 WHERE id = 1")
+			waitFor(t, 20*time.Second, "the event to run", func() bool {
+				return readInt(t, f.direct, "SELECT v FROM t WHERE id = 1") == 99
+			})
+		},
+	},
+}
+
+// TestFollowerSeesBypassingWrites: every kind of write that a sidecar's
+// parse does not see is seen by every sidecar once the followers have
+// applied it, with the binlog's row metadata full and minimal.
+func TestFollowerSeesBypassingWrites(t *testing.T) {
+	for _, meta := range []string{"FULL", "NO_LOG"} {
+		t.Run("row-metadata-"+meta, func(t *testing.T) {
+			m, err := testenv.StartMariaDB(testenv.MariaDBOptions{ExtraArgs: []string{
+				"--binlog-row-metadata=" + meta, "--event-scheduler=ON", "--log-bin-trust-function-creators=1",
+			}})
+			if err != nil {
+				t.Fatalf("StartMariaDB: %v", err)
+			}
+			t.Cleanup(func() { _ = m.Close() })
+			for _, c := range bypassCases {
+				t.Run(c.name, func(t *testing.T) {
+					f := startFleet(t, m, mysqlproxy.Config{})
+					for _, s := range c.setup {
+						mustExec(t, f.direct, s)
+					}
+					f.sync(t)
+					for _, q := range c.reads {
+						f.warm(t, q)
+					}
+					c.write(t, f)
+					f.sync(t)
+					for _, q := range c.reads {
+						f.fresh(t, q)
+					}
+				})
+			}
+		})
+	}
+}
+
+// errBadConn makes database/sql drop a connection.
+var errBadConn = driver.ErrBadConn
+
+// TestFollowerBounded: in bounded mode a hit costs no memcached round trip
+// while the follower is current, and a direct write still shows through
+// both sidecars within --max-staleness.
+func TestFollowerBounded(t *testing.T) {
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{Consistency: mysqlproxy.ConsistencyBounded, MaxStaleness: 2 * time.Second})
+	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 1)")
+	f.sync(t)
+	q := "SELECT v FROM t WHERE id = 1"
+	f.warm(t, q)
+	gets := mycachedStatus(t, f.viaA)["Memcached_gets"]
+	for range 20 {
+		dump(t, f.viaA, q)
+	}
+	if d := mycachedStatus(t, f.viaA)["Memcached_gets"] - gets; d != 0 {
+		t.Errorf("20 bounded hits sent %d gets to memcached, want 0", d)
+	}
+	mustExec(t, f.direct, "UPDATE t SET v = 2 WHERE id = 1")
+	start := time.Now()
+	for i, db := range []*sql.DB{f.viaA, f.viaB} {
+		waitFor(t, 2*time.Second, "the direct write to show", func() bool {
+			return readInt(t, db, q) == 2
+		})
+		t.Logf("sidecar %c showed the write after %v", 'A'+i, time.Since(start))
+	}
+}
