@@ -37,27 +37,21 @@ type coherence struct {
 // cannot be followed is asked again.
 const retryEvery = 10 * time.Second
 
-func (s *Server) startCoherence() error {
-	c := &coherence{srv: s, stop: make(chan struct{}), done: make(chan struct{})}
+// startCoherence starts the follower's supervisor; dir is the state
+// directory, or nil.
+func (s *Server) startCoherence(dir *statedir.Dir) {
+	c := &coherence{srv: s, dir: dir, stop: make(chan struct{}), done: make(chan struct{})}
 	s.coh = c
-	if s.cfg.StateDir != "" {
-		d, err := statedir.Open(s.cfg.StateDir)
-		if err != nil {
-			return err
-		}
-		c.dir = d
-	}
 	if s.cfg.BinlogUser == "" || s.cfg.Backend == "" {
 		c.state = "off: no --binlog-user"
 		close(c.done)
 		if s.cfg.Backend != "" {
 			s.log.Warn("binlog follower off (no --binlog-user): writes that bypass mycached (other applications, triggers, foreign-key cascades, stored routines) are not seen, and their entries stay cached until their ttl; primary keys, views and foreign keys are unknown, so every dependency is table-level")
 		}
-		return nil
+		return
 	}
 	c.state = "connecting"
 	go c.run()
-	return nil
 }
 
 // run connects the metadata connection, checks the server, and starts the

@@ -307,3 +307,36 @@ func TestFollowerBounded(t *testing.T) {
 		t.Logf("sidecar %c showed the write after %v", 'A'+i, time.Since(start))
 	}
 }
+
+// TestFollowerRevoke: privileges revoked on the server take effect at
+// once through every sidecar: a user who loses SELECT gets the server's
+// error, not rows cached while they could read.
+func TestFollowerRevoke(t *testing.T) {
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 1)")
+	mustExec(t, f.direct, "CREATE USER 'rv'@'127.0.0.1' IDENTIFIED BY 'rvpw'")
+	mustExec(t, f.direct, "GRANT SELECT ON "+f.name+".t TO 'rv'@'127.0.0.1'")
+	f.sync(t)
+	q := "SELECT v FROM t WHERE id = 1"
+	var users []*sql.DB
+	for _, p := range []*proxy{f.a, f.b} {
+		db := openDB(t, testenv.DSNFor(p.addr, "rv", "rvpw", f.name, ""))
+		before := hits(t, f.viaA) + hits(t, f.viaB)
+		dump(t, db, q)
+		dump(t, db, q)
+		if hits(t, f.viaA)+hits(t, f.viaB) == before {
+			t.Fatalf("the user's read was not served from the cache; the test proves nothing")
+		}
+		users = append(users, db)
+	}
+	mustExec(t, f.direct, "REVOKE SELECT ON "+f.name+".t FROM 'rv'@'127.0.0.1'")
+	f.sync(t)
+	for i, db := range users {
+		_, err := queryDump(context.Background(), db, q)
+		if me := mysqlErr(t, err); me.Number != 1142 {
+			t.Errorf("sidecar %c after REVOKE: got %v, want error 1142", 'A'+i, err)
+		}
+	}
+}

@@ -21,11 +21,13 @@ import (
 	"github.com/mycached/mycached/cachepolicy"
 	"github.com/mycached/mycached/mysqlproxy/internal/binlog"
 	"github.com/mycached/mycached/mysqlproxy/internal/cache"
+	"github.com/mycached/mycached/mysqlproxy/internal/deps"
 	"github.com/mycached/mycached/mysqlproxy/internal/hook"
 	"github.com/mycached/mycached/mysqlproxy/internal/kvproxy"
 	"github.com/mycached/mycached/mysqlproxy/internal/metrics"
 	"github.com/mycached/mycached/mysqlproxy/internal/relay"
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
+	"github.com/mycached/mycached/mysqlproxy/internal/statedir"
 	"github.com/mycached/mycached/mysqlproxy/internal/store"
 )
 
@@ -93,7 +95,16 @@ func NewServer(cfg Config) (*Server, error) {
 	// many rows by id has as many texts as rows it reads often; the exact
 	// memo is sized to hold a working set of them (bounded: about 30 MiB).
 	analyzer := sqlinfo.NewAnalyzer(sqlinfo.Options{ExactCap: 100000})
+	var dir *statedir.Dir
+	var journal store.Journal
+	if cfg.StateDir != "" {
+		if dir, err = statedir.Open(cfg.StateDir); err != nil {
+			return nil, err
+		}
+		journal = dir.Journal()
+	}
 	s.store = store.New(store.Options{
+		Journal:          journal,
 		Servers:          cfg.Memcached,
 		Timeout:          cfg.MemcachedTimeout,
 		GetsInFlight:     cfg.MemcachedGets,
@@ -121,6 +132,9 @@ func NewServer(cfg Config) (*Server, error) {
 		})
 		if err != nil {
 			s.store.Close()
+			if dir != nil {
+				dir.Close()
+			}
 			return nil, err
 		}
 		s.engine, policy = eng, eng
@@ -135,10 +149,12 @@ func NewServer(cfg Config) (*Server, error) {
 		MaxStaleness:        cfg.MaxStaleness,
 	}, analyzer, s.store, policy, stats, nil)
 	s.hook = &hook.Hook{Engine: s.engine, Analyzer: analyzer, Tables: s.cache.Tables}
-	if err := s.startCoherence(); err != nil {
-		s.store.Close()
-		return nil, err
+	if dir == nil && len(cfg.Memcached) > 0 && !kvOnly {
+		// Nothing tells whether the last run stopped with invalidations it
+		// could not land in memcached: assume it did.
+		s.store.Bump(context.Background(), []string{deps.Global})
 	}
+	s.startCoherence(dir)
 	s.followerMetrics()
 	return s, nil
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -113,4 +114,44 @@ func (p Position) Load() (string, error) {
 // Save implements binlog.PositionStore.
 func (p Position) Save(pos string) error {
 	return p.d.Write("binlog-position", []byte(pos+"\n"))
+}
+
+// Journal is the store's journal of pending bumps, kept in the file
+// "pending-bumps", one quoted dependency a line.
+type Journal struct{ d *Dir }
+
+// Journal returns the pending bumps journal.
+func (d *Dir) Journal() Journal { return Journal{d} }
+
+// Load implements store.Journal.
+func (j Journal) Load() ([]string, error) {
+	b, err := j.d.Read("pending-bumps")
+	if err != nil {
+		return nil, err
+	}
+	var deps []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" {
+			continue
+		}
+		d, err := strconv.Unquote(line)
+		if err != nil {
+			return nil, fmt.Errorf("statedir: pending-bumps: %q: %w", line, err)
+		}
+		deps = append(deps, d)
+	}
+	return deps, nil
+}
+
+// Save implements store.Journal.
+func (j Journal) Save(deps []string) error {
+	if len(deps) == 0 {
+		return j.d.Remove("pending-bumps")
+	}
+	var b strings.Builder
+	for _, d := range deps {
+		b.WriteString(strconv.Quote(d))
+		b.WriteByte('\n')
+	}
+	return j.d.Write("pending-bumps", []byte(b.String()))
 }

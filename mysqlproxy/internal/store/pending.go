@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,9 @@ type pendingSet struct {
 	seq  uint64
 	n    atomic.Int64 // len(m), read without the lock on the hot path
 	wake chan struct{}
+
+	journal Journal // nil: none
+	log     *slog.Logger
 }
 
 func (p *pendingSet) init() {
@@ -28,8 +32,12 @@ func (p *pendingSet) init() {
 func (p *pendingSet) add(dep string) {
 	p.mu.Lock()
 	p.seq++
+	_, had := p.m[dep]
 	p.m[dep] = p.seq
 	p.n.Store(int64(len(p.m)))
+	if !had {
+		p.saveLocked()
+	}
 	p.mu.Unlock()
 	select {
 	case p.wake <- struct{}{}:
@@ -68,8 +76,27 @@ func (p *pendingSet) landed(dep string, seq uint64) {
 	if p.m[dep] == seq {
 		delete(p.m, dep)
 		p.n.Store(int64(len(p.m)))
+		p.saveLocked()
 	}
 	p.mu.Unlock()
+}
+
+// saveLocked records the pending deps in the journal, before the bump
+// that failed is reported and before a landed one is forgotten; p.mu must
+// be held. Pending bumps are rare (memcached unreachable), so each change
+// is written at once.
+func (p *pendingSet) saveLocked() {
+	if p.journal == nil {
+		return
+	}
+	deps := make([]string, 0, len(p.m))
+	for d := range p.m {
+		deps = append(deps, d)
+	}
+	slices.Sort(deps)
+	if err := p.journal.Save(deps); err != nil {
+		p.log.Error("store: writing the pending bumps journal failed", "err", err)
+	}
 }
 
 func (p *pendingSet) names() []string {

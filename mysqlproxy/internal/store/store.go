@@ -82,6 +82,18 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Journal keeps the bumps that have not reached memcached across
+	// restarts; nil keeps them in memory only.
+	Journal Journal
+}
+
+// Journal is where pending bumps are kept while they have not landed, so
+// that a restart cannot lose an invalidation.
+type Journal interface {
+	// Load returns the deps recorded as pending.
+	Load() ([]string, error)
+	// Save records the deps now pending; none clears the record.
+	Save(deps []string) error
 }
 
 // Tier says where a Lookup found its entry.
@@ -221,6 +233,23 @@ func New(opts Options) *Store {
 	}
 	s.pending.init()
 	s.local.init()
+	if opts.Journal != nil {
+		// The bumps the last run could not land: until they do, their
+		// deps are served from MySQL only, as they were then.
+		deps, err := opts.Journal.Load()
+		if err != nil {
+			s.log.Error("store: pending bumps journal unreadable; invalidating everything", "err", err)
+			deps = []string{"*"}
+		}
+		for _, d := range deps {
+			s.pending.add(d)
+		}
+		if len(deps) > 0 {
+			s.log.Warn("store: bumps pending from the last run", "deps", deps)
+		}
+		s.pending.journal = opts.Journal
+		s.pending.log = s.log
+	}
 	if opts.L1Bytes > 0 {
 		s.l1 = newL1(opts.L1Bytes)
 	}
@@ -257,7 +286,11 @@ func (s *Store) Close() {
 		close(s.stop)
 		s.wg.Wait()
 		if n := s.pending.n.Load(); n > 0 {
-			s.log.Warn("store: closing with pending bumps", "deps", s.pending.names())
+			if s.opts.Journal != nil {
+				s.log.Warn("store: closing with pending bumps; the journal keeps them for the next start", "deps", s.pending.names())
+			} else {
+				s.log.Warn("store: closing with pending bumps", "deps", s.pending.names())
+			}
 		}
 		if s.mc != nil {
 			s.mc.Close()

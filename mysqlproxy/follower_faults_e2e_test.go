@@ -1,0 +1,327 @@
+package mysqlproxy_test
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mycached/mycached/mysqlproxy"
+	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
+)
+
+// cuttable is a TCP relay to a backend that a test can cut and restore,
+// to take a server away from one client while others still reach it.
+type cuttable struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex // protects cut and conns
+	cut   bool
+	conns map[net.Conn]bool
+}
+
+func newCuttable(t testing.TB, target string) *cuttable {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cuttable{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	t.Cleanup(func() { ln.Close(); c.setCut(true) })
+	go c.serve()
+	return c
+}
+
+func (c *cuttable) addr() string { return c.ln.Addr().String() }
+
+func (c *cuttable) serve() {
+	for {
+		in, err := c.ln.Accept()
+		if err != nil {
+			return
+		}
+		c.mu.Lock()
+		if c.cut {
+			c.mu.Unlock()
+			in.Close()
+			continue
+		}
+		out, err := net.Dial("tcp", c.target)
+		if err != nil {
+			c.mu.Unlock()
+			in.Close()
+			continue
+		}
+		c.conns[in], c.conns[out] = true, true
+		c.mu.Unlock()
+		go func() { _, _ = io.Copy(out, in); out.Close() }()
+		go func() { _, _ = io.Copy(in, out); in.Close() }()
+	}
+}
+
+// setCut cuts (closing every connection) or restores the relay.
+func (c *cuttable) setCut(cut bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut = cut
+	if cut {
+		for conn := range c.conns {
+			conn.Close()
+		}
+		clear(c.conns)
+	}
+}
+
+// followerConns returns the connection ids of the binlog followers'
+// dumps on m.
+func followerConns(t testing.TB, m *testenv.MariaDB) []int64 {
+	t.Helper()
+	rows, err := m.AdminDB().Query("SELECT id FROM information_schema.processlist WHERE command LIKE 'Binlog Dump%' AND user = ?", testenv.BinlogUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// TestFollowerResumesAfterKill: the server kills the followers' dump
+// connections; they connect again from where they were, and a write made
+// meanwhile is seen.
+func TestFollowerResumesAfterKill(t *testing.T) {
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 1)")
+	f.sync(t)
+	q := "SELECT v FROM t WHERE id = 1"
+	f.warm(t, q)
+	ids := followerConns(t, m)
+	if len(ids) != 2 {
+		t.Fatalf("found %d follower connections on the server, want 2", len(ids))
+	}
+	for _, id := range ids {
+		m.Exec(t, "KILL ?", id)
+	}
+	mustExec(t, f.direct, "UPDATE t SET v = 2 WHERE id = 1")
+	waitFor(t, 20*time.Second, "the followers to reconnect", func() bool { return len(followerConns(t, m)) == 2 })
+	f.sync(t)
+	f.fresh(t, q)
+	for _, db := range []*sql.DB{f.viaA, f.viaB} {
+		if n := mycachedStatus(t, db)["Binlog_reconnects"]; n < 1 {
+			t.Errorf("Binlog_reconnects = %d after the kill, want at least 1", n)
+		}
+	}
+}
+
+// TestFollowerServerRestart: MariaDB restarts onto a new binlog file; the
+// followers carry on from their position and see writes made after.
+func TestFollowerServerRestart(t *testing.T) {
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 1)")
+	f.sync(t)
+	q := "SELECT v FROM t WHERE id = 1"
+	f.warm(t, q)
+	if err := m.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []*sql.DB{f.direct, f.viaA, f.viaB} {
+		// Their connections died with the server.
+		db.SetMaxIdleConns(0)
+		db.SetMaxIdleConns(2)
+	}
+	mustExec(t, f.direct, "UPDATE t SET v = 2 WHERE id = 1")
+	waitFor(t, 30*time.Second, "the followers to reconnect", func() bool { return len(followerConns(t, m)) == 2 })
+	f.sync(t)
+	f.fresh(t, q)
+}
+
+// TestFollowerPurgedPosition: a sidecar stops, writes go on directly, and
+// the binlog holding its saved position is purged. When it starts again
+// it cannot know what changed, and invalidates everything rather than
+// serve what memcached still holds from before.
+func TestFollowerPurgedPosition(t *testing.T) {
+	m := privateDB(t)
+	mc := privateMemcached(t)
+	name := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+name+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+name+".t VALUES (1, 1)")
+	cfg := withBinlog(mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}, StateDir: t.TempDir()})
+	q := "SELECT v FROM t WHERE id = 1"
+	direct := openDB(t, rootDSN(m.Addr, name, ""))
+	for _, purge := range []bool{false, true} {
+		p := startProxy(t, cfg)
+		via := openDB(t, rootDSN(p.addr, name, ""))
+		if err := p.srv.WaitBinlog(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		dump(t, via, q)
+		via.Close()
+		if err := p.srv.Close(); err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, direct, "UPDATE t SET v = v + 1 WHERE id = 1")
+		if purge {
+			m.Exec(t, "FLUSH BINARY LOGS")
+			waitFor(t, 10*time.Second, "the stopped follower's dump to end", func() bool { return len(followerConns(t, m)) == 0 })
+			// The server keeps a binlog until the engines have flushed what
+			// it holds (its binlog checkpoint), so the purge is retried.
+			waitFor(t, 30*time.Second, "the old binary logs to be purged", func() bool {
+				var file, pos, doDB, ignoreDB string
+				if err := m.AdminDB().QueryRow("SHOW MASTER STATUS").Scan(&file, &pos, &doDB, &ignoreDB); err != nil {
+					t.Fatal(err)
+				}
+				m.Exec(t, "PURGE BINARY LOGS TO '"+file+"'")
+				return binaryLogs(t, m) == 1
+			})
+		}
+		p2 := startProxy(t, cfg)
+		via2 := openDB(t, rootDSN(p2.addr, name, ""))
+		if got, want := dump(t, via2, q), dump(t, direct, q); got != want {
+			t.Errorf("purged=%v: after the restart the sidecar served %s, want %s (stale)", purge, got, want)
+		}
+		lost := mycachedStatus(t, via2)["Binlog_lost_positions"]
+		if purge && lost < 1 {
+			t.Errorf("purged: Binlog_lost_positions = %d, want at least 1", lost)
+		}
+		if !purge && lost != 0 {
+			t.Errorf("not purged: Binlog_lost_positions = %d, want 0: the saved position should have been resumed", lost)
+		}
+		via2.Close()
+		_ = p2.srv.Close()
+	}
+}
+
+// TestFollowerMemcachedDown: memcached is down while a follower applies a
+// direct write; the bump stays pending, and reads of what it names go to
+// MariaDB until it lands.
+func TestFollowerMemcachedDown(t *testing.T) {
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 1)")
+	f.sync(t)
+	q := "SELECT v FROM t WHERE id = 1"
+	f.warm(t, q)
+	if err := f.mc.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, f.direct, "UPDATE t SET v = 2 WHERE id = 1")
+	f.sync(t)
+	f.fresh(t, q)
+	if n := mycachedStatus(t, f.viaA)["Pending_bumps"]; n == 0 {
+		t.Errorf("Pending_bumps = 0 with memcached down after a write, want some")
+	}
+	if err := f.mc.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the pending bumps to land", func() bool {
+		return mycachedStatus(t, f.viaA)["Pending_bumps"] == 0 && mycachedStatus(t, f.viaB)["Pending_bumps"] == 0
+	})
+	f.fresh(t, q)
+}
+
+// TestFollowerCoversCutSidecar: sidecar A is cut off from memcached while
+// a client writes through it. Its bump stays pending, but sidecar B, and
+// memcached, learn of the write from B's own follower.
+func TestFollowerCoversCutSidecar(t *testing.T) {
+	m := privateDB(t)
+	mc := privateMemcached(t)
+	cut := newCuttable(t, mc.Addr)
+	name := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+name+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+name+".t VALUES (1, 1)")
+	a := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr, Memcached: []string{cut.addr()}}))
+	b := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}}))
+	direct := openDB(t, rootDSN(m.Addr, name, ""))
+	viaA := openDB(t, rootDSN(a.addr, name, ""))
+	viaB := openDB(t, rootDSN(b.addr, name, ""))
+	q := "SELECT v FROM t WHERE id = 1"
+	for _, db := range []*sql.DB{viaA, viaB, viaB} {
+		dump(t, db, q)
+	}
+	cut.setCut(true)
+	mustExec(t, viaA, "UPDATE t SET v = 2 WHERE id = 1")
+	if n := mycachedStatus(t, viaA)["Pending_bumps"]; n == 0 {
+		t.Fatalf("Pending_bumps = 0 on the cut sidecar after its write, want some")
+	}
+	if err := b.srv.WaitBinlog(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := dump(t, direct, q)
+	for _, db := range []*sql.DB{viaA, viaB} {
+		if got := dump(t, db, q); got != want {
+			t.Errorf("after a write through the cut sidecar: got %s, want %s (stale)", got, want)
+		}
+	}
+}
+
+// TestRestartWithPendingBumps: a sidecar whose write could not be bumped
+// in memcached stops before the bump lands, and memcached comes back. On
+// its next start it must not serve the entry memcached still holds: with
+// a state directory the journal replays the bump, and without one the
+// start invalidates everything. No follower runs here: this is the parse
+// path's own guarantee.
+func TestRestartWithPendingBumps(t *testing.T) {
+	for _, withState := range []bool{true, false} {
+		name := "no-state-dir"
+		if withState {
+			name = "state-dir"
+		}
+		t.Run(name, func(t *testing.T) {
+			m := testenv.Shared(t).DB
+			mc := privateMemcached(t)
+			cut := newCuttable(t, mc.Addr)
+			db := m.NewDatabase(t)
+			m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+			m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1)")
+			cfg := mysqlproxy.Config{Backend: m.Addr, Memcached: []string{cut.addr()}, CacheMemory: -1}
+			if withState {
+				cfg.StateDir = t.TempDir()
+			}
+			q := "SELECT v FROM t WHERE id = 1"
+			p := startProxy(t, cfg)
+			via := openDB(t, rootDSN(p.addr, db, ""))
+			dump(t, via, q)
+			cut.setCut(true)
+			mustExec(t, via, "UPDATE t SET v = 2 WHERE id = 1")
+			via.Close()
+			_ = p.srv.Close()
+			cut.setCut(false)
+			p2 := startProxy(t, cfg)
+			via2 := openDB(t, rootDSN(p2.addr, db, ""))
+			direct := openDB(t, rootDSN(m.Addr, db, ""))
+			if got, want := dump(t, via2, q), dump(t, direct, q); got != want {
+				t.Errorf("after the restart: got %s, want %s (stale)", got, want)
+			}
+		})
+	}
+}
+
+// binaryLogs counts the server's binary log files.
+func binaryLogs(t testing.TB, m *testenv.MariaDB) int {
+	t.Helper()
+	rows, err := m.AdminDB().Query("SHOW BINARY LOGS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	return n
+}
