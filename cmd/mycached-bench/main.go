@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	mycached-bench relay -listen 127.0.0.1:P -backend 127.0.0.1:Q
+//	mycached-bench relay -listen 127.0.0.1:P -backend 127.0.0.1:Q [-delay D]
 //	mycached-bench query -dsn DSN -query SQL [-threads N] [-duration D]
 //	mycached-bench load -dsn DSN -query SQL [-threads N] [-duration D] [-once] ...
 //	mycached-bench mix -dsn DSN [-admin-dsn DSN] [-read-pct P] ...
@@ -27,9 +27,10 @@ import (
 )
 
 const usage = `Usage:
-  mycached-bench relay -listen ADDR -backend ADDR
+  mycached-bench relay -listen ADDR -backend ADDR [-delay D]
       relay TCP connections with io.Copy, nothing else: the baseline cost
-      of one extra hop
+      of one extra hop; -delay holds each chunk D in each direction, as a
+      network would
   mycached-bench query -dsn DSN -query SQL [-threads N] [-duration D]
       run one query from N clients for D and print ops/s, p50 and p99
   mycached-bench kv -dsn DSN [-memcached ADDR] -target sql|memcached [-clients N] [-duration D] [-keys N]
@@ -48,6 +49,10 @@ const usage = `Usage:
       read and write a hot set, checking every read of a row this client
       wrote against its last acknowledged write; prints JSON with the stale
       reads, and the hit ratio and invalidations/s from -admin-dsn
+  mycached-bench staleness -direct DSN -via DSN,DSN [-rate N] [-readers N] [-duration D]
+      write one row directly at N writes/s and read it through every
+      sidecar as fast as they answer; print, as JSON, how long after each
+      write's OK the first read through a sidecar showed it
   mycached-bench sysbench
       read sysbench --histogram=on output on stdin and print it as JSON
   mycached-bench report -in RESULTS [-out report.md] [-png chart.png] [-header FILE]
@@ -87,6 +92,8 @@ func main() {
 		err = runLoad(ctx, args, os.Stdout, os.Stderr)
 	case "mix":
 		err = runMix(ctx, args, os.Stdout, os.Stderr)
+	case "staleness":
+		err = runStaleness(ctx, args, os.Stdout, os.Stderr)
 	case "sysbench":
 		err = runSysbench(args, os.Stdin, os.Stdout, os.Stderr)
 	case "report":

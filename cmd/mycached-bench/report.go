@@ -210,6 +210,10 @@ func notes(s Stats) string {
 	if v, ok := s.Extra["stale_reads"]; ok {
 		n = append(n, fmt.Sprintf("stale reads %.0f of %.0f checked", v, s.Extra["checked_reads"]))
 	}
+	if v, ok := s.Extra["writes"]; ok {
+		n = append(n, fmt.Sprintf("%.0f direct writes seen through %.0f sidecars; never seen %.0f; read errors %.0f", v,
+			s.Extra["sidecars"], s.Extra["never_seen"], s.Extra["read_errors"]))
+	}
 	if v, ok := s.Extra["executions"]; ok {
 		n = append(n, fmt.Sprintf("backend executions %.0f (Com_select delta %.0f, idle-window overhead %.0f)", v,
 			s.Extra["com_select_delta"], s.Extra["com_select_idle"]))

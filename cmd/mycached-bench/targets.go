@@ -77,6 +77,30 @@ var targets = []target{
 		}
 		return cs
 	}},
+	{"Fleet hits, bounded, loopback", "≥ 1.5× MariaDB direct", func(rs results) []check {
+		return ratioChecks(rs, "fleet", "bounded", "direct", "loopback", 1.5)
+	}},
+	{"Fleet hits, bounded, across a network", "≥ 4× MariaDB direct", func(rs results) []check {
+		return ratioChecks(rs, "fleet", "bounded", "direct", "network", 4)
+	}},
+	{"Fleet hits, strict, loopback", "≥ 0.8× MariaDB direct", func(rs results) []check {
+		return ratioChecks(rs, "fleet", "strict", "direct", "loopback", 0.8)
+	}},
+	{"Staleness of direct writes (bounded)", "p99 ≤ 20 ms, max ≤ --max-staleness (1 s), none unseen", func(rs results) []check {
+		var cs []check
+		for _, r := range rs.recs {
+			if r.Scenario != "staleness" {
+				continue
+			}
+			if r.Failed {
+				cs = append(cs, check{r.Case, "FAILED", false})
+				continue
+			}
+			ok := r.Stats.P99 <= 20 && r.Stats.Max <= 1000 && r.Stats.Extra["never_seen"] == 0 && r.Stats.Ops > 0
+			cs = append(cs, check{r.Case, fmt.Sprintf("p50 %.2f ms, p99 %.2f ms, max %.2f ms, %.0f unseen", r.Stats.P50, r.Stats.P99, r.Stats.Max, r.Stats.Extra["never_seen"]), ok})
+		}
+		return cs
+	}},
 	{"kv at 32 clients", "≥ 0.5× direct memcached", func(rs results) []check {
 		var cs []check
 		for _, r := range rs.recs {

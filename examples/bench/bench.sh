@@ -35,6 +35,9 @@ fi
 # with a top-15 summary, to bench-out/profiles/. It needs curl, and it costs
 # the measured mycached a little CPU, so it is off by default.
 BENCH_PROFILE=${BENCH_PROFILE:-}
+# BENCH_ONLY="1 8 9" runs only those scenarios (the servers all start).
+BENCH_ONLY=${BENCH_ONLY:-}
+scenario() { [[ -z $BENCH_ONLY || " $BENCH_ONLY " == *" $1 "* ]]; }
 HEAVY_ROWS=${HEAVY_ROWS:-100000}
 MIX_THREADS=${MIX_THREADS:-8}
 MIX_HOT=${MIX_HOT:-1000}
@@ -151,6 +154,7 @@ admin_of() {
 	case $1 in
 	passthrough) echo "$MYPASS_ADMIN" ;; l1) echo "$MYL1_ADMIN" ;; memcached) echo "$MYMC_ADMIN" ;;
 	mycached | mycached-kv) echo "$MYMIX_ADMIN" ;;
+	bounded) echo "$FLEETA_ADMIN" ;; strict) echo "$FLEETSA_ADMIN" ;;
 	esac
 }
 
@@ -202,6 +206,7 @@ mc_sql "$DB_PORT" sbtest -N -B -e "SELECT id DIV 1000, COUNT(*), ROUND(AVG(LENGT
 	awk '{ printf "  docs: size class %s: %s documents of %s bytes\n", $1, $2, $3 }'
 
 # ---------------------------------------------------------------------------
+if scenario 1; then
 TITLE="1. oltp_point_select"
 POINT_TARGETS="direct query-cache relay passthrough l1 memcached"
 point_port() {
@@ -229,8 +234,10 @@ for mode in disable auto; do
 		done
 	done
 done
+fi
 
 # ---------------------------------------------------------------------------
+if scenario 2; then
 TITLE="2. heavy aggregate ($HEAVY_ROWS rows)"
 echo "== $TITLE: $HEAVY_SQL"
 for threads in $HEAVY_THREADS; do
@@ -242,8 +249,10 @@ for threads in $HEAVY_THREADS; do
 			-query "$HEAVY_SQL" -warm -threads "$threads" -duration "${BENCH_TIME}s"
 	done
 done
+fi
 
 # ---------------------------------------------------------------------------
+if scenario 3; then
 TITLE="3. JSON documents, 50 clients"
 echo "== $TITLE ($DOCS_PER_SIZE documents per size, random reads)"
 for i in "${!DOC_SIZES[@]}"; do
@@ -257,8 +266,10 @@ for i in "${!DOC_SIZES[@]}"; do
 			-query "$q" -id-min "$lo" -id-max "$hi" -warm -threads 50 -duration "${BENCH_TIME}s"
 	done
 done
+fi
 
 # ---------------------------------------------------------------------------
+if scenario 4; then
 TITLE="4. read/write mix"
 echo "== $TITLE: sysbench oltp_read_write, then ${MIX_THREADS} clients on $MIX_HOT hot rows (mycached: L1 + memcached)"
 measure mix "oltp_read_write $MIX_THREADS thr" direct direct sb_stats oltp_read_write "$DB_PORT" auto "$MIX_THREADS"
@@ -270,8 +281,10 @@ for pct in 90 99; do
 	measure mix "$cs" mycached direct "$BENCH" mix -dsn "$(dsn "$MYMIX_PORT")" -admin-dsn "$(dsn "$MYMIX_PORT")" \
 		-threads "$MIX_THREADS" -hot "$MIX_HOT" -read-pct "$pct" -duration "${BENCH_TIME}s"
 done
+fi
 
 # ---------------------------------------------------------------------------
+if scenario 5; then
 TITLE="5. 512 connections, point select"
 echo "== $TITLE (ulimit -n $(ulimit -n))"
 q="SELECT c FROM sbtest1 WHERE id = ?"
@@ -279,8 +292,10 @@ measure conns "512 conns" direct direct "$BENCH" load -dsn "$(dsn "$DB_PORT")" -
 	-id-min 1 -id-max "$BENCH_ROWS" -threads 512 -duration "${BENCH_TIME}s"
 measure conns "512 conns" l1 direct "$BENCH" load -dsn "$(dsn "$MYL1_PORT")" -admin-dsn "$(dsn "$MYL1_PORT")" -query "$q" \
 	-id-min 1 -id-max "$BENCH_ROWS" -warm -threads 512 -duration "${BENCH_TIME}s"
+fi
 
 # ---------------------------------------------------------------------------
+if scenario 6; then
 TITLE="6. stampede, 64 clients on one cold heavy key"
 echo "== $TITLE"
 # A literal no earlier run used keeps the key cold.
@@ -290,8 +305,10 @@ for tgt in direct l1; do
 	measure stampede "64 clients" "$tgt" direct "$BENCH" load -dsn "$(dsn "$port")" -query "$q" -once \
 		-threads 64 -status-dsn "$(dsn "$DB_PORT")"
 done
+fi
 
 # ---------------------------------------------------------------------------
+if scenario 7; then
 TITLE="7. kv"
 # kv_stats DSN TARGET CLIENTS runs mycached-bench kv (SELECT "k" through
 # mycached, or a direct memcached Get of the same item) and prints its
@@ -318,6 +335,64 @@ if "$BENCH" help 2>&1 | grep -q 'mycached-bench kv'; then
 else
 	echo "== $TITLE: not run (this mycached-bench has no kv command)"
 fi
+fi
+
+# ---------------------------------------------------------------------------
+# start_fleet starts scenario 8's sidecars, once: two bounded and two
+# strict ones sharing memcached, and two bounded ones that reach MariaDB
+# and memcached across a simulated network.
+NET_DELAY=${NET_DELAY:-150us}
+FLEET_UP=
+start_fleet() {
+	[[ -n $FLEET_UP ]] && return
+	FLEET_UP=1
+	export MYCACHED_BINLOG_PASSWORD=$MC_BINLOG_PASSWORD
+	local fleet=(--default-ttl 1h --binlog-user mycached --memcached "127.0.0.1:$MEMCACHED_PORT")
+	start_mycached fleeta "$DB_PORT" "${fleet[@]}" --consistency bounded
+	start_mycached fleetb "$DB_PORT" "${fleet[@]}" --consistency bounded
+	start_mycached fleetsa "$DB_PORT" "${fleet[@]}" --consistency strict
+	start_mycached fleetsb "$DB_PORT" "${fleet[@]}" --consistency strict
+	# Across a network: MariaDB and memcached behind relays that hold
+	# every chunk NET_DELAY each way.
+	mc_start_relay netdb "$DB_PORT" -delay "$NET_DELAY"
+	role relay
+	mc_start_relay netmc "$MEMCACHED_PORT" -delay "$NET_DELAY"
+	role relay
+	local netfleet=(--default-ttl 1h --binlog-user mycached --memcached "127.0.0.1:$NETMC_PORT" --consistency bounded)
+	start_mycached fleetna "$NETDB_PORT" "${netfleet[@]}"
+	start_mycached fleetnb "$NETDB_PORT" "${netfleet[@]}"
+}
+
+if scenario 8; then
+TITLE="8. a fleet: two sidecars sharing memcached, each following the binlog"
+start_fleet
+echo "== $TITLE: warming each pair through its second sidecar, then its first (memcached fills the first's L1)"
+for port in "$FLEETB_PORT" "$FLEETA_PORT" "$FLEETSB_PORT" "$FLEETSA_PORT" "$FLEETNB_PORT" "$FLEETNA_PORT"; do
+	sbx oltp_point_select "$port" --db-ps-mode=disable --threads=8 --time="$WARM_TIME" run >/dev/null 2>&1 ||
+		echo "  warm-up on port $port failed"
+done
+for port in "$FLEETA_PORT" "$FLEETNA_PORT"; do
+	mc_sql "$port" -N -B -e "SHOW MYCACHED STATUS" | awk '$1 == "Binlog_follower" { printf "  sidecar on port '"$port"': follower %s\n", $2 }'
+done
+echo "== $TITLE: oltp_point_select, 8 threads, text; network: $NET_DELAY each way to MariaDB and memcached"
+measure fleet "loopback 8 thr" direct direct sb_stats oltp_point_select "$DB_PORT" disable 8
+measure fleet "loopback 8 thr" bounded direct sb_stats oltp_point_select "$FLEETA_PORT" disable 8 "$FLEETA_PORT"
+measure fleet "loopback 8 thr" strict direct sb_stats oltp_point_select "$FLEETSA_PORT" disable 8 "$FLEETSA_PORT"
+measure fleet "network 8 thr" direct direct sb_stats oltp_point_select "$NETDB_PORT" disable 8
+measure fleet "network 8 thr" bounded direct sb_stats oltp_point_select "$FLEETNA_PORT" disable 8 "$FLEETNA_PORT"
+measure fleet "network 1 thr" direct direct sb_stats oltp_point_select "$NETDB_PORT" disable 1
+measure fleet "network 1 thr" bounded direct sb_stats oltp_point_select "$FLEETNA_PORT" disable 1 "$FLEETNA_PORT"
+fi
+
+# ---------------------------------------------------------------------------
+if scenario 9; then
+TITLE="9. staleness of writes that bypass mycached"
+start_fleet
+STALE_RATE=${STALE_RATE:-100}
+echo "== $TITLE: $STALE_RATE writes/s straight to MariaDB, read through both bounded sidecars (--max-staleness 1s)"
+measure staleness "$STALE_RATE writes/s, bounded" bounded bounded "$BENCH" staleness -direct "$(dsn "$DB_PORT")" \
+	-via "$(dsn "$FLEETA_PORT"),$(dsn "$FLEETB_PORT")" -rate "$STALE_RATE" -duration "${BENCH_TIME}s"
+fi
 
 # ---------------------------------------------------------------------------
 WALL=$SECONDS
@@ -331,6 +406,8 @@ mkdir -p "$MC_ROOT/bench-out"
 	echo "passthrough = mycached --passthrough, l1 = mycached hits from its memory, memcached = mycached --cache-memory 0 (hits from memcached only),"
 	echo "mycached = L1 + memcached (read/write mix; kv through its main listener), mycached-kv = the same mycached's kv-only listener. sysbench p50-p99.9 come from its histogram; its max from its report."
 	echo "oltp_read_write counts transactions as ops (its queries/s are in the notes)."
+	echo "Fleet (8): bounded and strict = one of two sidecars sharing memcached, each following the binlog; network = MariaDB and memcached behind relays holding every chunk ${NET_DELAY} each way."
+	echo "Staleness (9): ops are direct writes seen through a sidecar; the latency is from the write's OK to the first read through that sidecar that showed it."
 	if ! "$BENCH" help 2>&1 | grep -q 'mycached-bench kv'; then
 		echo "Scenario 7 (kv) was not run: this mycached-bench has no kv command yet."
 	fi

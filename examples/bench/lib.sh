@@ -6,6 +6,7 @@
 # The password of root@127.0.0.1 in the throwaway MariaDB. The proxy holds
 # no passwords; clients send this one through it.
 MC_ROOT_PASSWORD=${MC_ROOT_PASSWORD:-demo-root}
+MC_BINLOG_PASSWORD=${MC_BINLOG_PASSWORD:-demo-binlog}
 
 MC_PIDS=()
 MC_TMP=
@@ -94,9 +95,10 @@ mc_wait_port() {
 	mc_die "nothing listening on $port after 30s (log: $log)"
 }
 
-# mc_start_mariadb NAME [mariadbd args...] starts a private MariaDB and
-# sets NAME_PORT (for example DB_PORT). root@127.0.0.1 gets
-# MC_ROOT_PASSWORD. The datadir of the first instance is copied for the
+# mc_start_mariadb NAME [mariadbd args...] starts a private MariaDB with a
+# ROW binlog and sets NAME_PORT (for example DB_PORT). root@127.0.0.1 gets
+# MC_ROOT_PASSWORD, and mycached@127.0.0.1, the account of mycached's
+# binlog follower, MC_BINLOG_PASSWORD. The datadir of the first instance is copied for the
 # next ones, which is faster than installing again.
 mc_start_mariadb() {
 	local name=$1; shift
@@ -119,6 +121,7 @@ mc_start_mariadb() {
 		--character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
 		--innodb-buffer-pool-size=128M --innodb-log-file-size=48M \
 		--innodb-flush-log-at-trx-commit=2 --innodb-doublewrite=0 \
+		--log-bin="$dir/data/mariadb-bin" --binlog-format=ROW --server-id=1 --sync-binlog=0 \
 		"${user[@]}" "$@" >"$dir/mariadbd.out" 2>&1 &
 	MC_PIDS+=($!)
 	mc_wait_port "$port" "$!" "$dir/error.log"
@@ -126,6 +129,8 @@ mc_start_mariadb() {
 		CREATE USER IF NOT EXISTS 'root'@'127.0.0.1';
 		ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY '$MC_ROOT_PASSWORD';
 		GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+		CREATE USER IF NOT EXISTS 'mycached'@'127.0.0.1' IDENTIFIED BY '$MC_BINLOG_PASSWORD';
+		GRANT REPLICATION SLAVE, BINLOG MONITOR, SELECT, SHOW VIEW ON *.* TO 'mycached'@'127.0.0.1';
 	SQL
 	printf -v "${name^^}_PORT" %s "$port"
 	printf -v "${name^^}_SOCK" %s "$dir/mariadbd.sock"
@@ -160,12 +165,13 @@ mc_start_mycached() {
 	printf -v "${name^^}_PORT" %s "$port"
 }
 
-# mc_start_relay NAME BACKEND_PORT starts the plain io.Copy relay and sets
-# NAME_PORT.
+# mc_start_relay NAME BACKEND_PORT [relay args...] starts the plain
+# io.Copy relay and sets NAME_PORT; -delay D makes it a slow network.
 mc_start_relay() {
 	local name=$1 backend=$2 port
+	shift 2
 	port=$(mc_free_port)
-	"$MC_ROOT/bin/mycached-bench" relay -listen "127.0.0.1:$port" -backend "127.0.0.1:$backend" >"$MC_TMP/$name.log" 2>&1 &
+	"$MC_ROOT/bin/mycached-bench" relay -listen "127.0.0.1:$port" -backend "127.0.0.1:$backend" "$@" >"$MC_TMP/$name.log" 2>&1 &
 	MC_PIDS+=($!)
 	mc_wait_port "$port" "$!" "$MC_TMP/$name.log"
 	printf -v "${name^^}_PORT" %s "$port"
