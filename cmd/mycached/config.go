@@ -135,7 +135,7 @@ func flagDefs(o *options) []flagDef {
 		{"Cache", "table-level", "", boolValue{&o.tableLevel}, "invalidate by table only: no row-level entries for primary-key lookups", ""},
 		{"Cache", "cache-in-transactions", "MODE", enumValue{&o.cacheInTransactions, []string{"until-write", "read-only", "never"}}, "cache reads in transactions: until-write, read-only, never", ""},
 
-		{"Coherence", "binlog-user", "USER", stringValue{&o.binlogUser}, "account that follows the server's binlog, so that writes from anywhere invalidate, and reads keys, views and foreign keys, on connections of mycached's own; needs REPLICATION SLAVE, BINLOG MONITOR, SELECT and SHOW VIEW on *.*", "off: only writes through mycached invalidate"},
+		{"Coherence", "binlog-user", "USER", stringValue{&o.binlogUser}, "account that follows the server's binlog, so that writes from anywhere invalidate, and reads keys, views and foreign keys, on connections of mycached's own; needs REPLICATION SLAVE, BINLOG MONITOR, SELECT and SHOW VIEW on *.*", "none: only writes through mycached invalidate"},
 		{"Coherence", "binlog-password-file", "FILE", stringValue{&o.binlogPasswordFile}, "file holding --binlog-user's password; or set MYCACHED_BINLOG_PASSWORD", "none"},
 		{"Coherence", "binlog-server-id", "N", intValue{&o.binlogServerID, 0}, "replica id of the follower, unique among the server's replicas; 0 picks one at random", ""},
 		{"Coherence", "consistency", "MODE", enumValue{&o.consistency, []string{"strict", "bounded"}}, "strict: a hit checks memcached's generations, which every write through a sidecar bumps before its OK; bounded: a hit checks the sidecar's own view, with no round trip, while the follower is within --max-staleness of the server", ""},
