@@ -1,7 +1,6 @@
 package cachepolicy
 
 import (
-	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,18 +11,13 @@ import (
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
-)
 
-// DefaultScript is the text of scripts/default.lua, the policy loaded when
-// no script is named. The canonical copy lives beside this file because
-// go:embed cannot reach ../scripts; a test keeps the two identical.
-//
-//go:embed default.lua
-var DefaultScript string
+	"github.com/mycached/mycached/scripts"
+)
 
 // defaultScriptName is the chunk name of the embedded default, as it
 // appears in error messages.
-const defaultScriptName = "default.lua"
+const defaultScriptName = scripts.DefaultName
 
 // Errors returned by Load, Reload and the hooks.
 var (
@@ -175,7 +169,11 @@ func (e *Engine) Stats() Stats {
 func (e *Engine) compile() (*scriptSet, error) {
 	var srcs []source
 	if len(e.files) == 0 {
-		srcs = []source{{name: defaultScriptName, text: []byte(DefaultScript)}}
+		b, err := scripts.FS.ReadFile(scripts.DefaultName)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrRead, err)
+		}
+		srcs = []source{{name: defaultScriptName, text: b}}
 	}
 	for _, f := range e.files {
 		b, err := os.ReadFile(f)
