@@ -41,8 +41,15 @@ type KVStore interface {
 // named on each field.
 type Options struct {
 	// Timeout bounds each hook call, including the hooks it reaches
-	// through next. Default 5 ms.
+	// through next, and the library functions it calls. A call past it is
+	// killed: the statement is served and not cached. Default 5 ms.
 	Timeout time.Duration
+	// MaxMemory bounds the bytes each hook call may allocate through the
+	// string and table libraries, on top of twice the size of the
+	// statement it is given (its SQL text, digest and string parameters),
+	// so that a query hook can rewrite a statement of any size. A call past it is killed like one past its
+	// deadline. Default DefaultMaxMemory (4 MiB).
+	MaxMemory int64
 	// Logger receives script errors (once per minute per site) and the
 	// scripts' own log.info and log.warn lines. Default: discard.
 	Logger *slog.Logger
@@ -61,16 +68,11 @@ type Options struct {
 	DefaultTTL time.Duration
 }
 
-// topLevelTimeout bounds a script's top level, which runs once per pooled
-// state. It is longer than a hook's deadline because a top level may build
-// tables or read the kv store, but it still stops a loop at load.
-const topLevelTimeout = time.Second
-
 // Stats are the engine's counters since Load. Reloads do not reset them.
 type Stats struct {
 	Calls      uint64 // hook calls that entered Lua
 	MemoHits   uint64 // cache decisions answered from the memo
-	Kills      uint64 // hook calls stopped by the deadline
+	Kills      uint64 // hook calls stopped by their deadline or their memory budget
 	Errors     uint64 // hook calls that raised an error
 	BadResults uint64 // hook results of the wrong shape
 }
@@ -110,6 +112,9 @@ func Load(files []string, opts Options) (*Engine, error) {
 	}
 	if opts.DefaultTTL <= 0 {
 		opts.DefaultTTL = 60 * time.Second
+	}
+	if opts.MaxMemory <= 0 {
+		opts.MaxMemory = DefaultMaxMemory
 	}
 	e := &Engine{
 		opts:    opts,

@@ -124,7 +124,6 @@ func TestMemoryLimits(t *testing.T) {
 	}{
 		{"registry", "local big = {}\nfor i = 1, 40000 do big[i] = i end\nfunction cache(q)\n  return unpack(big)\nend\n", "registry overflow"},
 		{"recursion", "local function f(n) return 1 + f(n + 1) end\nfunction cache(q)\n  return f(1)\nend\n", "stack overflow"},
-		{"string.rep", "function cache(q)\n  local s = string.rep(\"x\", 1e6)\n  return { ttl = #s .. s:rep(1e3) }\nend\n", "string.rep"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -260,4 +259,36 @@ func deref(r QueryResult) []any {
 		rows = append(rows, cells)
 	}
 	return []any{r.Kind, r.SQL, r.Columns, rows, r.Affected, r.ErrCode, r.ErrMsg}
+}
+
+// TestKillsCannotBeCaught: pcall and xpcall cannot swallow a kill; the
+// call ends as killed even when the script catches the error and returns.
+func TestKillsCannotBeCaught(t *testing.T) {
+	tests := []struct{ name, body string }{
+		{"pcall of a memory kill", `local ok = pcall(string.rep, "x", 1e9)`},
+		{"pcall of a deadline kill", `local ok = pcall(function() while true do end end)`},
+		{"xpcall with a looping handler", `xpcall(function() while true do end end, function() while true do end end)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := loadText(t, "function cache(q)\n  "+tt.body+"\n  return { ttl = 1 }\nend\n", Options{Timeout: 50 * time.Millisecond})
+			if got := fmtDecision(e.Cache(selectQ("SELECT 1", "select ?"))); got != "no cache" {
+				t.Errorf("got %s, want no cache", got)
+			}
+			if s := e.Stats(); s.Kills != 1 {
+				t.Errorf("got %+v, want 1 kill", s)
+			}
+		})
+	}
+}
+
+// TestHugeErrorIsTruncated: a script's error of any size is logged by its
+// start only.
+func TestHugeErrorIsTruncated(t *testing.T) {
+	var logs logBuf
+	e, _ := loadText(t, "function cache(q)\n  error(string.rep(\"x\", 1e6))\nend\n", Options{Logger: logs.logger()})
+	e.Cache(selectQ("SELECT 1", "select ?"))
+	if n := len(logs.String()); n > 4096 || !contains(logs.String(), "policy.lua:2") {
+		t.Errorf("got a log of %d bytes, want the error's start with its position:\n%.300s", n, logs.String())
+	}
 }

@@ -44,10 +44,8 @@ func (st *state) openSandbox() (*lua.LTable, error) {
 	for _, name := range []string{"table", "string", "math"} {
 		sb.RawSetString(name, g.RawGetString(name))
 	}
-	str := g.RawGetString("string").(*lua.LTable)
-	str.RawSetString("dump", lua.LNil)
-	str.RawSetString("rep", L.NewFunction(boundedRep))
 	osFull := g.RawGetString("os").(*lua.LTable)
+	st.wrapLibs(g.RawGetString("string").(*lua.LTable), g.RawGetString("table").(*lua.LTable), osFull)
 	osSafe := L.NewTable()
 	osSafe.RawSetString("time", osFull.RawGetString("time"))
 	osSafe.RawSetString("date", osFull.RawGetString("date"))
@@ -62,22 +60,6 @@ func (st *state) openSandbox() (*lua.LTable, error) {
 		return 1
 	}))
 	return sb, nil
-}
-
-// boundedRep is string.rep with a size cap: one Go call cannot be
-// interrupted by the deadline, so it must not allocate without bound.
-func boundedRep(L *lua.LState) int {
-	s := L.CheckString(1)
-	n := L.CheckInt(2)
-	if n <= 0 {
-		L.Push(lua.LString(""))
-		return 1
-	}
-	if int64(len(s))*int64(n) > maxRepBytes {
-		L.RaiseError("string.rep: result over %d bytes", maxRepBytes)
-	}
-	L.Push(lua.LString(strings.Repeat(s, n)))
-	return 1
 }
 
 // module builds the table require("mycached") returns. It is all of Go

@@ -1,0 +1,152 @@
+package cachepolicy
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// heapGrowth runs f and returns what it allocated in all and how much the
+// live heap grew once the garbage was collected.
+func heapGrowth(f func()) (total, live int64) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	total = int64(after.TotalAlloc - before.TotalAlloc)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	return total, int64(after.HeapAlloc) - int64(before.HeapAlloc)
+}
+
+// TestMemoryBudget: hooks that would allocate hundreds of MiB or more in a
+// few calls of library functions are killed at their memory budget long
+// before their deadline, and the process does not balloon.
+func TestMemoryBudget(t *testing.T) {
+	tests := []struct{ name, body string }{
+		{"rep", `local s = string.rep("x", 1e9)`},
+		{"rep in a loop", `local t = {} for i = 1, 1000 do t[i] = string.rep("x", 1e6) end`},
+		{"table.concat", `local t = {} for i = 1, 100000 do t[i] = q.sql end local s = table.concat(t)`},
+		{"format", `local big = string.rep("x", 1e5) local t = {} for i = 1, 200 do t[i] = big end
+  local s = string.format(string.rep("%s", 200), unpack(t))`},
+		{"upper", `local s = string.rep("x", 1e6) for i = 1, 100 do local u = s:upper() end`},
+		{"os.date", `local s = os.date(string.rep("%c", 1e6))`},
+		{"in pcall", `while true do pcall(string.rep, "x", 1e9) end`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs logBuf
+			// A deadline far away: only the memory budget stops these.
+			e, _ := loadText(t, "memo = false\nfunction cache(q)\n  "+tt.body+"\n  return { ttl = 1 }\nend\n",
+				Options{Logger: logs.logger(), Timeout: time.Minute})
+			q := selectQ("SELECT 1 -- "+strings.Repeat("-", 6000)+" x", "select ? x", "shop.t")
+			var got string
+			total, live := heapGrowth(func() { got = fmtDecision(e.Cache(q)) })
+			t.Logf("allocated %.1f MiB, live heap %+.1f MiB", float64(total)/(1<<20), float64(live)/(1<<20))
+			if got != "no cache" {
+				t.Errorf("got %s, want no cache", got)
+			}
+			if s := e.Stats(); s.Kills != 1 || s.Errors != 0 {
+				t.Errorf("got %+v, want 1 kill and no errors", s)
+			}
+			if !contains(logs.String(), "killed over its memory budget") {
+				t.Errorf("log lacks the kill:\n%s", logs.String())
+			}
+			// The budget is 4 MiB plus twice the statement; growing
+			// buffers and the copies of one library call may double it.
+			if total > 32<<20 {
+				t.Errorf("the call allocated %d MiB, want under 32", total>>20)
+			}
+			if live > 4<<20 {
+				t.Errorf("the live heap grew by %d MiB, want under 4", live>>20)
+			}
+		})
+	}
+}
+
+// TestStatementAllowance: the budget grows with the statement, so a query
+// hook can still tag a statement far larger than MaxMemory.
+func TestStatementAllowance(t *testing.T) {
+	e := mustLoad(t, []string{shipped("tag-statements.lua")}, Options{})
+	q := selectQ("SELECT '"+strings.Repeat("x", 16<<20)+"'", "select ?")
+	r := e.Query(q)
+	if r.Kind != QueryRewrite || !strings.HasPrefix(r.SQL, "/* app=shop user=app */ SELECT 'xxx") || len(r.SQL) != len(q.SQL)+24 {
+		t.Errorf("got %v of %d bytes, want the statement tagged", r.Kind, len(r.SQL))
+	}
+	if s := e.Stats(); s.Kills+s.Errors != 0 {
+		t.Errorf("got %+v, want no failures", s)
+	}
+}
+
+// TestLibrariesMatchGopherLua: the bounded table.concat, table.sort,
+// string.rep, format, upper, lower and reverse answer ordinary calls as
+// gopher-lua's do.
+func TestLibrariesMatchGopherLua(t *testing.T) {
+	ref := lua.NewState()
+	defer ref.Close()
+	want := probeState(t, ref)
+	st := boundedState(t)
+	got := probeState(t, st.L)
+
+	sorted := func(t, cmp string) string {
+		return "(function() local t = " + t + " table.sort(t" + cmp + ") local o = {} for i, v in ipairs(t) do o[i] = tostring(v) end return table.concat(o, ' ') end)()"
+	}
+	exprs := []string{
+		`table.concat({"a", "b", "c"})`,
+		`table.concat({"a", 2, 3.5}, ", ")`,
+		`table.concat({"a", "b", "c"}, "-", 2)`,
+		`table.concat({"a", "b", "c"}, "-", 2, 3)`,
+		`table.concat({"a", "b", "c"}, "-", 3, 2)`,
+		`table.concat({"a", "b", "c"}, "-", 5)`,
+		`table.concat({"a", "b", "c"}, "-", 0, 9)`,
+		`table.concat({})`,
+		`table.concat({"a", {}, "c"})`,
+		`table.concat({1, 2, nil, 4})`,
+		sorted(`{3, 1, 2, 10, -4}`, ""),
+		sorted(`{"b", "a", "C", "aa"}`, ""),
+		sorted(`{3, 1, 2, 10, -4}`, ", function(a, b) return a > b end"),
+		sorted(`{}`, ""),
+		sorted(`{1, "a"}`, ""),
+		`string.rep("ab", 3)`, `string.rep("ab", 0)`, `string.rep("ab", -1)`, `string.rep("", 1e9)`,
+		`string.format("%d %5.2f %s %q %x %-5s|", 42, 3.14159, "hi", "a\nb", 255, "ab")`,
+		`string.format("%5s|%-5d|%05d|%+d|%.3s", "ab", 7, 42, 3, "abcdef")`,
+		`string.format("100%%")`, `string.format("%c%c", 72, 105)`, `string.format("%e %g", 12345.678, 0.0001)`,
+		`string.upper("Hello, World")`, `string.lower("Hello, World")`, `string.reverse("abc")`,
+		`("x"):upper() .. ("Y"):lower()`,
+	}
+	for _, x := range exprs {
+		if g, w := got(x), want(x); g != w {
+			t.Errorf("%s: got %s, want %s (gopher-lua)", x, g, w)
+		}
+	}
+}
+
+// TestKilledStateIsDropped: the state of a killed call, which may have
+// stopped halfway through changing its script's variables, never serves
+// another call; the next call gets a fresh one.
+func TestKilledStateIsDropped(t *testing.T) {
+	for _, kill := range []string{`while true do end`, `local s = string.rep("x", 1e9)`} {
+		t.Run(kill, func(t *testing.T) {
+			e, _ := loadText(t, "memo = false\nlocal n = 0\nfunction cache(q)\n  n = n + 1\n  if q.sql == \"kill\" then "+kill+" end\n  return { ttl = n }\nend\n",
+				Options{Timeout: 50 * time.Millisecond, MaxPool: 1})
+			steps := []struct{ sql, want string }{
+				{"SELECT 1", "ttl=1s scope=user cache_empty=true"},
+				{"SELECT 2", "ttl=2s scope=user cache_empty=true"},
+				{"kill", "no cache"},
+				{"SELECT 3", "ttl=1s scope=user cache_empty=true"}, // n starts again
+			}
+			for _, s := range steps {
+				if got := fmtDecision(e.Cache(selectQ(s.sql, "select ?"))); got != s.want {
+					t.Errorf("%s: got %s, want %s", s.sql, got, s.want)
+				}
+			}
+			if s := e.Stats(); s.Kills != 1 {
+				t.Errorf("got %+v, want 1 kill", s)
+			}
+		})
+	}
+}
