@@ -37,9 +37,10 @@ const (
 
 // budget is what one call into Lua may still spend. The time half is the
 // call's context: the VM polls it before every instruction, and library
-// functions that loop in Go (sorting, concatenation) call poll every
-// pollSteps steps. The memory half is a byte count that the functions
-// which build strings or copy tables charge before they allocate.
+// functions that loop in Go (pattern matching, sorting, concatenation)
+// call poll every pollSteps steps. The memory half is a byte count that
+// the functions which build strings or copy tables charge before they
+// allocate.
 type budget struct {
 	ctx    context.Context
 	cancel context.CancelFunc

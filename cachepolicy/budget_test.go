@@ -3,11 +3,62 @@ package cachepolicy
 import (
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
 )
+
+// dashQuery is a client's statement with a long run of dashes: with
+// "^(.-)%-%-(.-)nocache" a backtracking matcher takes time quadratic in
+// the run, seconds for this one.
+func dashQuery(dashes int) *Query {
+	return selectQ("SELECT 1 -- "+strings.Repeat("-", dashes)+" x", "select ? x", "shop.t")
+}
+
+// TestLibraryDeadline: a hook that spends its time inside one call of a
+// library function, out of the VM's sight, is still stopped at its
+// deadline, and the statement goes uncached.
+func TestLibraryDeadline(t *testing.T) {
+	const deadline = 100 * time.Millisecond
+	tests := []struct{ name, body string }{
+		{"find", `if q.sql:find("^(.-)%-%-(.-)nocache") then return nil end`},
+		{"match", `if q.sql:match("^(.-)%-%-(.-)nocache") then return nil end`},
+		{"gmatch", `for a in q.sql:gmatch("(.-)%-%-(.-)nocache") do return nil end`},
+		{"gsub", `q.sql:gsub("(.-)%-%-(.-)nocache", "")`},
+		{"find in pcall", `while true do pcall(string.find, q.sql, "^(.-)%-%-(.-)nocache") end`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs logBuf
+			e, _ := loadText(t, "memo = false\nfunction cache(q)\n  "+tt.body+"\n  return { ttl = 1 }\nend\n",
+				Options{Logger: logs.logger(), Timeout: deadline})
+			q := dashQuery(20000)
+			// The best of three tries: a preempted test goroutine on a busy
+			// machine can miss one bound, but a matcher that does not stop
+			// at the deadline misses all three by seconds.
+			best := time.Hour
+			for range 3 {
+				start := time.Now()
+				got := fmtDecision(e.Cache(q))
+				best = min(best, time.Since(start))
+				if got != "no cache" {
+					t.Fatalf("got %s, want no cache", got)
+				}
+			}
+			if best > 2*deadline {
+				t.Errorf("killed after %v at best, want within 2 × %v", best, deadline)
+			}
+			if s := e.Stats(); s.Kills != 3 || s.Errors != 0 {
+				t.Errorf("got %+v, want 3 kills and no errors", s)
+			}
+			if !contains(logs.String(), "killed at its deadline") {
+				t.Errorf("log lacks the kill:\n%s", logs.String())
+			}
+		})
+	}
+}
 
 // heapGrowth runs f and returns what it allocated in all and how much the
 // live heap grew once the garbage was collected.
@@ -28,6 +79,8 @@ func heapGrowth(f func()) (total, live int64) {
 // before their deadline, and the process does not balloon.
 func TestMemoryBudget(t *testing.T) {
 	tests := []struct{ name, body string }{
+		{"gsub", `local s = q.sql:gsub("-", string.rep("x", 60000))`},
+		{"gsub function", `local s = q.sql:gsub("-", function() return string.rep("y", 1e5) end)`},
 		{"rep", `local s = string.rep("x", 1e9)`},
 		{"rep in a loop", `local t = {} for i = 1, 1000 do t[i] = string.rep("x", 1e6) end`},
 		{"table.concat", `local t = {} for i = 1, 100000 do t[i] = q.sql end local s = table.concat(t)`},
@@ -43,7 +96,7 @@ func TestMemoryBudget(t *testing.T) {
 			// A deadline far away: only the memory budget stops these.
 			e, _ := loadText(t, "memo = false\nfunction cache(q)\n  "+tt.body+"\n  return { ttl = 1 }\nend\n",
 				Options{Logger: logs.logger(), Timeout: time.Minute})
-			q := selectQ("SELECT 1 -- "+strings.Repeat("-", 6000)+" x", "select ? x", "shop.t")
+			q := dashQuery(6000)
 			var got string
 			total, live := heapGrowth(func() { got = fmtDecision(e.Cache(q)) })
 			t.Logf("allocated %.1f MiB, live heap %+.1f MiB", float64(total)/(1<<20), float64(live)/(1<<20))
@@ -79,6 +132,53 @@ func TestStatementAllowance(t *testing.T) {
 	}
 	if s := e.Stats(); s.Kills+s.Errors != 0 {
 		t.Errorf("got %+v, want no failures", s)
+	}
+}
+
+// TestKillsDoNotStarveOthers: while every state of the pool keeps being
+// taken by statements that must be killed, a normal statement still gets
+// a state and its decision quickly: each killed call gives its state up at
+// its deadline. Before the deadline held inside the string library, the
+// normal call waited seconds.
+func TestKillsDoNotStarveOthers(t *testing.T) {
+	const pool = 4
+	e, _ := loadText(t, `memo = false
+function cache(q)
+  if q.sql:find("^(.-)%-%-(.-)nocache") then return nil end
+  return { ttl = 7 }
+end
+`, Options{Timeout: 50 * time.Millisecond, MaxPool: pool})
+	bad := dashQuery(20000)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range pool {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					e.Cache(bad)
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	for e.Stats().Kills < pool { // every state has been busy at least once
+		time.Sleep(time.Millisecond)
+	}
+	good := selectQ("SELECT * FROM t WHERE id = 1", "select * from t where id = ?", "shop.t")
+	for range 5 {
+		start := time.Now()
+		got := fmtDecision(e.Cache(good))
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("a normal call took %v beside %d killed ones, want well under a second", took, pool)
+		}
+		if want := "ttl=7s scope=user cache_empty=true"; got != want {
+			t.Errorf("got %s, want %s", got, want)
+		}
 	}
 }
 

@@ -15,11 +15,20 @@ import (
 // The rest of the opened libraries do constant work, or work bounded by
 // the Lua stack's cap (registryMaxSize), per call.
 
+// luaSpecials are the characters that make a pattern more than plain text.
+const luaSpecials = "^$*+?.([%-"
+
 // wrapLibs installs the bounded functions into the opened string, table
 // and os tables of a state.
 func (st *state) wrapLibs(str, tab, osLib *lua.LTable) {
 	L := st.L
 	str.RawSetString("dump", lua.LNil)
+	str.RawSetString("find", L.NewFunction(func(L *lua.LState) int { return st.strFind(L, true) }))
+	str.RawSetString("match", L.NewFunction(func(L *lua.LState) int { return st.strFind(L, false) }))
+	gmatch := L.NewFunction(st.strGmatch)
+	str.RawSetString("gmatch", gmatch)
+	str.RawSetString("gfind", gmatch)
+	str.RawSetString("gsub", L.NewFunction(st.strGsub))
 	str.RawSetString("rep", L.NewFunction(st.strRep))
 	str.RawSetString("format", st.charged(str, "format", formatBytes))
 	// upper and lower work on UTF-8 and may write three bytes for one
@@ -45,6 +54,184 @@ func (st *state) charged(lib *lua.LTable, name string, cost func(L *lua.LState) 
 		st.charge(cost(L))
 		return orig(L)
 	})
+}
+
+// newMatcher returns a matcher of pat over src bound to the running call.
+func (st *state) newMatcher(src, pat string) *matcher {
+	return &matcher{src: src, pat: pat, poll: st.poll, raise: st.L.RaiseError}
+}
+
+// startIndex converts Lua's 1-based, possibly negative init argument to an
+// offset into a string of length n, clamped to [0, n].
+func startIndex(init, n int) int {
+	if init < 0 {
+		init += n + 1
+	}
+	init--
+	return min(max(init, 0), n)
+}
+
+// strFind is string.find (find) and string.match (!find), with Lua 5.1's
+// semantics.
+func (st *state) strFind(L *lua.LState, find bool) int {
+	s := L.CheckString(1)
+	pat := L.CheckString(2)
+	init := startIndex(L.OptInt(3, 1), len(s))
+	if find && (lua.LVAsBool(L.Get(4)) || !strings.ContainsAny(pat, luaSpecials)) {
+		i := strings.Index(s[init:], pat)
+		if i < 0 {
+			L.Push(lua.LNil)
+			return 1
+		}
+		L.Push(lua.LNumber(init + i + 1))
+		L.Push(lua.LNumber(init + i + len(pat)))
+		return 2
+	}
+	anchor := strings.HasPrefix(pat, "^")
+	if anchor {
+		pat = pat[1:]
+	}
+	m := st.newMatcher(s, pat)
+	for s1 := init; ; s1++ {
+		m.reset()
+		if e := m.match(s1, 0); e != -1 {
+			if find {
+				L.Push(lua.LNumber(s1 + 1))
+				L.Push(lua.LNumber(e))
+				return m.pushCaptures(L, s1, e, false) + 2
+			}
+			return m.pushCaptures(L, s1, e, true)
+		}
+		if anchor || s1 >= len(s) {
+			break
+		}
+	}
+	L.Push(lua.LNil)
+	return 1
+}
+
+// strGmatch is string.gmatch: an iterator over the matches of a pattern.
+// As in Lua 5.1, '^' is not an anchor here. The iterator can run in a
+// later call than the one that made it; it polls whichever call is
+// running.
+func (st *state) strGmatch(L *lua.LState) int {
+	s := L.CheckString(1)
+	pat := L.CheckString(2)
+	pos := 0
+	L.Push(L.NewFunction(func(L *lua.LState) int {
+		m := st.newMatcher(s, pat)
+		for src := pos; src <= len(s); src++ {
+			m.reset()
+			if e := m.match(src, 0); e != -1 {
+				pos = e
+				if e == src {
+					pos++ // an empty match: go on at least one position
+				}
+				return m.pushCaptures(L, src, e, true)
+			}
+		}
+		pos = len(s) + 1
+		return 0
+	}))
+	return 1
+}
+
+// strGsub is string.gsub with Lua 5.1's semantics. Its result is charged
+// as it grows.
+func (st *state) strGsub(L *lua.LState) int {
+	src := L.CheckString(1)
+	pat := L.CheckString(2)
+	repl := L.Get(3)
+	switch repl.Type() {
+	case lua.LTNumber, lua.LTString, lua.LTTable, lua.LTFunction:
+	default:
+		L.ArgError(3, "string/function/table expected")
+	}
+	maxN := L.OptInt(4, len(src)+1)
+	anchor := strings.HasPrefix(pat, "^")
+	if anchor {
+		pat = pat[1:]
+	}
+	var b strings.Builder
+	add := func(s string) {
+		st.charge(int64(len(s)))
+		b.WriteString(s)
+	}
+	m := st.newMatcher(src, pat)
+	s, n := 0, 0
+	for n < maxN {
+		m.reset()
+		e := m.match(s, 0)
+		if e != -1 {
+			n++
+			st.addValue(L, m, repl, s, e, add)
+		}
+		if e != -1 && e > s {
+			s = e
+		} else if s < len(src) {
+			add(src[s : s+1])
+			s++
+		} else {
+			break
+		}
+		if anchor {
+			break
+		}
+	}
+	add(src[s:])
+	L.Push(lua.LString(b.String()))
+	L.Push(lua.LNumber(n))
+	return 2
+}
+
+// addValue appends the replacement for the match src[s:e].
+func (st *state) addValue(L *lua.LState, m *matcher, repl lua.LValue, s, e int, add func(string)) {
+	var v lua.LValue
+	switch r := repl.(type) {
+	case lua.LString, lua.LNumber:
+		addTemplate(m, lua.LVAsString(r), s, e, add)
+		return
+	case *lua.LFunction:
+		L.Push(r)
+		n := m.pushCaptures(L, s, e, true)
+		L.Call(n, 1)
+		v = L.Get(-1)
+		L.Pop(1)
+	case *lua.LTable:
+		v = L.GetTable(r, m.capture(0, s, e))
+	}
+	switch v := v.(type) {
+	case lua.LString, lua.LNumber:
+		add(lua.LVAsString(v))
+	default:
+		if lua.LVIsFalse(v) {
+			add(m.src[s:e]) // nil or false: keep the match
+			return
+		}
+		L.RaiseError("invalid replacement value (a %s)", v.Type())
+	}
+}
+
+// addTemplate expands a replacement string: %0 is the whole match, %1 to
+// %9 the captures, and % before any other character that character.
+func addTemplate(m *matcher, t string, s, e int, add func(string)) {
+	for {
+		i := strings.IndexByte(t, '%')
+		if i < 0 || i == len(t)-1 {
+			add(t)
+			return
+		}
+		add(t[:i])
+		switch c := t[i+1]; {
+		case c == '0':
+			add(m.src[s:e])
+		case isDigit(c):
+			add(lua.LVAsString(m.capture(int(c-'1'), s, e)))
+		default:
+			add(t[i+1 : i+2])
+		}
+		t = t[i+2:]
+	}
 }
 
 // strRep is string.rep, charged for its result.
