@@ -75,8 +75,8 @@ func heapGrowth(f func()) (total, live int64) {
 }
 
 // TestMemoryBudget: hooks that would allocate hundreds of MiB or more in a
-// few calls of library functions are killed at their memory budget long
-// before their deadline, and the process does not balloon.
+// few calls of library functions, or with .., are killed at their memory
+// budget long before their deadline, and the process does not balloon.
 func TestMemoryBudget(t *testing.T) {
 	tests := []struct{ name, body string }{
 		{"gsub", `local s = q.sql:gsub("-", string.rep("x", 60000))`},
@@ -86,6 +86,8 @@ func TestMemoryBudget(t *testing.T) {
 		{"table.concat", `local t = {} for i = 1, 100000 do t[i] = q.sql end local s = table.concat(t)`},
 		{"format", `local big = string.rep("x", 1e5) local t = {} for i = 1, 200 do t[i] = big end
   local s = string.format(string.rep("%s", 200), unpack(t))`},
+		{"dot dot", `local s = q.sql for i = 1, 40 do s = s .. s end`},
+		{"dot dot chain", `local s = string.rep("x", 1e6) local u = s .. s .. s .. s .. s .. s .. s .. s`},
 		{"upper", `local s = string.rep("x", 1e6) for i = 1, 100 do local u = s:upper() end`},
 		{"os.date", `local s = os.date(string.rep("%c", 1e6))`},
 		{"in pcall", `while true do pcall(string.rep, "x", 1e9) end`},
@@ -183,14 +185,14 @@ end
 }
 
 // TestLibrariesMatchGopherLua: the bounded table.concat, table.sort,
-// string.rep, format, upper, lower and reverse answer ordinary calls as
-// gopher-lua's do.
+// string.rep, format, upper, lower and reverse, and the .. operator,
+// answer ordinary calls as gopher-lua's do.
 func TestLibrariesMatchGopherLua(t *testing.T) {
 	ref := lua.NewState()
 	defer ref.Close()
-	want := probeState(t, ref)
+	want := probeState(t, ref, nil)
 	st := boundedState(t)
-	got := probeState(t, st.L)
+	got := probeState(t, st.L, st)
 
 	sorted := func(t, cmp string) string {
 		return "(function() local t = " + t + " table.sort(t" + cmp + ") local o = {} for i, v in ipairs(t) do o[i] = tostring(v) end return table.concat(o, ' ') end)()"
@@ -217,6 +219,8 @@ func TestLibrariesMatchGopherLua(t *testing.T) {
 		`string.format("100%%")`, `string.format("%c%c", 72, 105)`, `string.format("%e %g", 12345.678, 0.0001)`,
 		`string.upper("Hello, World")`, `string.lower("Hello, World")`, `string.reverse("abc")`,
 		`("x"):upper() .. ("Y"):lower()`,
+		`1 .. 2`, `"a" .. 1.5 .. "b"`, `"a" .. nil`, `{} .. "a"`,
+		`(function() local mt = {__concat = function(a, b) return "M" end} local o = setmetatable({}, mt) return "a" .. o .. "b", o .. "x", "x" .. o end)()`,
 	}
 	for _, x := range exprs {
 		if g, w := got(x), want(x); g != w {
@@ -248,5 +252,31 @@ func TestKilledStateIsDropped(t *testing.T) {
 				t.Errorf("got %+v, want 1 kill", s)
 			}
 		})
+	}
+}
+
+// TestConcatEverywhere: .. is turned into the budgeted call wherever it
+// appears (compileChunk refuses a chunk with a raw concatenation left),
+// and keeps its meaning there.
+func TestConcatEverywhere(t *testing.T) {
+	e, _ := loadText(t, `local t = { ["k" .. 1] = "v" .. 1, "a" .. "b" }
+local o = {}
+function o.f(x) return "f" .. x end
+function o:g(x) return self.f(x) .. "g" end
+local function va(...) return ... .. "!" end
+function query(q)
+  local s = t.k1 .. t[1] .. o.f("1") .. o:g("2") .. va("v")
+  for i = 1, #("ab" .. "c") do s = s .. i end
+  for _, w in ipairs({ "x" .. "y" }) do s = s .. w end
+  local n = 0
+  while #(s .. "") > tonumber(100 .. "") do n = n + 1 end
+  repeat n = n + 1 until ("a" .. n) == "a1"
+  if ("p" .. "q") == "pq" then s = s .. ("r" .. "s"):upper() end
+  return (function() return s .. 2.5 .. (q.kind .. "") end)()
+end
+`, Options{})
+	r := e.Query(selectQ("SELECT 1", "select ?"))
+	if want := "v1abf1f2gv!123xyRS2.5select"; r.Kind != QueryRewrite || r.SQL != want {
+		t.Errorf("got %v %q, want a rewrite to %q", r.Kind, r.SQL, want)
 	}
 }

@@ -130,16 +130,29 @@ end
 `
 
 // probeState returns a call that evaluates one Lua expression in L and
-// describes its results. The functions under test are those of L's global
-// tables: gopher-lua's own, or the bounded ones of a pooled state.
-func probeState(t *testing.T, L *lua.LState) func(expr string) string {
+// describes its results. With st set, the expression is compiled as
+// scripts are (compileChunk, .. included) and runs in st's budget;
+// otherwise it is plain gopher-lua.
+func probeState(t *testing.T, L *lua.LState, st *state) func(expr string) string {
 	t.Helper()
-	if err := L.DoString(probeLua); err != nil {
+	run := func(code string) error { return L.DoString(code) }
+	if st != nil {
+		L.SetGlobal(concatName, L.NewFunction(st.concat))
+		run = func(code string) error {
+			p, err := compileChunk("probe", []byte(code))
+			if err != nil {
+				return err
+			}
+			L.Push(L.NewFunctionFromProto(p))
+			return L.PCall(0, 0, nil)
+		}
+	}
+	if err := run(probeLua); err != nil {
 		t.Fatal(err)
 	}
 	return func(expr string) string {
 		t.Helper()
-		if err := L.DoString("result = probe(function() return " + expr + " end)"); err != nil {
+		if err := run("result = probe(function() return " + expr + " end)"); err != nil {
 			t.Fatalf("%s: %v", expr, err)
 		}
 		return L.GetGlobal("result").String()

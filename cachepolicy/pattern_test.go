@@ -14,9 +14,9 @@ import (
 func TestPatternsMatchGopherLua(t *testing.T) {
 	ref := lua.NewState()
 	defer ref.Close()
-	want := probeState(t, ref)
+	want := probeState(t, ref, nil)
 	st := boundedState(t)
-	got := probeState(t, st.L)
+	got := probeState(t, st.L, st)
 
 	patterns := []string{
 		"a", "%a+", "%d+", "(%w+)=(%w+)", "^%s*(.-)%s*$", "[%w_]+", "[^,]+", "%s+",
@@ -71,7 +71,7 @@ func TestPatternsMatchGopherLua(t *testing.T) {
 // differently from Lua 5.1, whose semantics the bounded matcher follows.
 func TestPatternsLua51(t *testing.T) {
 	st := boundedState(t)
-	got := probeState(t, st.L)
+	got := probeState(t, st.L, st)
 	tests := []struct{ expr, want string }{
 		{`string.find("THE (quick) fox", "%f[%a]%a+", 5)`, "number:6,number:10"},
 		{`string.gsub("THE (quick) fox", "%f[%a]%a+", "W")`, "string:W (W) W,number:3"},

@@ -46,6 +46,7 @@ func (st *state) openSandbox() (*lua.LTable, error) {
 	}
 	osFull := g.RawGetString("os").(*lua.LTable)
 	st.wrapLibs(g.RawGetString("string").(*lua.LTable), g.RawGetString("table").(*lua.LTable), osFull)
+	sb.RawSetString(concatName, L.NewFunction(st.concat))
 	osSafe := L.NewTable()
 	osSafe.RawSetString("time", osFull.RawGetString("time"))
 	osSafe.RawSetString("date", osFull.RawGetString("date"))

@@ -31,16 +31,17 @@ func (h hook) String() string {
 
 // Limits on a state's memory. The registry is the Lua value stack: its cap
 // stops unpack() of a huge table and deep varargs; the call stack cap stops
-// runaway recursion. What one call allocates through the libraries is
-// bounded by its budget (budget.go).
+// runaway recursion. What one call allocates through the libraries and the
+// .. operator is bounded by its budget (budget.go).
 const (
 	registrySize    = 1024
 	registryMaxSize = 32 * 1024 // slots of 16 bytes: 512 KiB
 	callStackSize   = 128
 )
 
-// compileChunk parses and compiles one script. The proto is immutable and
-// shared by every state.
+// compileChunk parses and compiles one script, with every .. turned into a
+// budgeted call (rewrite.go). The proto is immutable and shared by every
+// state.
 func compileChunk(name string, text []byte) (*lua.FunctionProto, error) {
 	chunk, err := parse.Parse(strings.NewReader(string(text)), name)
 	if err != nil {
@@ -49,9 +50,12 @@ func compileChunk(name string, text []byte) (*lua.FunctionProto, error) {
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrCompile, name, err)
 	}
-	p, err := lua.Compile(chunk, name)
+	p, err := lua.Compile(guardConcat(chunk), name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCompile, name, err)
+	}
+	if err := checkNoConcat(p); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCompile, name, err)
 	}
 	return p, nil
 }

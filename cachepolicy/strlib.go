@@ -348,6 +348,62 @@ func less(L *lua.LState, fn *lua.LFunction, a, b lua.LValue) bool {
 	return r
 }
 
+// concat is the .. operator. compileChunk turns every chain a .. b .. c
+// into a call concat(a, b, c), because the VM's own concatenation is one
+// instruction however long its result: s = s .. s doubles a string per
+// instruction. It keeps the VM's semantics: it works from the right, joins
+// every run of strings and numbers at once, and calls __concat for the
+// pairs that are not.
+func (st *state) concat(L *lua.LState) int {
+	top := L.GetTop()
+	if top == 0 {
+		L.RaiseError("concat: no operands")
+	}
+	rhs := L.Get(top)
+	for i := top - 1; i >= 1; {
+		lhs := L.Get(i)
+		if !lua.LVCanConvToString(lhs) || !lua.LVCanConvToString(rhs) {
+			op := L.GetMetaField(lhs, "__concat")
+			if op == lua.LNil {
+				op = L.GetMetaField(rhs, "__concat")
+			}
+			fn, ok := op.(*lua.LFunction)
+			if !ok {
+				L.RaiseError("cannot perform concat operation between %v and %v", lhs.Type(), rhs.Type())
+			}
+			L.Push(fn)
+			L.Push(lhs)
+			L.Push(rhs)
+			L.Call(2, 1)
+			rhs = L.Get(-1)
+			L.Pop(1)
+			i--
+			continue
+		}
+		// Join the run of strings and numbers that ends at rhs.
+		j := i
+		for j > 1 && lua.LVCanConvToString(L.Get(j-1)) {
+			j--
+		}
+		last := lua.LVAsString(rhs)
+		size := int64(len(last))
+		for k := j; k <= i; k++ {
+			size += int64(len(lua.LVAsString(L.Get(k))))
+		}
+		st.charge(size)
+		var b strings.Builder
+		b.Grow(int(size))
+		for k := j; k <= i; k++ {
+			b.WriteString(lua.LVAsString(L.Get(k)))
+		}
+		b.WriteString(last)
+		rhs = lua.LString(b.String())
+		i = j - 1
+	}
+	L.Push(rhs)
+	return 1
+}
+
 // formatBytes checks a string.format call's format string as Lua 5.1 does
 // (at most five flags, two digits of width and two of precision, and only
 // the conversions Lua knows), which also bounds the padding any one
