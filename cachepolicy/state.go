@@ -74,6 +74,7 @@ type state struct {
 	wud    *lua.LUserData           // reused view of the current Write
 	null   *lua.LUserData           // mycached.null, a SQL NULL in results
 	broken bool                     // killed mid-call: do not reuse
+	locked map[*lua.LTable]bool     // tables rawset must not write
 	bud    budget                   // of the call running in the state
 
 	// Per-call state, reset by end.
@@ -112,6 +113,7 @@ func newState(set *scriptSet) (*state, error) {
 		env.RawSetString("_G", env)
 		mt := L.NewTable()
 		mt.RawSetString("__index", sandbox)
+		mt.RawSetString("__metatable", lua.LString("locked"))
 		L.SetMetatable(env, mt)
 		fn := L.NewFunctionFromProto(p)
 		fn.Env = env
@@ -138,6 +140,7 @@ func newState(set *scriptSet) (*state, error) {
 			return nil, fmt.Errorf("%w: %s: global memo is a %s, want a boolean", ErrTopLevel, p.SourceName, v.Type())
 		}
 		mt.RawSetString("__newindex", L.NewFunction(refuseGlobal))
+		st.locked[env] = true
 	}
 	for h := hook(0); h < numHooks; h++ {
 		st.has[h] = len(chains[h]) > 0
