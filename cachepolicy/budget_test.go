@@ -184,6 +184,37 @@ end
 	}
 }
 
+// slowKV is a KVStore whose Get blocks until release is closed, like a
+// memcached that stopped answering.
+type slowKV struct {
+	fakeKV
+	release chan struct{}
+}
+
+func (s *slowKV) Get(key string) ([]byte, bool, error) {
+	<-s.release
+	return s.fakeKV.Get(key)
+}
+
+// TestKVDeadline: a kv call that does not answer holds a hook no longer
+// than its deadline.
+func TestKVDeadline(t *testing.T) {
+	kv := &slowKV{release: make(chan struct{})}
+	defer close(kv.release)
+	e, _ := loadText(t, "local m = require(\"mycached\")\nfunction cache(q)\n  m.cache.get(\"k\")\n  return { ttl = 1 }\nend\n",
+		Options{Timeout: 50 * time.Millisecond, KV: kv})
+	start := time.Now()
+	if got := fmtDecision(e.Cache(selectQ("SELECT 1", "select ?"))); got != "no cache" {
+		t.Errorf("got %s, want no cache", got)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("took %v, want the call stopped near its 50ms deadline", took)
+	}
+	if s := e.Stats(); s.Kills != 1 {
+		t.Errorf("got %+v, want 1 kill", s)
+	}
+}
+
 // TestLibrariesMatchGopherLua: the bounded table.concat, table.sort,
 // string.rep, format, upper, lower and reverse, and the .. operator,
 // answer ordinary calls as gopher-lua's do.

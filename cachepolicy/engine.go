@@ -45,7 +45,7 @@ type Options struct {
 	// killed: the statement is served and not cached. Default 5 ms.
 	Timeout time.Duration
 	// MaxMemory bounds the bytes each hook call may allocate through the
-	// string and table libraries and the .. operator, on top
+	// string and table libraries, the kv store and the .. operator, on top
 	// of twice the size of the statement it is given (its SQL text,
 	// digest and string parameters), so that a query hook can rewrite a
 	// statement of any size. A call past it is killed like one past its

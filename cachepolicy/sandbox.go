@@ -220,51 +220,91 @@ func logArgs(L *lua.LState) []any {
 }
 
 // The kv functions return value (or true) on success and nil, message on
-// failure, Lua's usual convention, so a script can decide to go on.
+// failure, Lua's usual convention, so a script can decide to go on. The
+// store has no context, so each operation runs on a goroutine of its own
+// and the call waits for it only as long as its budget allows; an
+// abandoned operation ends on its own, bounded by the store's timeouts.
+
+// kvResult is the outcome of one kv operation.
+type kvResult struct {
+	val []byte
+	ok  bool
+	err error
+}
+
+// kvDo runs op under the running call's deadline.
+func (st *state) kvDo(op func() kvResult) kvResult {
+	st.volatile = true
+	ch := make(chan kvResult, 1) // never blocks an abandoned op
+	go func() {
+		defer func() {
+			// On the caller's goroutine a panic would have become a Lua
+			// error; here it would end the process.
+			if r := recover(); r != nil {
+				ch <- kvResult{err: fmt.Errorf("cachepolicy: kv store panicked: %v", r)}
+			}
+		}()
+		ch <- op()
+	}()
+	select {
+	case r := <-ch:
+		return r
+	case <-st.bud.done:
+		st.poll() // raises
+		return kvResult{}
+	}
+}
 
 func (st *state) kvGet(L *lua.LState) int {
-	st.volatile = true
 	key := L.CheckString(1)
 	kv := st.set.eng.opts.KV
 	if kv == nil {
+		st.volatile = true
 		return pushFail(L, "cachepolicy: no kv store configured")
 	}
-	v, ok, err := kv.Get(key)
-	if err != nil {
-		return pushFail(L, err.Error())
+	r := st.kvDo(func() kvResult {
+		v, ok, err := kv.Get(key)
+		return kvResult{v, ok, err}
+	})
+	if r.err != nil {
+		return pushFail(L, r.err.Error())
 	}
-	if !ok {
+	if !r.ok {
 		L.Push(lua.LNil)
 		return 1
 	}
-	L.Push(lua.LString(v))
+	st.charge(int64(len(r.val)))
+	L.Push(lua.LString(r.val))
 	return 1
 }
 
 func (st *state) kvSet(L *lua.LState) int {
-	st.volatile = true
 	key, val := L.CheckString(1), L.CheckString(2)
 	ttl := time.Duration(float64(L.OptNumber(3, 0)) * float64(time.Second))
 	kv := st.set.eng.opts.KV
 	if kv == nil {
+		st.volatile = true
 		return pushFail(L, "cachepolicy: no kv store configured")
 	}
-	if err := kv.Set(key, []byte(val), ttl); err != nil {
-		return pushFail(L, err.Error())
+	st.charge(int64(len(val))) // the copy below
+	r := st.kvDo(func() kvResult { return kvResult{err: kv.Set(key, []byte(val), ttl)} })
+	if r.err != nil {
+		return pushFail(L, r.err.Error())
 	}
 	L.Push(lua.LTrue)
 	return 1
 }
 
 func (st *state) kvDelete(L *lua.LState) int {
-	st.volatile = true
 	key := L.CheckString(1)
 	kv := st.set.eng.opts.KV
 	if kv == nil {
+		st.volatile = true
 		return pushFail(L, "cachepolicy: no kv store configured")
 	}
-	if err := kv.Delete(key); err != nil {
-		return pushFail(L, err.Error())
+	r := st.kvDo(func() kvResult { return kvResult{err: kv.Delete(key)} })
+	if r.err != nil {
+		return pushFail(L, r.err.Error())
 	}
 	L.Push(lua.LTrue)
 	return 1
