@@ -33,6 +33,7 @@ const (
 	notKilled    killReason = iota
 	killDeadline            // the call's deadline passed
 	killMemory              // the call allocated more than its budget
+	killClosed              // the engine was closed
 )
 
 // budget is what one call into Lua may still spend. The time half is the
@@ -51,11 +52,11 @@ type budget struct {
 	reason killReason      // set by charge and poll; otherwise derived from ctx
 }
 
-// begin starts a call's budget and points the Lua state at it. finish
-// must follow.
+// begin starts a call's budget under the engine's context and points the
+// Lua state at it. finish must follow.
 func (st *state) begin(timeout time.Duration, memory int64) {
 	b := &st.bud
-	b.ctx, b.cancel = context.WithTimeout(context.Background(), timeout)
+	b.ctx, b.cancel = context.WithTimeout(st.set.eng.ctx, timeout)
 	b.done = b.ctx.Done()
 	b.end = time.Now().Add(timeout)
 	b.left, b.limit = memory, memory
@@ -71,6 +72,9 @@ func (st *state) finish() killReason {
 	reason := b.reason
 	if reason == notKilled && b.ctx.Err() != nil {
 		reason = killDeadline
+		if st.set.eng.ctx.Err() != nil {
+			reason = killClosed
+		}
 	}
 	b.cancel()
 	b.ctx, b.cancel, b.done = nil, nil, nil

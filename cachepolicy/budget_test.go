@@ -1,6 +1,7 @@
 package cachepolicy
 
 import (
+	"errors"
 	"runtime"
 	"strings"
 	"sync"
@@ -181,6 +182,53 @@ end
 		if want := "ttl=7s scope=user cache_empty=true"; got != want {
 			t.Errorf("got %s, want %s", got, want)
 		}
+	}
+}
+
+// TestCloseDoesNotWait: Close returns at once while hooks are stuck, even
+// with a deadline of a minute; it stops them, and later calls do not
+// enter Lua.
+func TestCloseDoesNotWait(t *testing.T) {
+	tests := []struct{ name, body string }{
+		{"vm loop", `while true do end`},
+		{"library loop", `while true do q.sql:find("^(.-)%-%-(.-)nocache") end`},
+		{"kv wait", `require("mycached").cache.get("slow")`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			entered := make(chan struct{}, 1)
+			kv := &slowKV{release: make(chan struct{})}
+			defer close(kv.release)
+			e, _ := loadText(t, "local m = require(\"mycached\")\nmemo = false\nfunction cache(q)\n  m.metrics.inc(\"entered\")\n  "+tt.body+"\n  return { ttl = 1 }\nend\n",
+				Options{Timeout: time.Minute, KV: kv, Metrics: func(string) { entered <- struct{}{} }})
+			done := make(chan string)
+			// Unstopped, one find over this statement takes many seconds.
+			go func() { done <- fmtDecision(e.Cache(dashQuery(40000))) }()
+			<-entered
+			start := time.Now()
+			e.Close()
+			if took := time.Since(start); took > time.Second {
+				t.Errorf("Close took %v, want it not to wait", took)
+			}
+			select {
+			case got := <-done:
+				if got != "no cache" {
+					t.Errorf("stopped call: got %s, want no cache", got)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("the stuck call did not return within 5s of Close")
+			}
+			calls := e.Stats().Calls
+			if got := fmtDecision(e.Cache(selectQ("SELECT 1", "select ?"))); got != "no cache" {
+				t.Errorf("after Close: got %s, want no cache", got)
+			}
+			if s := e.Stats(); s.Calls != calls || s.Kills != 1 {
+				t.Errorf("after Close: got %+v, want no new call and 1 kill", s)
+			}
+			if err := e.Reload(); !errors.Is(err, ErrClosed) {
+				t.Errorf("Reload after Close: got %v, want ErrClosed", err)
+			}
+		})
 	}
 }
 

@@ -179,6 +179,8 @@ func (st *state) runTopLevel(fn *lua.LFunction) error {
 		msg += fmt.Sprintf(" (a top level may allocate %d bytes)", topLevelMemory)
 	case killDeadline:
 		msg += fmt.Sprintf(" (a top level may run for %v)", topLevelTimeout)
+	case killClosed:
+		msg += " (the engine was closed)"
 	}
 	return errors.New(msg)
 }
@@ -272,6 +274,8 @@ func (st *state) call(h hook) (lua.LValue, string, error) {
 			e.errs.Add(1)
 			e.logSite(site, "policy hook failed; treated as no decision",
 				"hook", h.String(), "err", errText(err))
+		case killClosed:
+			e.kills.Add(1) // shutting down: not worth a log line
 		default:
 			e.kills.Add(1)
 			if reason == killMemory {
