@@ -4,6 +4,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mycached/mycached/scripts"
 )
 
 // cpuPerOp reports the process CPU time per operation beside ns/op. On a
@@ -86,7 +88,11 @@ func BenchmarkCacheMemoizedParallel(b *testing.B) {
 // BenchmarkCacheLua is one cache(q) call into Lua: default.lua's logic
 // with the memo turned off, so every call enters a pooled state.
 func BenchmarkCacheLua(b *testing.B) {
-	p := writeScript(b, b.TempDir(), "nomemo.lua", DefaultScript+"\nmemo = false\n")
+	text, err := scripts.FS.ReadFile(scripts.DefaultName)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := writeScript(b, b.TempDir(), "nomemo.lua", string(text)+"\nmemo = false\n")
 	e, err := Load([]string{p}, benchOpts)
 	if err != nil {
 		b.Fatal(err)

@@ -56,6 +56,7 @@ func Check(file string, samples []*Query) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	defer e.Close()
 	var out strings.Builder
 	for _, q := range samples {
 		fmt.Fprintf(&out, "%s\n", q.SQL)

@@ -1,7 +1,7 @@
 package cachepolicy
 
 import (
-	_ "embed"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,18 +12,13 @@ import (
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
-)
 
-// DefaultScript is the text of scripts/default.lua, the policy loaded when
-// no script is named. The canonical copy lives beside this file because
-// go:embed cannot reach ../scripts; a test keeps the two identical.
-//
-//go:embed default.lua
-var DefaultScript string
+	"github.com/mycached/mycached/scripts"
+)
 
 // defaultScriptName is the chunk name of the embedded default, as it
 // appears in error messages.
-const defaultScriptName = "default.lua"
+const defaultScriptName = scripts.DefaultName
 
 // Errors returned by Load, Reload and the hooks.
 var (
@@ -33,6 +28,8 @@ var (
 	ErrTopLevel = errors.New("cachepolicy: script top level failed")
 	// ErrRead reports a script file that cannot be read.
 	ErrRead = errors.New("cachepolicy: cannot read script")
+	// ErrClosed reports a Reload after Close.
+	ErrClosed = errors.New("cachepolicy: engine closed")
 )
 
 // KVStore is the kv namespace that scripts reach through cache.get, set and
@@ -47,8 +44,16 @@ type KVStore interface {
 // named on each field.
 type Options struct {
 	// Timeout bounds each hook call, including the hooks it reaches
-	// through next. Default 5 ms.
+	// through next, and the library functions it calls. A call past it is
+	// killed: the statement is served and not cached. Default 5 ms.
 	Timeout time.Duration
+	// MaxMemory bounds the bytes each hook call may allocate through the
+	// string and table libraries, the kv store and the .. operator, on top
+	// of twice the size of the statement it is given (its SQL text,
+	// digest and string parameters), so that a query hook can rewrite a
+	// statement of any size. A call past it is killed like one past its
+	// deadline. Default DefaultMaxMemory (4 MiB).
+	MaxMemory int64
 	// Logger receives script errors (once per minute per site) and the
 	// scripts' own log.info and log.warn lines. Default: discard.
 	Logger *slog.Logger
@@ -67,16 +72,11 @@ type Options struct {
 	DefaultTTL time.Duration
 }
 
-// topLevelTimeout bounds a script's top level, which runs once per pooled
-// state. It is longer than a hook's deadline because a top level may build
-// tables or read the kv store, but it still stops a loop at load.
-const topLevelTimeout = time.Second
-
 // Stats are the engine's counters since Load. Reloads do not reset them.
 type Stats struct {
 	Calls      uint64 // hook calls that entered Lua
 	MemoHits   uint64 // cache decisions answered from the memo
-	Kills      uint64 // hook calls stopped by the deadline
+	Kills      uint64 // hook calls stopped by their deadline, their memory budget or Close
 	Errors     uint64 // hook calls that raised an error
 	BadResults uint64 // hook results of the wrong shape
 }
@@ -86,6 +86,12 @@ type Stats struct {
 type Engine struct {
 	opts  Options
 	files []string // as given to Load; empty means the embedded default
+
+	// ctx is the parent of every call's budget; Close cancels it, which
+	// stops every call in flight at once.
+	ctx    context.Context
+	stop   context.CancelFunc
+	closed atomic.Bool
 
 	cur atomic.Pointer[scriptSet] // swapped whole by Reload
 
@@ -117,14 +123,19 @@ func Load(files []string, opts Options) (*Engine, error) {
 	if opts.DefaultTTL <= 0 {
 		opts.DefaultTTL = 60 * time.Second
 	}
+	if opts.MaxMemory <= 0 {
+		opts.MaxMemory = DefaultMaxMemory
+	}
 	e := &Engine{
 		opts:    opts,
 		files:   append([]string(nil), files...),
 		logged:  make(map[string]time.Time),
 		builtin: Default{TTL: opts.DefaultTTL},
 	}
+	e.ctx, e.stop = context.WithCancel(context.Background())
 	set, err := e.compile()
 	if err != nil {
+		e.stop()
 		return nil, err
 	}
 	e.cur.Store(set)
@@ -135,6 +146,9 @@ func Load(files []string, opts Options) (*Engine, error) {
 // scripts in force stay and the error names file:line. A successful reload
 // forgets every memoized decision.
 func (e *Engine) Reload() error {
+	if e.closed.Load() {
+		return ErrClosed
+	}
 	set, err := e.compile()
 	if err != nil {
 		e.opts.Logger.Error("policy reload failed; keeping the old scripts", "err", err)
@@ -143,6 +157,27 @@ func (e *Engine) Reload() error {
 	e.cur.Store(set)
 	e.opts.Logger.Info("policy reloaded", "files", e.Files())
 	return nil
+}
+
+// Close stops every hook call in flight and makes later calls answer at
+// once without Lua: Cache says don't cache, Invalidate and Query say
+// nothing. It never waits for a hook: a call it stops returns by itself
+// within one budget check, and its state is dropped then. Close is for
+// shutdown, so that draining sessions never wait on a script.
+func (e *Engine) Close() {
+	if e.closed.Swap(true) {
+		return
+	}
+	e.stop()
+	set := e.cur.Load()
+	for {
+		select {
+		case st := <-set.pool:
+			st.L.Close()
+		default:
+			return
+		}
+	}
 }
 
 // Files returns the script names in load order.
@@ -175,7 +210,11 @@ func (e *Engine) Stats() Stats {
 func (e *Engine) compile() (*scriptSet, error) {
 	var srcs []source
 	if len(e.files) == 0 {
-		srcs = []source{{name: defaultScriptName, text: []byte(DefaultScript)}}
+		b, err := scripts.FS.ReadFile(scripts.DefaultName)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrRead, err)
+		}
+		srcs = []source{{name: defaultScriptName, text: b}}
 	}
 	for _, f := range e.files {
 		b, err := os.ReadFile(f)
@@ -234,11 +273,22 @@ func (e *Engine) logSite(site, msg string, args ...any) {
 	e.opts.Logger.Warn(msg, append([]any{"at", site}, args...)...)
 }
 
+// stateUnavailable logs that no state could be built for a call, unless
+// the engine is closed, which stops the top levels of new states too.
+func (e *Engine) stateUnavailable(err error) {
+	if !e.closed.Load() {
+		e.logSite("state", "policy state unavailable", "err", err)
+	}
+}
+
 // Cache implements Policy. It answers from the memo when an earlier call
 // for the same shape read only shape fields; otherwise it runs the cache
 // hooks. A script error, kill or malformed result means "don't cache".
 // The returned Depends slice may be shared: callers must not modify it.
 func (e *Engine) Cache(q *Query) (Decision, bool) {
+	if e.closed.Load() {
+		return Decision{}, false
+	}
 	set := e.cur.Load()
 	if !set.has[hookCache] {
 		return e.builtin.Cache(q)
@@ -251,7 +301,7 @@ func (e *Engine) Cache(q *Query) (Decision, bool) {
 	}
 	st, err := set.get()
 	if err != nil {
-		e.logSite("state", "policy state unavailable", "err", err)
+		e.stateUnavailable(err)
 		return Decision{}, false
 	}
 	st.beginQuery(q)
@@ -280,13 +330,16 @@ func (e *Engine) Cache(q *Query) (Decision, bool) {
 // Invalidate implements Policy: it returns the extra tables the invalidate
 // hooks name for a confirmed write, or nil.
 func (e *Engine) Invalidate(w *Write) []string {
+	if e.closed.Load() {
+		return nil
+	}
 	set := e.cur.Load()
 	if !set.has[hookInvalidate] {
 		return nil
 	}
 	st, err := set.get()
 	if err != nil {
-		e.logSite("state", "policy state unavailable", "err", err)
+		e.stateUnavailable(err)
 		return nil
 	}
 	st.beginWrite(w)
@@ -307,13 +360,16 @@ func (e *Engine) Invalidate(w *Write) []string {
 // Query runs the query hooks, MySQL Proxy's read_query: the result says
 // whether to answer the client directly, run other SQL, or go on.
 func (e *Engine) Query(q *Query) QueryResult {
+	if e.closed.Load() {
+		return QueryResult{}
+	}
 	set := e.cur.Load()
 	if !set.has[hookQuery] {
 		return QueryResult{}
 	}
 	st, err := set.get()
 	if err != nil {
-		e.logSite("state", "policy state unavailable", "err", err)
+		e.stateUnavailable(err)
 		return QueryResult{}
 	}
 	st.beginQuery(q)
@@ -367,9 +423,10 @@ func (s *scriptSet) get() (*state, error) {
 
 // put returns a state to the pool. A state whose call was killed may have
 // been stopped halfway through changing its script's variables, so it is
-// dropped and its slot freed instead.
+// dropped and its slot freed instead; so is every state once the engine is
+// closed.
 func (s *scriptSet) put(st *state) {
-	if st.broken {
+	if st.broken || s.eng.closed.Load() {
 		st.L.Close()
 		<-s.sem
 		return

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	lua "github.com/yuin/gopher-lua"
 )
 
 // writeScript writes a script into a temp dir and returns its path.
@@ -106,3 +108,67 @@ func (f *fakeKV) Delete(key string) error {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// probeLua is Lua that runs one library function and prints what it
+// returned, or that it failed, as one line.
+const probeLua = `
+local function show(...)
+  local n = select("#", ...)
+  if n == 1 and (...) == nil then n = 0 end -- match: nothing and nil agree
+  local t = {}
+  for i = 1, n do
+    local v = select(i, ...)
+    t[i] = type(v) .. ":" .. tostring(v)
+  end
+  return table.concat(t, ",")
+end
+function probe(f)
+  local ok, a, b = pcall(function() return show(f()) end)
+  if not ok then return "error" end
+  return a
+end
+`
+
+// probeState returns a call that evaluates one Lua expression in L and
+// describes its results. With st set, the expression is compiled as
+// scripts are (compileChunk, .. included) and runs in st's budget;
+// otherwise it is plain gopher-lua.
+func probeState(t *testing.T, L *lua.LState, st *state) func(expr string) string {
+	t.Helper()
+	run := func(code string) error { return L.DoString(code) }
+	if st != nil {
+		L.SetGlobal(concatName, L.NewFunction(st.concat))
+		run = func(code string) error {
+			p, err := compileChunk("probe", []byte(code))
+			if err != nil {
+				return err
+			}
+			L.Push(L.NewFunctionFromProto(p))
+			return L.PCall(0, 0, nil)
+		}
+	}
+	if err := run(probeLua); err != nil {
+		t.Fatal(err)
+	}
+	return func(expr string) string {
+		t.Helper()
+		if err := run("result = probe(function() return " + expr + " end)"); err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		return L.GetGlobal("result").String()
+	}
+}
+
+// boundedState returns a pooled state of an engine with no script, inside
+// a call with a budget of a minute and 1 GiB.
+func boundedState(t *testing.T) *state {
+	t.Helper()
+	e, _ := loadText(t, "", Options{Timeout: time.Minute})
+	st, err := e.cur.Load().get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.begin(time.Minute, 1<<30)
+	t.Cleanup(func() { st.finish() })
+	return st
+}

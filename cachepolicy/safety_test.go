@@ -124,7 +124,6 @@ func TestMemoryLimits(t *testing.T) {
 	}{
 		{"registry", "local big = {}\nfor i = 1, 40000 do big[i] = i end\nfunction cache(q)\n  return unpack(big)\nend\n", "registry overflow"},
 		{"recursion", "local function f(n) return 1 + f(n + 1) end\nfunction cache(q)\n  return f(1)\nend\n", "stack overflow"},
-		{"string.rep", "function cache(q)\n  local s = string.rep(\"x\", 1e6)\n  return { ttl = #s .. s:rep(1e3) }\nend\n", "string.rep"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -260,4 +259,161 @@ func deref(r QueryResult) []any {
 		rows = append(rows, cells)
 	}
 	return []any{r.Kind, r.SQL, r.Columns, rows, r.Affected, r.ErrCode, r.ErrMsg}
+}
+
+// TestSandboxEscapes: a hook cannot take down the sandbox's guards or
+// reach what it leaves out. Each attempt must fail with an error, so the
+// statement goes uncached; each check must hold.
+func TestSandboxEscapes(t *testing.T) {
+	tests := []struct {
+		name, code string
+		fails      bool
+	}{
+		{"rawset _G", `rawset(_G, "leak", 1)`, true},
+		{"new global through _G", `_G.leak = 1`, true},
+		{"setmetatable _G", `setmetatable(_G, nil)`, true},
+		{"write _G's metatable", `getmetatable(_G).__newindex = nil`, true},
+		{"string.find", `string.find = function() return 1 end`, true},
+		{"rawset string", `rawset(string, "find", tostring)`, true},
+		{"string metatable __index", `getmetatable("").__index = {}`, true},
+		{"string metatable __index field", `getmetatable("").__index.upper = function() return "x" end`, true},
+		{"rawset string metatable", `rawset(getmetatable(""), "__index", {})`, true},
+		{"string.__index", `string.__index.upper = tostring`, true},
+		{"setmetatable string", `setmetatable("", nil)`, true},
+		{"setmetatable number", `setmetatable(1, { __index = function() return 1 end })`, true},
+		{"setmetatable q", `setmetatable(q, nil)`, true},
+		{"write q", `q.sql = "x"`, true},
+		{"table library", `table.insert = nil`, true},
+		{"math library", `math.floor = nil`, true},
+		{"os library", `os.time = nil`, true},
+		{"mycached", `require("mycached").now = nil`, true},
+		{"mycached.cache", `require("mycached").cache.get = nil`, true},
+		{"rawset mycached", `rawset(require("mycached"), "now", 1)`, true},
+		{"load", `load("return 1")`, true},
+		{"loadstring", `loadstring("return 1")`, true},
+		{"dofile", `dofile("/etc/passwd")`, true},
+		{"loadfile", `loadfile("/etc/passwd")`, true},
+		{"require a module", `require("os")`, true},
+		{"debug", `debug.getinfo(1)`, true},
+		{"getfenv", `getfenv(1)`, true},
+		{"setfenv", `setfenv(1, {})`, true},
+		{"collectgarbage", `collectgarbage()`, true},
+		{"coroutine", `coroutine.wrap(function() end)()`, true},
+		{"module", `module("x")`, true},
+		{"newproxy", `newproxy(true)`, true},
+		{"io", `io.write("x")`, true},
+		{"os.execute", `os.execute("true")`, true},
+		{"string.dump", `string.dump(function() end)`, true},
+		{"string.byte of a huge range", `local t = { string.byte(string.rep("x", 1e6), 1, -1) }`, true},
+		{"unpack of a huge range", `local t = { unpack({}, 1, 1e9) }`, true},
+		{"format width", `string.format("%999d", 1)`, true},
+		{"_G's metatable is locked", `assert(getmetatable(_G) == "locked")`, false},
+		{"library metatables are locked", `assert(getmetatable(string) == "locked" and getmetatable(table) == "locked" and getmetatable(require("mycached")) == "locked")`, false},
+		{"the string metatable is a view", `assert(getmetatable("").__index.upper("a") == "A")`, false},
+		{"no package library", `assert(package == nil and _G.package == nil)`, false},
+		{"own tables are the script's", `local t = setmetatable({}, {}) rawset(t, "a", 1) t.b = 2 assert(t.a + t.b == 3)`, false},
+		{"string methods", `assert(("abc"):upper() == "ABC" and ("a,b"):find(",", 1, true) == 2)`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs logBuf
+			e, _ := loadText(t, "function cache(q)\n  "+tt.code+"\n  return { ttl = 1 }\nend\n", Options{Logger: logs.logger()})
+			got := fmtDecision(e.Cache(selectQ("SELECT 1", "select ?")))
+			s := e.Stats()
+			switch {
+			case tt.fails && (got != "no cache" || s.Errors != 1):
+				t.Errorf("got %s and %+v, want no cache and 1 error", got, s)
+			case !tt.fails && got != "ttl=1s scope=user cache_empty=true":
+				t.Errorf("got %s, want ttl=1s:\n%s", got, logs.String())
+			}
+		})
+	}
+}
+
+// TestTamperingDoesNotLeak: whatever one script tries against the shared
+// libraries, in pcall so that it carries on, the other scripts of the
+// state, and later calls, see the real libraries.
+func TestTamperingDoesNotLeak(t *testing.T) {
+	dir := t.TempDir()
+	honest := writeScript(t, dir, "honest.lua", `local m = require("mycached")
+function cache(q)
+  local ok = ("abc"):upper() == "ABC" and string.find("a-b", "-", 1, true) == 2
+    and string.format("%d", 3) == "3" and select("#", string.gsub("aa", "a", "b")) == 2
+    and table.concat({ "a", "b" }) == "ab" and type(m.now()) == "number"
+    and math.floor(1.5) == 1 and os.time() > 0 and getmetatable("").__index == string
+  if ok then return { ttl = 42 } end
+  return { ttl = 1 }
+end
+`)
+	tamper := writeScript(t, dir, "tamper.lua", `local evil = function() return 1 end
+function cache(q, next)
+  local attempts = {
+    function() string.find = evil end,
+    function() rawset(string, "find", evil) end,
+    function() getmetatable("").__index = { upper = evil } end,
+    function() getmetatable("").__index.upper = evil end,
+    function() rawset(getmetatable(""), "__index", {}) end,
+    function() setmetatable("", nil) end,
+    function() table.concat = evil end,
+    function() math.floor = evil end,
+    function() os.time = evil end,
+    function() require("mycached").now = evil end,
+    function() setmetatable(_G, nil) end,
+    function() rawset(_G, "string", { find = evil }) end,
+    function() _G.string = {} end,
+  }
+  local broke = 0
+  for _, f in ipairs(attempts) do
+    if pcall(f) then broke = broke + 1 end
+  end
+  if broke > 0 then return { ttl = 1000 + broke } end
+  return next(q)
+end
+`)
+	// One state, so that every call sees what the earlier ones did.
+	e := mustLoad(t, []string{honest, tamper}, Options{MaxPool: 1})
+	for i := range 3 {
+		q := selectQ(fmt.Sprintf("SELECT %d", i), "select ?")
+		if got, want := fmtDecision(e.Cache(q)), "ttl=42s scope=user cache_empty=true"; got != want {
+			t.Fatalf("call %d: got %s, want %s", i, got, want)
+		}
+	}
+	// At the top level too, the libraries are read-only.
+	p := writeScript(t, dir, "top.lua", "string.trim = function(s) return s end\n")
+	if _, err := Load([]string{p}, Options{}); !errors.Is(err, ErrTopLevel) || !contains(err.Error(), "read-only") {
+		t.Errorf("top-level tampering: got %v, want ErrTopLevel saying read-only", err)
+	}
+}
+
+// TestKillsCannotBeCaught: pcall and xpcall cannot swallow a kill; the
+// call ends as killed even when the script catches the error and returns.
+func TestKillsCannotBeCaught(t *testing.T) {
+	tests := []struct{ name, body string }{
+		{"pcall of a memory kill", `local ok = pcall(string.rep, "x", 1e9)`},
+		{"pcall of a deadline kill", `local ok = pcall(function() while true do end end)`},
+		{"xpcall with a looping handler", `xpcall(function() while true do end end, function() while true do end end)`},
+		{"pcall in a loop", `for i = 1, 1e9 do pcall(string.find, q.sql, "^(.-)%-%-(.-)nocache") end`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := loadText(t, "function cache(q)\n  "+tt.body+"\n  return { ttl = 1 }\nend\n", Options{Timeout: 50 * time.Millisecond})
+			if got := fmtDecision(e.Cache(dashQuery(6000))); got != "no cache" {
+				t.Errorf("got %s, want no cache", got)
+			}
+			if s := e.Stats(); s.Kills != 1 {
+				t.Errorf("got %+v, want 1 kill", s)
+			}
+		})
+	}
+}
+
+// TestHugeErrorIsTruncated: a script's error of any size is logged by its
+// start only.
+func TestHugeErrorIsTruncated(t *testing.T) {
+	var logs logBuf
+	e, _ := loadText(t, "function cache(q)\n  error(string.rep(\"x\", 1e6))\nend\n", Options{Logger: logs.logger()})
+	e.Cache(selectQ("SELECT 1", "select ?"))
+	if n := len(logs.String()); n > 4096 || !contains(logs.String(), "policy.lua:2") {
+		t.Errorf("got a log of %d bytes, want the error's start with its position:\n%.300s", n, logs.String())
+	}
 }

@@ -10,7 +10,10 @@ import (
 
 // openSandbox opens the safe libraries and returns the table every
 // script's globals fall back to. The real global table is never handed to
-// a script: without getfenv it is unreachable.
+// a script: without getfenv it is unreachable. Scripts see the libraries
+// and the mycached module through read-only views, so that no script can
+// change what string.find or require means for another script, or for a
+// later call; their functions are the bounded ones of strlib.go.
 func (st *state) openSandbox() (*lua.LTable, error) {
 	L := st.L
 	libs := []struct {
@@ -29,31 +32,53 @@ func (st *state) openSandbox() (*lua.LTable, error) {
 		}
 	}
 	g := L.G.Global
+	str := g.RawGetString("string").(*lua.LTable)
+	tab := g.RawGetString("table").(*lua.LTable)
+	osFull := g.RawGetString("os").(*lua.LTable)
+	st.wrapLibs(str, tab, osFull)
+
+	st.locked = make(map[*lua.LTable]bool)
 	sb := L.NewTable()
+	st.locked[sb] = true
 	// The base functions scripts may use. Left out: load, loadstring,
 	// loadfile, dofile and require (code loading), getfenv and setfenv
 	// (they reach the real globals), print (stdout), collectgarbage (a full
-	// GC per statement would stall the process) and module.
+	// GC per statement would stall the process) and module. rawset and
+	// setmetatable are replaced by versions that respect the read-only
+	// tables and cannot reach the metatables of strings or numbers.
 	for _, name := range []string{
 		"assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall",
-		"rawequal", "rawget", "rawset", "select", "setmetatable", "tonumber",
-		"tostring", "type", "unpack", "xpcall", "_VERSION",
+		"rawequal", "rawget", "select", "tonumber", "tostring", "type", "unpack",
+		"xpcall", "_VERSION",
 	} {
 		sb.RawSetString(name, g.RawGetString(name))
 	}
-	for _, name := range []string{"table", "string", "math"} {
-		sb.RawSetString(name, g.RawGetString(name))
-	}
-	str := g.RawGetString("string").(*lua.LTable)
-	str.RawSetString("dump", lua.LNil)
-	str.RawSetString("rep", L.NewFunction(boundedRep))
-	osFull := g.RawGetString("os").(*lua.LTable)
+	sb.RawSetString("rawset", L.NewFunction(st.rawSet))
+	sb.RawSetString("setmetatable", L.NewFunction(setMetatable))
+	sb.RawSetString(concatName, L.NewFunction(st.concat))
+
+	roStr := st.readOnly("string", str)
+	sb.RawSetString("string", roStr)
+	sb.RawSetString("table", st.readOnly("table", tab))
+	sb.RawSetString("math", st.readOnly("math", g.RawGetString("math").(*lua.LTable)))
 	osSafe := L.NewTable()
 	osSafe.RawSetString("time", osFull.RawGetString("time"))
 	osSafe.RawSetString("date", osFull.RawGetString("date"))
-	sb.RawSetString("os", osSafe)
+	sb.RawSetString("os", st.readOnly("os", osSafe))
 
-	mod := st.module()
+	// gopher-lua makes the string table its own metatable, with
+	// string.__index = string, so s:find() and string.__index.find would
+	// reach the real table. Strings get a metatable of their own instead,
+	// whose __metatable shows scripts a read-only view of it.
+	str.RawSetString("__index", lua.LNil)
+	smt := L.NewTable()
+	smt.RawSetString("__index", str)
+	view := L.NewTable()
+	view.RawSetString("__index", roStr)
+	smt.RawSetString("__metatable", st.readOnly("the string metatable", view))
+	L.SetMetatable(lua.LString(""), smt)
+
+	mod := st.readOnly("mycached", st.module())
 	sb.RawSetString("require", L.NewFunction(func(L *lua.LState) int {
 		if name := L.CheckString(1); name != "mycached" {
 			L.RaiseError("require(%q): only \"mycached\" can be required", name)
@@ -64,19 +89,50 @@ func (st *state) openSandbox() (*lua.LTable, error) {
 	return sb, nil
 }
 
-// boundedRep is string.rep with a size cap: one Go call cannot be
-// interrupted by the deadline, so it must not allocate without bound.
-func boundedRep(L *lua.LState) int {
-	s := L.CheckString(1)
-	n := L.CheckInt(2)
-	if n <= 0 {
-		L.Push(lua.LString(""))
-		return 1
+// readOnly returns an empty table that reads through to t and refuses
+// writes, raw ones included; its metatable is locked. pairs() over it
+// sees nothing.
+func (st *state) readOnly(name string, t *lua.LTable) *lua.LTable {
+	L := st.L
+	p := L.NewTable()
+	mt := L.NewTable()
+	mt.RawSetString("__index", t)
+	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("%s is read-only (keep your own values in locals)", name)
+		return 0
+	}))
+	mt.RawSetString("__metatable", lua.LString("locked"))
+	p.Metatable = mt
+	st.locked[p] = true
+	return p
+}
+
+// rawSet is rawset, except on the read-only views and on a script's
+// globals once its top level has run: rawset would otherwise get around
+// their __newindex.
+func (st *state) rawSet(L *lua.LState) int {
+	t := L.CheckTable(1)
+	k := L.CheckAny(2)
+	v := L.CheckAny(3)
+	if st.locked[t] {
+		L.RaiseError("rawset: the table is read-only (globals are declared at the top level; keep other values in locals)")
 	}
-	if int64(len(s))*int64(n) > maxRepBytes {
-		L.RaiseError("string.rep: result over %d bytes", maxRepBytes)
+	L.RawSet(t, k, v)
+	L.SetTop(1)
+	return 1
+}
+
+// setMetatable is Lua 5.1's setmetatable. gopher-lua's also accepts
+// strings, numbers and other values, and then replaces the metatable that
+// every value of that type shares.
+func setMetatable(L *lua.LState) int {
+	t := L.CheckTable(1)
+	L.CheckTypes(2, lua.LTNil, lua.LTTable)
+	if mt, ok := t.Metatable.(*lua.LTable); ok && mt.RawGetString("__metatable") != lua.LNil {
+		L.RaiseError("cannot change a protected metatable")
 	}
-	L.Push(lua.LString(strings.Repeat(s, n)))
+	t.Metatable = L.Get(2)
+	L.SetTop(1)
 	return 1
 }
 
@@ -99,7 +155,7 @@ func (st *state) module() *lua.LTable {
 	kv.RawSetString("get", L.NewFunction(st.kvGet))
 	kv.RawSetString("set", L.NewFunction(st.kvSet))
 	kv.RawSetString("delete", L.NewFunction(st.kvDelete))
-	mod.RawSetString("cache", kv)
+	mod.RawSetString("cache", st.readOnly("mycached.cache", kv))
 
 	log := L.NewTable()
 	log.RawSetString("info", L.NewFunction(func(L *lua.LState) int {
@@ -110,7 +166,7 @@ func (st *state) module() *lua.LTable {
 		e.opts.Logger.Warn(L.CheckString(1), logArgs(L)...)
 		return 0
 	}))
-	mod.RawSetString("log", log)
+	mod.RawSetString("log", st.readOnly("mycached.log", log))
 
 	metrics := L.NewTable()
 	metrics.RawSetString("inc", L.NewFunction(func(L *lua.LState) int {
@@ -123,7 +179,7 @@ func (st *state) module() *lua.LTable {
 		}
 		return 0
 	}))
-	mod.RawSetString("metrics", metrics)
+	mod.RawSetString("metrics", st.readOnly("mycached.metrics", metrics))
 	return mod
 }
 
@@ -164,51 +220,91 @@ func logArgs(L *lua.LState) []any {
 }
 
 // The kv functions return value (or true) on success and nil, message on
-// failure, Lua's usual convention, so a script can decide to go on.
+// failure, Lua's usual convention, so a script can decide to go on. The
+// store has no context, so each operation runs on a goroutine of its own
+// and the call waits for it only as long as its budget allows; an
+// abandoned operation ends on its own, bounded by the store's timeouts.
+
+// kvResult is the outcome of one kv operation.
+type kvResult struct {
+	val []byte
+	ok  bool
+	err error
+}
+
+// kvDo runs op under the running call's deadline.
+func (st *state) kvDo(op func() kvResult) kvResult {
+	st.volatile = true
+	ch := make(chan kvResult, 1) // never blocks an abandoned op
+	go func() {
+		defer func() {
+			// On the caller's goroutine a panic would have become a Lua
+			// error; here it would end the process.
+			if r := recover(); r != nil {
+				ch <- kvResult{err: fmt.Errorf("cachepolicy: kv store panicked: %v", r)}
+			}
+		}()
+		ch <- op()
+	}()
+	select {
+	case r := <-ch:
+		return r
+	case <-st.bud.done:
+		st.poll() // raises
+		return kvResult{}
+	}
+}
 
 func (st *state) kvGet(L *lua.LState) int {
-	st.volatile = true
 	key := L.CheckString(1)
 	kv := st.set.eng.opts.KV
 	if kv == nil {
+		st.volatile = true
 		return pushFail(L, "cachepolicy: no kv store configured")
 	}
-	v, ok, err := kv.Get(key)
-	if err != nil {
-		return pushFail(L, err.Error())
+	r := st.kvDo(func() kvResult {
+		v, ok, err := kv.Get(key)
+		return kvResult{v, ok, err}
+	})
+	if r.err != nil {
+		return pushFail(L, r.err.Error())
 	}
-	if !ok {
+	if !r.ok {
 		L.Push(lua.LNil)
 		return 1
 	}
-	L.Push(lua.LString(v))
+	st.charge(int64(len(r.val)))
+	L.Push(lua.LString(r.val))
 	return 1
 }
 
 func (st *state) kvSet(L *lua.LState) int {
-	st.volatile = true
 	key, val := L.CheckString(1), L.CheckString(2)
 	ttl := time.Duration(float64(L.OptNumber(3, 0)) * float64(time.Second))
 	kv := st.set.eng.opts.KV
 	if kv == nil {
+		st.volatile = true
 		return pushFail(L, "cachepolicy: no kv store configured")
 	}
-	if err := kv.Set(key, []byte(val), ttl); err != nil {
-		return pushFail(L, err.Error())
+	st.charge(int64(len(val))) // the copy below
+	r := st.kvDo(func() kvResult { return kvResult{err: kv.Set(key, []byte(val), ttl)} })
+	if r.err != nil {
+		return pushFail(L, r.err.Error())
 	}
 	L.Push(lua.LTrue)
 	return 1
 }
 
 func (st *state) kvDelete(L *lua.LState) int {
-	st.volatile = true
 	key := L.CheckString(1)
 	kv := st.set.eng.opts.KV
 	if kv == nil {
+		st.volatile = true
 		return pushFail(L, "cachepolicy: no kv store configured")
 	}
-	if err := kv.Delete(key); err != nil {
-		return pushFail(L, err.Error())
+	r := st.kvDo(func() kvResult { return kvResult{err: kv.Delete(key)} })
+	if r.err != nil {
+		return pushFail(L, r.err.Error())
 	}
 	L.Push(lua.LTrue)
 	return 1

@@ -1,22 +1,11 @@
 package cachepolicy
 
 import (
-	"os"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
 )
-
-func TestDefaultScriptIsEmbedded(t *testing.T) {
-	b, err := os.ReadFile(shipped("default.lua"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(b) != DefaultScript {
-		t.Fatalf("scripts/default.lua differs from cachepolicy/default.lua; copy one over the other")
-	}
-}
 
 func TestDefaultDecisions(t *testing.T) {
 	embedded := mustLoad(t, nil, Options{})

@@ -1,7 +1,7 @@
 package cachepolicy
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -31,16 +31,17 @@ func (h hook) String() string {
 
 // Limits on a state's memory. The registry is the Lua value stack: its cap
 // stops unpack() of a huge table and deep varargs; the call stack cap stops
-// runaway recursion. Heap growth inside one call is stopped by the deadline.
+// runaway recursion. What one call allocates through the libraries and the
+// .. operator is bounded by its budget (budget.go).
 const (
 	registrySize    = 1024
 	registryMaxSize = 32 * 1024 // slots of 16 bytes: 512 KiB
 	callStackSize   = 128
-	maxRepBytes     = 1 << 20 // string.rep would otherwise allocate in one Go call, out of the deadline's reach
 )
 
-// compileChunk parses and compiles one script. The proto is immutable and
-// shared by every state.
+// compileChunk parses and compiles one script, with every .. turned into a
+// budgeted call (rewrite.go). The proto is immutable and shared by every
+// state.
 func compileChunk(name string, text []byte) (*lua.FunctionProto, error) {
 	chunk, err := parse.Parse(strings.NewReader(string(text)), name)
 	if err != nil {
@@ -49,9 +50,12 @@ func compileChunk(name string, text []byte) (*lua.FunctionProto, error) {
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrCompile, name, err)
 	}
-	p, err := lua.Compile(chunk, name)
+	p, err := lua.Compile(guardConcat(chunk), name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCompile, name, err)
+	}
+	if err := checkNoConcat(p); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCompile, name, err)
 	}
 	return p, nil
 }
@@ -70,6 +74,8 @@ type state struct {
 	wud    *lua.LUserData           // reused view of the current Write
 	null   *lua.LUserData           // mycached.null, a SQL NULL in results
 	broken bool                     // killed mid-call: do not reuse
+	locked map[*lua.LTable]bool     // tables rawset must not write
+	bud    budget                   // of the call running in the state
 
 	// Per-call state, reset by end.
 	q        *Query
@@ -107,6 +113,7 @@ func newState(set *scriptSet) (*state, error) {
 		env.RawSetString("_G", env)
 		mt := L.NewTable()
 		mt.RawSetString("__index", sandbox)
+		mt.RawSetString("__metatable", lua.LString("locked"))
 		L.SetMetatable(env, mt)
 		fn := L.NewFunctionFromProto(p)
 		fn.Env = env
@@ -133,6 +140,7 @@ func newState(set *scriptSet) (*state, error) {
 			return nil, fmt.Errorf("%w: %s: global memo is a %s, want a boolean", ErrTopLevel, p.SourceName, v.Type())
 		}
 		mt.RawSetString("__newindex", L.NewFunction(refuseGlobal))
+		st.locked[env] = true
 	}
 	for h := hook(0); h < numHooks; h++ {
 		st.has[h] = len(chains[h]) > 0
@@ -153,14 +161,28 @@ func refuseGlobal(L *lua.LState) int {
 	return 0
 }
 
-// runTopLevel runs a script's main chunk under the load deadline.
+// runTopLevel runs a script's main chunk under the load budget.
 func (st *state) runTopLevel(fn *lua.LFunction) error {
-	ctx, cancel := context.WithTimeout(context.Background(), topLevelTimeout)
-	defer cancel()
-	st.L.SetContext(ctx)
-	defer st.L.RemoveContext()
+	st.begin(topLevelTimeout, topLevelMemory)
 	st.L.Push(fn)
-	return st.L.PCall(0, 0, nil)
+	err := st.L.PCall(0, 0, nil)
+	reason := st.finish()
+	if err == nil && (reason == notKilled || reason == killDeadline) {
+		return nil
+	}
+	msg := "stopped"
+	if err != nil {
+		msg = errText(err)
+	}
+	switch reason {
+	case killMemory:
+		msg += fmt.Sprintf(" (a top level may allocate %d bytes)", topLevelMemory)
+	case killDeadline:
+		msg += fmt.Sprintf(" (a top level may run for %v)", topLevelTimeout)
+	case killClosed:
+		msg += " (the engine was closed)"
+	}
+	return errors.New(msg)
 }
 
 // chain wraps the hooks of one kind, innermost first, so that each is
@@ -224,33 +246,48 @@ func (st *state) builtinFor(h hook) lua.LGFunction {
 	}
 }
 
-// call runs the outermost hook h under the deadline and returns its single
-// result. On error it counts and logs the failure (as a kill when the
-// deadline fired) and returns the site, file:line, that it blames.
+// call runs the outermost hook h under the call's budget and returns its
+// single result. On error it counts and logs the failure (as a kill when
+// the budget ran out) and returns the site, file:line, that it blames. A
+// killed call leaves the state broken: it may have stopped halfway through
+// changing its script's variables.
 func (st *state) call(h hook) (lua.LValue, string, error) {
 	e := st.set.eng
 	e.calls.Add(1)
 	L := st.L
-	ctx, cancel := context.WithTimeout(context.Background(), e.opts.Timeout)
-	L.SetContext(ctx)
+	st.begin(e.opts.Timeout, e.opts.MaxMemory+statementBytes(st.q, st.w))
 	L.Push(st.entry[h])
 	L.Push(st.defaultArg(h))
 	err := L.PCall(1, 1, nil)
-	L.RemoveContext()
-	killed := ctx.Err() != nil
-	cancel()
+	reason := st.finish()
+	if reason == killDeadline && err == nil {
+		reason = notKilled // finished just as the deadline passed
+	}
+	if reason != notKilled && err == nil {
+		err = errKilled
+	}
 	if err != nil {
 		L.SetTop(0)
 		site := errSite(err, st.site[h])
-		if killed {
-			e.kills.Add(1)
-			st.broken = true
-			e.logSite(site, "policy hook killed at its deadline; treated as no decision",
-				"hook", h.String(), "timeout", e.opts.Timeout)
-		} else {
+		switch reason {
+		case notKilled:
 			e.errs.Add(1)
 			e.logSite(site, "policy hook failed; treated as no decision",
 				"hook", h.String(), "err", errText(err))
+		case killClosed:
+			e.kills.Add(1) // shutting down: not worth a log line
+		default:
+			e.kills.Add(1)
+			if reason == killMemory {
+				e.logSite(site, "policy hook killed over its memory budget; treated as no decision",
+					"hook", h.String(), "budget", st.bud.limit)
+			} else {
+				e.logSite(site, "policy hook killed at its deadline; treated as no decision",
+					"hook", h.String(), "timeout", e.opts.Timeout)
+			}
+		}
+		if reason != notKilled {
+			st.broken = true
 		}
 		return nil, site, err
 	}
@@ -258,6 +295,9 @@ func (st *state) call(h hook) (lua.LValue, string, error) {
 	L.Pop(1)
 	return ret, st.site[h], nil
 }
+
+// errKilled stands for the error of a call that was stopped yet returned.
+var errKilled = errors.New("cachepolicy: call stopped")
 
 // beginQuery points the reusable view at q for one call.
 func (st *state) beginQuery(q *Query) { st.q = q }
@@ -285,11 +325,22 @@ func (st *state) memoizable() bool {
 // errText returns a Lua error's message with position, without the stack
 // trace gopher-lua appends.
 func errText(err error) string {
+	var msg string
 	if ae, ok := err.(*lua.ApiError); ok {
-		return ae.Object.String()
+		msg = ae.Object.String()
+	} else {
+		msg = err.Error()
 	}
-	return err.Error()
+	// A script can raise an error of any size; logs and load errors get
+	// its start, which holds the position.
+	if len(msg) > maxErrText {
+		msg = msg[:maxErrText] + "..."
+	}
+	return msg
 }
+
+// maxErrText bounds the error text that is logged or returned.
+const maxErrText = 512
 
 // errSite extracts "file:line" from a Lua error message, or returns
 // fallback when the message has no position.

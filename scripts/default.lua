@@ -36,7 +36,11 @@
 -- table, string, math, os.time and os.date. require("mycached") gives
 -- cache.get/set/delete, log.info/warn(msg, key, value, ...), now(),
 -- metrics.inc(name), null and default_ttl (--default-ttl in seconds).
--- Globals cannot be created after load.
+-- Globals cannot be created after load, and the libraries and the mycached
+-- table are read-only. Each call must finish within --policy-timeout and
+-- may build a few MiB of strings and tables through the libraries and ..
+-- (more for a large statement); past either it is stopped, and the
+-- statement is served without caching.
 
 local mycached = require("mycached")
 

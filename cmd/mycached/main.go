@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mycached/mycached/cachepolicy"
 	"github.com/mycached/mycached/mysqlproxy"
 )
 
@@ -25,7 +26,8 @@ func main() {
 }
 
 // realMain returns the exit status: 0 for a clean stop or --help, 1 when
-// serving fails, 2 for bad configuration.
+// serving fails, 2 for bad configuration, which includes a policy script
+// that does not load at startup.
 func realMain(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "check-policy" {
 		return checkPolicy(args[1:], stdout, stderr)
@@ -40,9 +42,20 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := run(context.Background(), opts, stderr); err != nil {
 		fmt.Fprintf(stderr, "mycached: %s\n", oneLine(err))
+		if policyLoadFailed(err) {
+			return 2
+		}
 		return 1
 	}
 	return 0
+}
+
+// policyLoadFailed reports whether err is a --policy script that could not
+// be read, compiled or run at startup: a configuration error, whose message
+// names the file and line.
+func policyLoadFailed(err error) bool {
+	return errors.Is(err, cachepolicy.ErrRead) || errors.Is(err, cachepolicy.ErrCompile) ||
+		errors.Is(err, cachepolicy.ErrTopLevel)
 }
 
 // oneLine keeps an error on one line, so that a supervisor's log shows it whole.

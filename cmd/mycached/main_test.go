@@ -97,6 +97,41 @@ func TestBinary(t *testing.T) {
 		})
 	}
 
+	// A policy that does not load at startup is bad configuration too: exit
+	// 2, one line naming the file and, where there is one, the line.
+	t.Run("policy does not load", func(t *testing.T) {
+		dir := t.TempDir()
+		write := func(name, text string) string {
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		tests := []struct {
+			name, file, want string
+		}{
+			{"syntax", write("syntax.lua", "function cache(q)\n  return {\nend\n"), "syntax.lua:3"},
+			{"top level", write("toplevel.lua", "local x = 1\nerror(\"no\")\n"), "toplevel.lua:2"},
+			{"missing", filepath.Join(dir, "missing.lua"), "missing.lua"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				out, errOut, code := runBinary(t, bin, "--listen", "127.0.0.1:0", "--policy", tt.file)
+				if code != 2 {
+					t.Errorf("exit: got %d, want 2 (stderr %q)", code, errOut)
+				}
+				if out != "" {
+					t.Errorf("stdout: got %q, want nothing", out)
+				}
+				lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+				if len(lines) != 1 || !strings.HasPrefix(lines[0], "mycached: ") || !strings.Contains(lines[0], tt.want) {
+					t.Errorf("stderr: got %q, want one line naming %s", errOut, tt.want)
+				}
+			})
+		}
+	})
+
 	t.Run("check-policy", func(t *testing.T) {
 		out, errOut, code := runBinary(t, bin, "check-policy", "../../scripts/default.lua")
 		if code != 0 || !strings.Contains(out, "ttl") {
