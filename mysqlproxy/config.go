@@ -115,6 +115,9 @@ type Config struct {
 	PolicyEngine cachepolicy.Policy
 	// PolicyTimeout is the deadline of each Lua hook call (default 5ms).
 	PolicyTimeout time.Duration
+	// PolicyMemory bounds what each Lua hook call may allocate through the
+	// libraries, beyond twice its statement's size (default 4 MiB).
+	PolicyMemory int64
 
 	// AdminUsers may run the admin pseudo-queries (default ["root"]).
 	AdminUsers []string

@@ -125,6 +125,7 @@ func NewServer(cfg Config) (*Server, error) {
 	case policy == nil:
 		eng, err := cachepolicy.Load(cfg.Policy, cachepolicy.Options{
 			Timeout:    cfg.PolicyTimeout,
+			MaxMemory:  cfg.PolicyMemory,
 			Logger:     cfg.Logger,
 			KV:         s.kv.LuaKV(),
 			Metrics:    s.scriptMetric,
@@ -289,6 +290,11 @@ func (s *Server) Close() error {
 	defer s.store.Close()
 	defer s.coh.close()
 	s.stopAccepting()
+	if s.engine != nil {
+		// Statements still running get no policy decision (they are served
+		// uncached); Close never waits on a hook.
+		s.engine.Close()
+	}
 	s.mu.Lock()
 	for sess := range s.sessions {
 		_ = sess.Client.NetConn.Close()

@@ -57,6 +57,7 @@ type options struct {
 
 	policy        []string
 	policyTimeout time.Duration
+	policyMemory  int64
 
 	adminUsers  []string
 	kvPrefix    string
@@ -98,6 +99,7 @@ func defaultOptions() options {
 		consistency:         "strict",
 		maxStaleness:        time.Second,
 		policyTimeout:       5 * time.Millisecond,
+		policyMemory:        4 << 20,
 		adminUsers:          []string{"root"},
 		kvPrefix:            "kv:",
 		kvMaxBytes:          8 << 20,
@@ -144,6 +146,7 @@ func flagDefs(o *options) []flagDef {
 
 		{"Policy", "policy", "FILE,...", &listValue{p: &o.policy}, "Lua policy scripts, loaded in order", "the built-in default.lua"},
 		{"Policy", "policy-timeout", "DURATION", durationValue{&o.policyTimeout}, "deadline of each Lua hook call; then the query is not cached", ""},
+		{"Policy", "policy-memory", "SIZE", sizeValue{&o.policyMemory}, "what each Lua hook call may allocate in strings and tables built by the libraries, beyond twice its statement's size; then it is killed and the query is not cached", ""},
 
 		{"Access", "admin-users", "USER,...", &listValue{p: &o.adminUsers}, "users who may run admin pseudo-queries; empty: nobody", ""},
 		{"Access", "kv-users", "USER,...", &listValue{p: &o.kvUsers}, "users who may use key/value pseudo-queries", "every user"},
@@ -377,7 +380,7 @@ func (o *options) check() error {
 	ints := []struct {
 		flag string
 		n    int64
-	}{{"compress-min-bytes", o.compressMinBytes}, {"kv-max-bytes", o.kvMaxBytes}, {"max-packet", o.maxPacket}}
+	}{{"compress-min-bytes", o.compressMinBytes}, {"kv-max-bytes", o.kvMaxBytes}, {"max-packet", o.maxPacket}, {"policy-memory", o.policyMemory}}
 	for _, i := range ints {
 		if i.n > 1<<31-1 {
 			return fmt.Errorf("--%s: %s is more than 2GiB", i.flag, formatSize(i.n))

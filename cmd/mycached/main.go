@@ -111,6 +111,7 @@ func proxyConfig(o options, logger *slog.Logger) mysqlproxy.Config {
 		StateDir:            o.stateDir,
 		Policy:              o.policy,
 		PolicyTimeout:       o.policyTimeout,
+		PolicyMemory:        o.policyMemory,
 		// Never nil: an empty --admin-users means nobody, not the default root.
 		AdminUsers:      append([]string{}, o.adminUsers...),
 		KVPrefix:        o.kvPrefix,

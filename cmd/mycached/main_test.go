@@ -171,6 +171,7 @@ func TestProxyConfig(t *testing.T) {
 		MaxStaleness:        time.Second,
 		Policy:              []string{"a.lua"},
 		PolicyTimeout:       5 * time.Millisecond,
+		PolicyMemory:        4 << 20,
 		AdminUsers:          []string{},
 		KVPrefix:            "kv:",
 		KVMaxBytes:          8 << 20,

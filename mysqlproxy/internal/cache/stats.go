@@ -55,7 +55,7 @@ func NewStats(reg *metrics.Registry, st *store.Store, sessions func() int) *Stat
 func (s *Stats) PolicyMetrics(e *cachepolicy.Engine) {
 	s.reg.GaugeFunc("mycached_policy_calls", "Policy hook calls that entered Lua.", func() float64 { return float64(e.Stats().Calls) })
 	s.reg.GaugeFunc("mycached_policy_memo_hits", "Policy decisions answered from the per-shape memo.", func() float64 { return float64(e.Stats().MemoHits) })
-	s.reg.GaugeFunc("mycached_policy_kills", "Policy hook calls killed at their deadline.", func() float64 { return float64(e.Stats().Kills) })
+	s.reg.GaugeFunc("mycached_policy_kills", "Policy hook calls killed past their deadline or memory budget, or by shutdown.", func() float64 { return float64(e.Stats().Kills) })
 	s.reg.GaugeFunc("mycached_policy_errors", "Policy hook calls that raised an error.", func() float64 { return float64(e.Stats().Errors) })
 	s.reg.GaugeFunc("mycached_policy_bad_results", "Policy hook calls that returned a result of the wrong shape.", func() float64 { return float64(e.Stats().BadResults) })
 }
