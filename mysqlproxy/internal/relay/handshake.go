@@ -173,10 +173,15 @@ func parseChangeUser(p []byte, caps uint32) (Hello, error) {
 // setCaps rewrites the capability flags of a handshake response for the
 // backend side: CLIENT_SSL must say whether this hop is encrypted, since a
 // server that sees it expects a TLS hello next.
-func setCaps(p []byte, backendTLS bool) {
+func setCaps(p []byte, backendTLS, track bool) {
 	caps := binary.LittleEndian.Uint32(p) &^ (maskedCaps | mysql.CLIENT_SSL)
 	if backendTLS {
 		caps |= mysql.CLIENT_SSL
+	}
+	if track {
+		// Asked for whatever the client asked: mycached reads the state
+		// changes, and passes on only what the client asked for.
+		caps |= mysql.CLIENT_SESSION_TRACK
 	}
 	binary.LittleEndian.PutUint32(p, caps)
 	if caps&mysql.CLIENT_LONG_PASSWORD == 0 && len(p) >= SSLRequestLen {
@@ -242,6 +247,8 @@ func (s *Session) handshake() (bool, error) {
 	s.Hello = hello
 	s.Caps = hello.Caps & g.caps
 	s.TLS = clientTLS
+	s.Track = g.caps&mysql.CLIENT_SESSION_TRACK != 0
+	s.ClientTrack = s.Caps&mysql.CLIENT_SESSION_TRACK != 0
 
 	// The backend hop: TLS when offered and allowed.
 	backendTLS := false
@@ -257,7 +264,7 @@ func (s *Session) handshake() (bool, error) {
 	if backendTLS {
 		var req [SSLRequestLen]byte
 		copy(req[:], resp[:SSLRequestLen])
-		setCaps(req[:], true)
+		setCaps(req[:], true, s.Track)
 		if _, err := s.Backend.WritePacket(req[:], bseq); err != nil {
 			return false, s.backendFailure(err)
 		}
@@ -271,48 +278,77 @@ func (s *Session) handshake() (bool, error) {
 		}
 		bseq++
 	}
-	setCaps(resp, backendTLS)
+	setCaps(resp, backendTLS, s.Track)
 	// The two hops may differ by one packet (each SSL request takes a
 	// sequence id), so every auth packet is renumbered by the difference.
 	delta := bseq - cseq
-	return s.authExchange(resp, cseq+delta, delta)
+	ok, okp, okSeq, err := s.authExchange(resp, cseq+delta, delta)
+	if !ok || err != nil {
+		return ok, err
+	}
+	return true, s.finishAuth(okp, okSeq)
+}
+
+// finishAuth sets the authenticated backend session up, then tells the
+// client it is in, with the OK the backend sent (seq is its sequence id
+// toward the client).
+func (s *Session) finishAuth(okp []byte, seq byte) error {
+	o, perr := wire.ParseOKPacket(okp, s.Track)
+	if err := s.setupSession(); err != nil {
+		return err
+	}
+	if perr == nil {
+		s.Status = o.Status
+		var t Tracked
+		if o.State != nil {
+			o.State = s.noteState(o.State, &t)
+		}
+		okp = wire.AppendOKPacket(nil, o, s.ClientTrack)
+	}
+	if _, err := s.Client.WritePacket(okp, seq); err != nil {
+		return ClientError{err}
+	}
+	if err := s.Client.W.Flush(); err != nil {
+		return ClientError{err}
+	}
+	return nil
 }
 
 // authExchange forwards first (the handshake response or COM_CHANGE_USER)
 // to the backend with sequence id seq, then relays the auth exchange in
 // both directions until OK or ERR. Backend packets go to the client
-// renumbered by -delta, client packets to the backend by +delta.
-func (s *Session) authExchange(first []byte, seq, delta byte) (bool, error) {
+// renumbered by -delta, client packets to the backend by +delta; the
+// final OK is returned instead, with its sequence id toward the client,
+// for finishAuth.
+func (s *Session) authExchange(first []byte, seq, delta byte) (bool, []byte, byte, error) {
 	buf := first
 	if _, err := s.Backend.WritePacket(first, seq); err != nil {
-		return false, s.backendFailure(err)
+		return false, nil, 0, s.backendFailure(err)
 	}
 	if err := s.Backend.W.Flush(); err != nil {
-		return false, s.backendFailure(err)
+		return false, nil, 0, s.backendFailure(err)
 	}
 	for {
 		p, bseq, err := s.Backend.ReadPacket(buf, 1<<20)
 		if err != nil {
-			return false, s.backendFailure(err)
+			return false, nil, 0, s.backendFailure(err)
 		}
 		buf = p
+		if len(p) == 0 {
+			return false, nil, 0, errBadGreeting
+		}
+		if p[0] == mysql.OK_HEADER {
+			return true, append([]byte(nil), p...), bseq - delta, nil
+		}
 		if _, err := s.Client.WritePacket(p, bseq-delta); err != nil {
-			return false, ClientError{err}
+			return false, nil, 0, ClientError{err}
 		}
 		if err := s.Client.W.Flush(); err != nil {
-			return false, ClientError{err}
-		}
-		if len(p) == 0 {
-			return false, errBadGreeting
+			return false, nil, 0, ClientError{err}
 		}
 		switch {
-		case p[0] == mysql.OK_HEADER:
-			if o, ok := wire.ParseOK(p); ok {
-				s.Status = o.Status
-			}
-			return true, nil
 		case p[0] == mysql.ERR_HEADER:
-			return false, nil
+			return false, nil, 0, nil
 		case p[0] == mysql.MORE_DATE_HEADER && len(p) == 2 && p[1] == 3:
 			// caching_sha2_password's fast-auth success: the server's OK
 			// follows with nothing from the client.
@@ -320,15 +356,15 @@ func (s *Session) authExchange(first []byte, seq, delta byte) (bool, error) {
 		}
 		c, cseq, err := s.Client.ReadPacket(buf, 1<<20)
 		if err != nil {
-			return false, ClientError{err}
+			return false, nil, 0, ClientError{err}
 		}
 		buf = c
 		s.ErrSeq = cseq + 1
 		if _, err := s.Backend.WritePacket(c, cseq+delta); err != nil {
-			return false, s.backendFailure(err)
+			return false, nil, 0, s.backendFailure(err)
 		}
 		if err := s.Backend.W.Flush(); err != nil {
-			return false, s.backendFailure(err)
+			return false, nil, 0, s.backendFailure(err)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"io"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -39,6 +40,9 @@ type Response struct {
 	Bytes       int64 // wire bytes relayed
 	LocalInfile bool
 	Cursor      bool // a cursor was opened: rows come by COM_STMT_FETCH
+	// Tracked is what the response's OK packets said of the session's
+	// state, when the backend tracks it.
+	Tracked Tracked
 }
 
 // Failed reports whether any result of the response was an error.
@@ -68,6 +72,9 @@ type Relayer struct {
 	Resp    Response
 
 	pktStart int
+	okBuf    []byte // an OK packet being rewritten
+	outBuf   []byte // its client version
+	teeBuf   []byte // its tee version
 	// StatusOffs are the offsets in Tee of the status flags of EOF and OK
 	// packets, so that a replay can put a session's own there.
 	StatusOffs []int
@@ -127,6 +134,106 @@ func (r *Relayer) packet() ([]byte, int, error) {
 	}
 }
 
+// okAt says what may stand where a packet is read: an OK packet (00),
+// a result set's closing OK (FE, with CLIENT_DEPRECATE_EOF), or neither.
+type okAt uint8
+
+const (
+	noOK okAt = iota
+	okOrTerminator
+	terminatorOnly
+)
+
+// packetAt relays one logical packet where an OK packet may stand. When
+// the backend tracks session state, an OK is read whole and rewritten for
+// the client (and for the tee) by rewriteOK; anything else goes through
+// packet.
+func (r *Relayer) packetAt(at okAt) ([]byte, int, error) {
+	if !r.S.Track || at == noOK {
+		return r.packet()
+	}
+	b := r.S.Backend
+	h, err := b.R.Peek(4)
+	if err != nil {
+		return nil, 0, BackendError{err}
+	}
+	n := wire.PayloadLen(h)
+	if n == 0 || n >= wire.MaxPayload {
+		return r.packet()
+	}
+	h, err = b.R.Peek(5)
+	if err != nil {
+		return nil, 0, BackendError{err}
+	}
+	switch {
+	case h[4] == mysql.OK_HEADER && at == okOrTerminator:
+	case h[4] == mysql.EOF_HEADER && n >= 7:
+	default:
+		return r.packet()
+	}
+	return r.rewriteOK(n, h[3])
+}
+
+// rewriteOK relays an OK packet of n bytes whose header the reader still
+// holds: the session notes the state changes it carries, the client gets
+// the ones it asked to track in its own encoding, and the tee gets the OK
+// without any, as every client can read it.
+func (r *Relayer) rewriteOK(n int, seq byte) ([]byte, int, error) {
+	b := r.S.Backend
+	_, _ = b.R.Discard(4)
+	r.okBuf = grow(r.okBuf[:0], n)
+	if _, err := io.ReadFull(b.R, r.okBuf); err != nil {
+		return nil, 0, BackendError{err}
+	}
+	p := r.okBuf
+	r.LastSeq = seq
+	r.pktStart = len(r.Tee)
+	o, err := wire.ParseOKPacket(p, true)
+	out := p
+	tee := p
+	if err == nil {
+		var state []byte
+		if o.State != nil {
+			state = r.S.noteState(o.State, &r.Resp.Tracked)
+		}
+		co := o
+		co.State = state
+		r.outBuf = wire.AppendOKPacket(r.outBuf[:0], co, r.S.ClientTrack)
+		out = r.outBuf
+		to := o
+		to.State = nil
+		r.teeBuf = wire.AppendOKPacket(r.teeBuf[:0], to, false)
+		tee = r.teeBuf
+		if len(o.Info) > 0 {
+			// The info string is encoded differently for clients that
+			// track state: such an OK is not kept to replay.
+			r.Tee = nil
+		}
+	}
+	w := r.out()
+	var h [4]byte
+	h[0], h[1], h[2], h[3] = byte(len(out)), byte(len(out)>>8), byte(len(out)>>16), seq
+	if _, err := w.Write(h[:]); err != nil {
+		return nil, 0, ClientError{err}
+	}
+	if _, err := w.Write(out); err != nil {
+		return nil, 0, ClientError{err}
+	}
+	th := [4]byte{byte(len(tee)), byte(len(tee) >> 8), byte(len(tee) >> 16), seq}
+	r.teeBytes(th[:])
+	r.teeBytes(tee)
+	r.Resp.Bytes += int64(len(out)) + 4
+	head := r.head[:copy(r.head[:], out)]
+	return head, len(out), nil
+}
+
+func grow(b []byte, n int) []byte {
+	if cap(b) >= n {
+		return b[:n]
+	}
+	return make([]byte, n)
+}
+
 func (r *Relayer) teeBytes(b []byte) {
 	if r.Tee == nil {
 		return
@@ -163,7 +270,7 @@ func (r *Relayer) Relay(mode RespMode) error {
 // results relays OK, ERR, EOF or result sets, following MORE_RESULTS.
 func (r *Relayer) results() error {
 	for {
-		head, n, err := r.packet()
+		head, n, err := r.packetAt(okOrTerminator)
 		if err != nil {
 			return err
 		}
@@ -220,7 +327,11 @@ func (r *Relayer) results() error {
 func (r *Relayer) columns(n int) error {
 	r.Resp.Columns = max(n, 0)
 	for i := 0; n < 0 || i < n; i++ {
-		head, size, err := r.packet()
+		at := noOK
+		if n < 0 {
+			at = terminatorOnly
+		}
+		head, size, err := r.packetAt(at)
 		if err != nil {
 			return err
 		}
@@ -257,7 +368,7 @@ func (r *Relayer) columns(n int) error {
 // rows relays rows up to and including the terminating EOF, OK or ERR.
 func (r *Relayer) rows() error {
 	for {
-		head, n, err := r.packet()
+		head, n, err := r.packetAt(terminatorOnly)
 		if err != nil {
 			return err
 		}

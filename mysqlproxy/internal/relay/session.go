@@ -98,6 +98,22 @@ type Session struct {
 	// Last is the parsed view of the last response the client got.
 	Last Response
 
+	// Track says the backend session reports its state changes
+	// (CLIENT_SESSION_TRACK, with every tracker on); ClientTrack says the
+	// client asked for them too.
+	Track, ClientTrack bool
+	clientTrack        clientTrackers
+	trackersChanged    bool // the client changed the trackers: turn ours back on
+	// Vars are the session variables changed since the session began, as
+	// the server reports them; VarsGen counts their changes.
+	Vars    map[string]string
+	VarsGen uint64
+	// Identity is the account the server matched, with the roles in
+	// force, as SHOW GRANTS names them; IdentityStale says it may have
+	// changed since (SET ROLE, or a change no tracker shows).
+	Identity      string
+	IdentityStale bool
+
 	buf     []byte // the command packet being handled
 	stmts   map[uint32]*Stmt
 	handler Handler
@@ -222,7 +238,21 @@ func (s *Session) relayCommand(p []byte) error {
 	if before&mysql.SERVER_STATUS_IN_TRANS != 0 && s.Status&mysql.SERVER_STATUS_IN_TRANS == 0 {
 		s.handler.TxEnded()
 	}
+	if err == nil && s.trackersChanged {
+		err = s.restoreTrackers()
+	}
 	return err
+}
+
+// RefreshIdentity learns the session's account and roles again, when they
+// may have changed. It runs a statement of mycached's own, so call it just
+// before relaying a statement that resets what that one leaves behind
+// (ROW_COUNT(), warnings): a read.
+func (s *Session) RefreshIdentity() error {
+	if !s.IdentityStale {
+		return nil
+	}
+	return s.learnIdentity()
 }
 
 // dispatch handles one command packet: the handler first, then the
@@ -275,6 +305,11 @@ func (s *Session) dispatch(p []byte) error {
 		}
 		if s.Last.Kind == RespOK {
 			clear(s.stmts)
+			// The reset turned the trackers back to their defaults, and
+			// the roles to the account's default ones.
+			if err := s.setupSession(); err != nil {
+				return err
+			}
 			s.handler.Reset()
 		}
 		return nil
@@ -330,7 +365,7 @@ func (s *Session) changeUser(p []byte) error {
 	if err != nil {
 		return err
 	}
-	ok, err := s.authExchange(p, 0, 0)
+	ok, okp, okSeq, err := s.authExchange(p, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -340,6 +375,9 @@ func (s *Session) changeUser(p []byte) error {
 			s.Hello.Charset = h.Charset
 		}
 		clear(s.stmts)
+		if err := s.finishAuth(okp, okSeq); err != nil {
+			return err
+		}
 		s.handler.Reset()
 		s.Log = s.Log.With("user", h.User)
 	}

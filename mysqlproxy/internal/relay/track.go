@@ -1,0 +1,379 @@
+package relay
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/wire"
+)
+
+// Session state from the server. mycached asks the backend for
+// CLIENT_SESSION_TRACK whatever the client asked, and sets the session's
+// trackers to report every system variable, the current schema and any
+// other change of state. Each OK packet then says what the statement
+// changed, however it was changed (SET x=?, SET x=@v, EXECUTE IMMEDIATE,
+// a stored routine, a failed multi-statement), in the values the server
+// holds. The session keeps them in Vars; the client gets the changes it
+// asked to track, or none.
+
+// trackersSQL turns on every tracker mycached reads.
+const trackersSQL = "SET SESSION session_track_system_variables='*', session_track_schema=ON, session_track_state_change=ON"
+
+// clientTrackers are the trackers the client itself has on: what it gets
+// of the session state changes.
+type clientTrackers struct {
+	vars   map[string]bool // tracked system variables, lower case; nil with all
+	all    bool            // "*"
+	schema bool
+	state  bool
+}
+
+// parseTrackedVars reads a session_track_system_variables value.
+func (t *clientTrackers) setVars(v string) {
+	t.all, t.vars = false, map[string]bool{}
+	for _, n := range strings.Split(v, ",") {
+		n = strings.ToLower(strings.TrimSpace(n))
+		if n == "*" {
+			t.all = true
+		}
+		if n != "" {
+			t.vars[n] = true
+		}
+	}
+}
+
+// set applies a change of one of the session_track_* variables.
+func (t *clientTrackers) set(name, v string) {
+	on := strings.EqualFold(v, "ON") || v == "1"
+	switch name {
+	case "session_track_system_variables":
+		t.setVars(v)
+	case "session_track_schema":
+		t.schema = on
+	case "session_track_state_change":
+		t.state = on
+	}
+}
+
+// Tracked is what one response said of the session's state.
+type Tracked struct {
+	Vars   map[string]string // system variables it changed
+	Schema bool              // the current schema changed
+	// Unseen says the state changed in ways no tracker shows: user
+	// variables, prepared statements, temporary tables, the active roles.
+	Unseen bool
+}
+
+// noteState applies the state changes of an OK packet to the session, and
+// returns the part of them the client asked to track.
+func (s *Session) noteState(raw []byte, t *Tracked) []byte {
+	entries, err := wire.ParseState(raw)
+	if err != nil {
+		// Unreadable: the state may have changed in any way.
+		t.Unseen = true
+		return nil
+	}
+	var keep []wire.StateEntry
+	sawVar, sawState := false, false
+	for _, e := range entries {
+		switch e.Type {
+		case wire.TrackSystemVariables:
+			name, rest, ok := wire.LenencString(e.Data)
+			val, _, ok2 := wire.LenencString(rest)
+			if !ok || !ok2 {
+				t.Unseen = true
+				continue
+			}
+			n := strings.ToLower(string(name))
+			s.setVar(n, string(val))
+			if t.Vars == nil {
+				t.Vars = map[string]string{}
+			}
+			t.Vars[n] = string(val)
+			sawVar = true
+			if strings.HasPrefix(n, "session_track_") {
+				s.trackersChanged = true
+				s.clientTrack.set(n, string(val))
+			}
+			if s.clientTrack.all || s.clientTrack.vars[n] {
+				keep = append(keep, e)
+			}
+		case wire.TrackSchema:
+			if name, _, ok := wire.LenencString(e.Data); ok {
+				s.Hello.DB = string(name)
+				t.Schema = true
+				sawVar = true
+			} else {
+				t.Unseen = true
+			}
+			if s.clientTrack.schema {
+				keep = append(keep, e)
+			}
+		case wire.TrackStateChange:
+			sawState = true
+			if s.clientTrack.state {
+				keep = append(keep, e)
+			}
+		default:
+			// GTIDs and transaction information, which mycached does not
+			// ask for; pass them on.
+			keep = append(keep, e)
+		}
+	}
+	if sawState && !sawVar {
+		t.Unseen = true
+	}
+	if !s.ClientTrack || len(keep) == 0 {
+		return nil
+	}
+	return wire.AppendState(nil, keep)
+}
+
+// setVar records a session variable's value as the server reports it.
+func (s *Session) setVar(name, val string) {
+	if s.Vars == nil {
+		s.Vars = map[string]string{}
+	}
+	if old, ok := s.Vars[name]; ok && old == val {
+		return
+	}
+	s.Vars[name] = val
+	s.VarsGen++
+}
+
+// ownResult is the response to one of mycached's own statements.
+type ownResult struct {
+	err  error
+	cols []string
+	rows [][]string
+}
+
+// errOwn means a statement of mycached's own failed on the backend.
+var errOwn = errors.New("relay: statement failed")
+
+// ownQueries runs statements of mycached's own on the backend session,
+// sent together and answered in order, before the client's next command.
+// Their state changes are applied but not passed to the client.
+func (s *Session) ownQueries(qs ...string) ([]ownResult, error) {
+	for _, q := range qs {
+		if _, err := s.Backend.WritePacket(append([]byte{mysql.COM_QUERY}, q...), 0); err != nil {
+			return nil, BackendError{err}
+		}
+	}
+	if err := s.Backend.W.Flush(); err != nil {
+		return nil, BackendError{err}
+	}
+	out := make([]ownResult, len(qs))
+	var buf []byte
+	read := func() ([]byte, error) {
+		b, _, err := s.Backend.ReadPacket(buf, s.opts.MaxPacket)
+		if err != nil {
+			return nil, BackendError{err}
+		}
+		buf = b
+		return b, nil
+	}
+	for i := range qs {
+		p, err := read()
+		if err != nil {
+			return nil, err
+		}
+		if len(p) == 0 {
+			return nil, BackendError{errors.New("relay: empty response")}
+		}
+		switch p[0] {
+		case mysql.OK_HEADER:
+			if o, err := wire.ParseOKPacket(p, s.Track); err == nil {
+				s.Status = o.Status
+				if o.State != nil {
+					var t Tracked
+					s.noteState(o.State, &t)
+				}
+			}
+			continue
+		case mysql.ERR_HEADER:
+			code, _, msg := wire.ParseErr(p)
+			out[i].err = errorf(code, msg)
+			continue
+		}
+		n, _ := wire.Lenenc(p)
+		for range n {
+			c, err := read()
+			if err != nil {
+				return nil, err
+			}
+			out[i].cols = append(out[i].cols, columnName(c))
+		}
+		if !s.DeprecateEOF() {
+			if _, err := read(); err != nil {
+				return nil, err
+			}
+		}
+		for {
+			r, err := read()
+			if err != nil {
+				return nil, err
+			}
+			if len(r) > 0 && r[0] == mysql.ERR_HEADER {
+				out[i].err = errOwn
+				break
+			}
+			if len(r) > 0 && wire.IsTerminator(r[0], len(r)) {
+				if o, err := wire.ParseOKPacket(r, s.Track); err == nil && len(r) >= 7 {
+					s.Status = o.Status
+				} else if len(r) == 5 {
+					s.Status, _ = wire.ParseEOF(r)
+				}
+				break
+			}
+			out[i].rows = append(out[i].rows, textRow(r))
+		}
+	}
+	return out, nil
+}
+
+type ownError struct {
+	code uint16
+	msg  string
+}
+
+func (e ownError) Error() string { return "relay: server error " + e.msg }
+
+func errorf(code uint16, msg string) error { return ownError{code, msg} }
+
+// columnName reads the name of a column definition packet.
+func columnName(p []byte) string {
+	rest := p
+	for i := 0; i < 4; i++ { // catalog, schema, table, org_table
+		_, r, ok := wire.LenencString(rest)
+		if !ok {
+			return ""
+		}
+		rest = r
+	}
+	name, _, _ := wire.LenencString(rest)
+	return string(name)
+}
+
+// textRow reads a text protocol row (NULL as "").
+func textRow(b []byte) []string {
+	var row []string
+	for len(b) > 0 {
+		if b[0] == 0xfb {
+			row = append(row, "")
+			b = b[1:]
+			continue
+		}
+		v, rest, ok := wire.LenencString(b)
+		if !ok {
+			return row
+		}
+		row = append(row, string(v))
+		b = rest
+	}
+	return row
+}
+
+// setupSession prepares a freshly authenticated backend session: it turns
+// the trackers on (learning first what the client itself tracks, when it
+// asked for tracking) and learns the account and roles in force. It runs
+// before the client hears that authentication succeeded.
+func (s *Session) setupSession() error {
+	s.Vars, s.VarsGen = nil, s.VarsGen+1
+	if !s.Track {
+		return s.learnIdentity()
+	}
+	qs := []string{}
+	if s.ClientTrack {
+		qs = append(qs, "SHOW VARIABLES LIKE 'session\\_track\\_%'")
+	}
+	qs = append(qs, trackersSQL, showGrants)
+	res, err := s.ownQueries(qs...)
+	if err != nil {
+		return err
+	}
+	if s.ClientTrack {
+		s.clientTrack = clientTrackers{}
+		for _, r := range res[0].rows {
+			if len(r) == 2 {
+				s.clientTrack.set(strings.ToLower(r[0]), r[1])
+			}
+		}
+		res = res[1:]
+	}
+	s.trackersChanged = false
+	if res[0].err != nil {
+		// A server without the trackers: state comes from parsing.
+		s.Track = false
+	}
+	s.setIdentity(res[1])
+	return nil
+}
+
+// restoreTrackers turns mycached's trackers back on after the client
+// changed them itself.
+func (s *Session) restoreTrackers() error {
+	s.trackersChanged = false
+	res, err := s.ownQueries(trackersSQL)
+	if err != nil {
+		return err
+	}
+	if res[0].err != nil {
+		s.Track = false
+	}
+	return nil
+}
+
+// showGrants names the account the server matched and, with them, the
+// roles in force; SHOW rather than SELECT CURRENT_USER(), so that the
+// server's Com_select counts only the client's statements.
+const showGrants = "SHOW GRANTS"
+
+// learnIdentity asks the backend who the session is.
+func (s *Session) learnIdentity() error {
+	res, err := s.ownQueries(showGrants)
+	if err != nil {
+		return err
+	}
+	s.setIdentity(res[0])
+	return nil
+}
+
+// setIdentity reads SHOW GRANTS: the column is "Grants for user@host",
+// and the grants of the active roles are the lines granted to a name
+// without a host.
+func (s *Session) setIdentity(r ownResult) {
+	s.IdentityStale = false
+	if r.err != nil || len(r.cols) != 1 || !strings.HasPrefix(r.cols[0], "Grants for ") {
+		// Unknown: a scope of this connection's own, shared with nobody.
+		s.Identity = "?" + s.ClientAddr + "#" + strconv.FormatUint(s.ID, 10)
+		return
+	}
+	id := strings.TrimPrefix(r.cols[0], "Grants for ")
+	var roles []string
+	for _, row := range r.rows {
+		if len(row) == 0 {
+			continue
+		}
+		i := strings.LastIndex(row[0], " TO ")
+		if i < 0 {
+			continue
+		}
+		grantee := strings.TrimSpace(row[0][i+4:])
+		if j := strings.Index(grantee, " "); j >= 0 {
+			grantee = grantee[:j] // " WITH GRANT OPTION", " IDENTIFIED BY ..."
+		}
+		if !strings.Contains(grantee, "@") && !slices.Contains(roles, grantee) {
+			roles = append(roles, grantee)
+		}
+	}
+	slices.Sort(roles)
+	if len(roles) > 0 {
+		id += "+" + strings.Join(roles, "+")
+	}
+	s.Identity = id
+}
