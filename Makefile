@@ -21,7 +21,13 @@ DEPS_CHECKS := \
 	'libmariadb-java=test -f /usr/share/java/mariadb-java-client.jar' \
 	'libjavassist-java=test -f /usr/share/java/javassist.jar' \
 	'libehcache-java=test -f /usr/share/java/ehcache-core.jar' \
-	'libslf4j-java=test -f /usr/share/java/slf4j-nop.jar'
+	'libslf4j-java=test -f /usr/share/java/slf4j-nop.jar' \
+	'python3-mysqldb=/usr/bin/python3 -c "import MySQLdb"' \
+	'php-cli=command -v php' \
+	'php-mysql=php -m | grep -qx mysqli && php -m | grep -qx pdo_mysql' \
+	'ruby-mysql2=ruby -rmysql2 -e 1' \
+	'libdbd-mariadb-perl=perl -MDBD::MariaDB -e 1' \
+	'node-mysql=command -v node && test -f /usr/share/nodejs/mysql/index.js'
 
 .PHONY: deps test lint build
 
