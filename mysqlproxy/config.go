@@ -119,14 +119,21 @@ type Config struct {
 	// libraries, beyond twice its statement's size (default 4 MiB).
 	PolicyMemory int64
 
-	// AdminUsers may run the admin pseudo-queries (default ["root"]).
+	// AdminUsers are the accounts that may run the admin pseudo-queries,
+	// each a user name (any host) or user@host as the server matched it
+	// (default ["root"]). For everyone else the statements go to the
+	// server, which answers them as the syntax errors they are.
 	AdminUsers []string
 
 	// KVPrefix namespaces key/value pairs in the cache tier (default "kv:").
 	KVPrefix string
 	// KVMaxBytes is the largest kv value accepted (default 8 MiB).
 	KVMaxBytes int
-	// KVUsers restricts kv to these users; empty means every authenticated user.
+	// KVUsers are the accounts that may use kv on the main listener, each
+	// a user name (any host) or user@host as the server matched it; empty
+	// means none. SELECT "x" is SQL too, so for everyone else every
+	// statement goes to the server. The kv-only listener serves every
+	// form to the users of KVPasswords.
 	KVUsers []string
 	// KVPerUser gives each user their own kv namespace (prefix + user + ":").
 	KVPerUser bool

@@ -29,6 +29,12 @@ func startFleet(t *testing.T, m *testenv.MariaDB, cfg mysqlproxy.Config) *fleet 
 	f := &fleet{m: m, mc: privateMemcached(t)}
 	cfg.Backend = m.Addr
 	cfg.Memcached = []string{f.mc.Addr}
+	if cfg.MemcachedTimeout == 0 {
+		// On a loaded machine a 50 ms lookup may time out and fail open,
+		// which is right for the application and wrong for a test that
+		// checks what was served from the cache.
+		cfg.MemcachedTimeout = 5 * time.Second
+	}
 	f.a = startProxy(t, withBinlog(cfg))
 	f.b = startProxy(t, withBinlog(cfg))
 	f.name = m.NewDatabase(t)

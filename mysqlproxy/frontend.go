@@ -59,7 +59,9 @@ func (f *frontend) query(p []byte) error {
 	if handled, err := f.admin.Query(sql); handled {
 		return err
 	}
-	return f.cache.Query(p, sql)
+	err := f.cache.Query(p, sql)
+	f.admin.After()
+	return err
 }
 
 func (f *frontend) prepare(p []byte) error {

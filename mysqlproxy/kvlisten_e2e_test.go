@@ -71,7 +71,7 @@ func TestKVListenForms(t *testing.T) {
 			for _, mode := range []string{"", "interpolateParams=true"} {
 				db := openDB(t, testenv.DSNFor(addr, "app", kvPass, "", mode))
 				db.SetMaxOpenConns(1)
-				checkKVForms(t, db, mode)
+				checkKVForms(t, db, mode, true)
 			}
 		})
 	}

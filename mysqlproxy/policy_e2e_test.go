@@ -510,7 +510,7 @@ func TestPolicyFKCascade(t *testing.T) {
 				"FOREIGN KEY (customer_id) REFERENCES customers (id) ON DELETE CASCADE) ENGINE=InnoDB")
 			m.Exec(t, "INSERT INTO "+db+".customers VALUES (1, 'ann'), (2, 'bo')")
 			m.Exec(t, "INSERT INTO "+db+".orders VALUES (10, 1), (11, 1), (20, 2)")
-			cfg := mysqlproxy.Config{Backend: m.Addr}
+			cfg := mysqlproxy.Config{Backend: m.Addr, KVUsers: []string{"root"}}
 			if policy == "fk-cascade" {
 				cfg.Policy = []string{shippedScript("fk-cascade.lua")}
 			}

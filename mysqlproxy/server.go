@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -371,8 +370,10 @@ func (s *Server) sessionCount() int {
 	return len(s.sessions)
 }
 
-// IsAdmin reports whether user may run the admin statements.
-func (s *Server) IsAdmin(user string) bool { return slices.Contains(s.cfg.AdminUsers, user) }
+// IsAdmin reports whether a session's account may run the admin
+// statements: the account the server matched, not the name the client
+// typed.
+func (s *Server) IsAdmin(sess *relay.Session) bool { return sess.IsAccount(s.cfg.AdminUsers) }
 
 // StatusRows are the rows of SHOW MYCACHED STATUS.
 func (s *Server) StatusRows() [][2]string {

@@ -148,8 +148,8 @@ func flagDefs(o *options) []flagDef {
 		{"Policy", "policy-timeout", "DURATION", durationValue{&o.policyTimeout}, "deadline of each Lua hook call; then the query is not cached", ""},
 		{"Policy", "policy-memory", "SIZE", sizeValue{&o.policyMemory}, "what each Lua hook call may allocate in strings and tables built by the libraries, beyond twice its statement's size; then it is killed and the query is not cached", ""},
 
-		{"Access", "admin-users", "USER,...", &listValue{p: &o.adminUsers}, "users who may run admin pseudo-queries; empty: nobody", ""},
-		{"Access", "kv-users", "USER,...", &listValue{p: &o.kvUsers}, "users who may use key/value pseudo-queries", "every user"},
+		{"Access", "admin-users", "USER,...", &listValue{p: &o.adminUsers}, "accounts (user, or user@host) that may run admin pseudo-queries; empty: nobody", ""},
+		{"Access", "kv-users", "USER,...", &listValue{p: &o.kvUsers}, "accounts (user, or user@host) that may use key/value pseudo-queries on --listen; for everyone else every statement is SQL", "nobody"},
 		{"Access", "kv-users-file", "FILE", stringValue{&o.kvUsersFile}, "file of more --kv-users, one per line, # comments; a line user:password also lets that user into --kv-listen", "none"},
 		{"Access", "kv-per-user", "", boolValue{&o.kvPerUser}, "give each user a private key/value namespace", ""},
 		{"Access", "kv-prefix", "PREFIX", stringValue{&o.kvPrefix}, "namespace of key/value pairs in the cache", ""},

@@ -16,8 +16,9 @@ import (
 
 // Server is what the admin commands act on.
 type Server interface {
-	// IsAdmin reports whether user may run admin commands.
-	IsAdmin(user string) bool
+	// IsAdmin reports whether the session's account may run admin
+	// commands.
+	IsAdmin(s *relay.Session) bool
 	// StatusRows are SHOW MYCACHED STATUS's rows.
 	StatusRows() [][2]string
 	// Cache is the cache engine the commands inspect and invalidate.
@@ -29,9 +30,10 @@ type Server interface {
 // Session answers one session's pseudo-queries. It is owned by the
 // session's goroutine.
 type Session struct {
-	srv   Server
-	s     *relay.Session
-	cache *cache.Session
+	srv         Server
+	s           *relay.Session
+	cache       *cache.Session
+	cacheSwitch int // the SET @mycached_cache in flight, if any
 }
 
 // NewSession returns the admin front of the session s, whose cache switch
@@ -58,28 +60,50 @@ func (a *Session) Query(sql string) (bool, error) {
 	words := pseudoWords(t)
 	switch {
 	case len(words) == 2 && words[0] == "set" && strings.HasPrefix(words[1], "@mycached_cache="):
+		// The switch is the session's, and the user variable the
+		// server's as well: the statement goes on to the server, and
+		// takes effect here once it succeeded there.
 		switch strings.TrimPrefix(words[1], "@mycached_cache=") {
-		case "0", "off", "false":
-			a.cache.CacheOff = true
-		case "1", "on", "true":
-			a.cache.CacheOff = false
-		default:
-			return true, a.s.WriteErr(mysql.ER_WRONG_VALUE_FOR_VAR, "42000", "mycached: @mycached_cache takes 0 or 1")
+		case "0", "off", "false", "'0'", "'off'", "'false'":
+			a.cacheSwitch = switchOff
+		case "1", "on", "true", "'1'", "'on'", "'true'":
+			a.cacheSwitch = switchOn
 		}
-		return true, a.s.WriteOK(0)
+		return false, nil
 	case len(words) >= 2 && words[0] == "show" && words[1] == "mycached":
-		if !a.srv.IsAdmin(a.s.Hello.User) {
-			return true, a.adminDenied()
+		if err := a.s.RefreshIdentity(); err != nil {
+			return true, err
+		}
+		if !a.srv.IsAdmin(a.s) {
+			return false, nil // the server answers, as it would without mycached
 		}
 		return true, a.showMycached(words[2:])
 	case len(words) >= 1 && words[0] == "mycached":
-		if !a.srv.IsAdmin(a.s.Hello.User) {
-			return true, a.adminDenied()
+		if err := a.s.RefreshIdentity(); err != nil {
+			return true, err
+		}
+		if !a.srv.IsAdmin(a.s) {
+			return false, nil
 		}
 		return true, a.adminCommand(words[1:])
 	}
 	return false, nil
 }
+
+// After applies a SET @mycached_cache that the server accepted.
+func (a *Session) After() {
+	if a.cacheSwitch != switchNone && !a.s.Last.Failed() {
+		a.cache.CacheOff = a.cacheSwitch == switchOff
+	}
+	a.cacheSwitch = switchNone
+}
+
+// The cache switch a SET @mycached_cache statement asks for.
+const (
+	switchNone = iota
+	switchOff
+	switchOn
+)
 
 // pseudoWords splits a pseudo-query into lower-case words, with spaces
 // around "=" removed and a trailing ";" dropped.
@@ -94,11 +118,6 @@ func pseudoWords(t string) []string {
 		}
 	}
 	return f
-}
-
-func (a *Session) adminDenied() error {
-	return a.s.WriteErr(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, "42000",
-		"mycached: admin commands need a user listed in --admin-users")
 }
 
 func (a *Session) showMycached(args []string) error {

@@ -46,6 +46,9 @@ const statusMask = mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_STATUS_AUTOCOMMIT
 // when st is set) from the cache, or relays it and stores the response.
 func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.Stmt) error {
 	e := c.e
+	if err := c.s.RefreshIdentity(); err != nil {
+		return err
+	}
 	if why := c.bypassReason(info, st, p); why != "" {
 		e.Stats.bypass(why)
 		e.Queries.note(info.Digest, why, 0)
@@ -64,7 +67,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	q := &c.q
 	*q = cachepolicy.Query{
 		SQL: sql, Digest: info.Digest, Kind: info.Kind.String(), Tables: deps.tables,
-		DB: c.s.Hello.DB, User: c.s.Hello.User, ClientAddr: c.s.ClientAddr, Prepared: st != nil,
+		DB: c.db, User: c.user(), ClientAddr: c.s.ClientAddr, Prepared: st != nil,
 		InTransaction: c.s.Status&mysql.SERVER_STATUS_IN_TRANS != 0, Cacheable: true,
 		PointLookup: deps.point, Keys: deps.keyStr,
 	}
@@ -93,6 +96,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	case store.Hit, store.Stale:
 		e.Stats.hit(tier, time.Since(start))
 		e.Queries.note(info.Digest, "", 1)
+		c.lastHit = append(c.lastHit[:0], p...)
 		if err := c.replay(ent.Payload, p); err != nil || status != store.Stale || st != nil {
 			// Prepared statements are refreshed at the hard ttl instead:
 			// their parameters are not a COM_QUERY to re-run.
@@ -110,7 +114,58 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	}
 	e.Stats.miss()
 	e.Queries.note(info.Digest, "", -1)
+	c.lastHit = nil
+	snap, shared := c.snapshotRule()
+	if !shared {
+		// A read whose snapshot may be older than its start, or that may
+		// see uncommitted rows, answers only its own client.
+		payload, why, err := c.relayTee(p, dec, nil)
+		if why != "" {
+			e.Stats.bypass(why)
+		}
+		if err == nil && payload != nil && snap != noStore {
+			c.put(key, check, all, cur, dec, payload, snap)
+		}
+		return err
+	}
 	return c.fill(p, key, check, all, cur, dec, start)
+}
+
+// noStore is a since time that keeps a fill from being stored at all.
+var noStore = time.Unix(1<<62, 0)
+
+// snapshotRule says how the fill of a miss may be stored: since is the
+// time its snapshot may date from (zero: its own start, the usual rule),
+// or noStore; shared says whether it may answer other clients' concurrent
+// misses too. A read in a REPEATABLE READ (or SERIALIZABLE) transaction
+// sees the snapshot its transaction took at its first read, which may
+// predate writes that bumped its dependencies since: it is stored only if
+// none did. A read at READ UNCOMMITTED may see rows that are never
+// committed: it is never stored.
+func (c *Session) snapshotRule() (since time.Time, shared bool) {
+	iso := c.isolation()
+	inTx := c.s.InTransaction()
+	switch {
+	case iso == "READ-UNCOMMITTED":
+		return noStore, false
+	case !inTx || iso == "READ-COMMITTED":
+		return time.Time{}, true
+	case c.txUnknownIsolation:
+		return noStore, false
+	}
+	return c.txStart, false
+}
+
+// isolation returns the session's isolation level, as the server reports
+// it.
+func (c *Session) isolation() string {
+	if v, ok := c.s.Vars["transaction_isolation"]; ok {
+		return v
+	}
+	if v, ok := c.s.Vars["tx_isolation"]; ok {
+		return v
+	}
+	return "REPEATABLE-READ"
 }
 
 // fill runs a missed read on the backend, streaming it to the client while
@@ -134,7 +189,7 @@ func (c *Session) fill(p []byte, key string, check []byte, deps []string, gens s
 		if payload == nil {
 			return nil, nil
 		}
-		c.put(key, check, deps, gens, dec, payload)
+		c.put(key, check, deps, gens, dec, payload, time.Time{})
 		e.Stats.missLatency.Observe(time.Since(start).Seconds())
 		return payload, nil
 	})
@@ -172,12 +227,13 @@ func (c *Session) relayTee(p []byte, dec cachepolicy.Decision, dst *bufio.Writer
 	return payload(&r), "", nil
 }
 
-// put stores a response with the generations read before it ran.
-func (c *Session) put(key string, check []byte, deps []string, gens store.Snap, dec cachepolicy.Decision, payload []byte) {
+// put stores a response with the generations read before it ran; since
+// is when its snapshot may date from, when older than that.
+func (c *Session) put(key string, check []byte, deps []string, gens store.Snap, dec cachepolicy.Decision, payload []byte, since time.Time) {
 	now := time.Now()
 	e := &store.Entry{
 		Check: append([]byte(nil), check...), Payload: payload,
-		Deps: deps, Gens: gens.Gens, Local: gens.Local, Expires: now.Add(dec.TTL),
+		Deps: deps, Gens: gens.Gens, Local: gens.Local, Expires: now.Add(dec.TTL), Since: since,
 	}
 	if dec.SoftTTL > 0 && dec.SoftTTL < dec.TTL {
 		e.Soft = now.Add(dec.SoftTTL)
@@ -259,10 +315,13 @@ func (c *Session) replay(payload, p []byte) error {
 func (c *Session) refresh(key string, check []byte, deps []string, gens store.Snap, dec cachepolicy.Decision, p []byte) {
 	// The store hands Stale to one lookup per key at a time, so one
 	// session refreshes while the others are served the entry.
+	if since, shared := c.snapshotRule(); !shared || !since.IsZero() {
+		return // its snapshot may be old, or uncommitted
+	}
 	discard := discard()
 	defer putDiscard(discard)
 	if payload, _, err := c.relayTee(p, dec, discard); err == nil && payload != nil {
-		c.put(key, check, deps, gens, dec, payload)
+		c.put(key, check, deps, gens, dec, payload, time.Time{})
 	}
 }
 
@@ -280,7 +339,7 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 		// A stored response's sequence ids follow a one-packet command.
 		return whyTooLarge
 	}
-	if ok, why := info.CacheableIn(c.s.Hello.DB); !ok {
+	if ok, why := info.CacheableIn(c.db); !ok {
 		return why
 	}
 	if c.s.Status&mysql.SERVER_STATUS_IN_TRANS != 0 {
@@ -297,7 +356,7 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 		}
 	}
 	if len(c.temps) > 0 {
-		for _, t := range sqlinfo.Qualify(info.Reads, c.s.Hello.DB) {
+		for _, t := range sqlinfo.Qualify(info.Reads, c.db) {
 			if _, ok := c.temps[t.String()]; ok {
 				return whyTemporary
 			}
@@ -324,18 +383,21 @@ func (c *Session) checkBytes(scope cachepolicy.Scope, p []byte, st *relay.Stmt) 
 		b = append(b, 0)
 	} else {
 		b = append(b, 1)
-		b = append(b, c.s.Hello.User...)
+		b = append(b, c.scope()...)
 	}
 	b = append(b, 0)
-	b = append(b, c.s.Hello.DB...)
+	b = append(b, c.db...)
 	b = append(b, 0)
-	b = binary.LittleEndian.AppendUint64(b, c.state.digest)
+	b = binary.LittleEndian.AppendUint64(b, c.state.digestOf(c.s))
 	format := byte('t')
 	if st != nil {
 		format = 'b'
 	}
 	if c.s.DeprecateEOF() {
 		format++
+	}
+	if c.s.ExtMeta {
+		format += 2 // column definitions carry MariaDB's extended metadata
 	}
 	b = append(b, format)
 	if st == nil {

@@ -153,6 +153,47 @@ type Session struct {
 	temps    map[string]struct{} // temporary tables ("db.t"), which shadow real ones
 	q        cachepolicy.Query   // reused for each policy call
 	checkBuf []byte
+
+	// db is the database the statement being handled binds its tables
+	// in: the session's current one, or for a prepared statement the one
+	// current when it was prepared.
+	db string
+	// started is when the statement being handled was sent.
+	started time.Time
+	// txStart is when the open transaction began: a read in it sees a
+	// snapshot no older than that (REPEATABLE READ takes it at the first
+	// read), so what was bumped since may be newer than what it reads.
+	txStart time.Time
+	// txUnknownIsolation says the open transaction's isolation was set
+	// for it alone (SET TRANSACTION), and is not known.
+	txUnknownIsolation, nextTxUnknown bool
+	// lastHit is the command last answered from the cache: the backend
+	// did not run it, so what the session's previous statement left
+	// (ROW_COUNT(), warnings, FOUND_ROWS()) is not what it would be.
+	lastHit []byte
+}
+
+// stmtNote is what the cache keeps of a prepared statement.
+type stmtNote struct {
+	info *sqlinfo.Info
+	db   string // the database current at PREPARE, in which its tables were bound
+}
+
+// user is the session's user name as policies see it: the account's.
+func (c *Session) user() string {
+	if u := c.s.AccountUser(); c.s.Account != "" {
+		return u
+	}
+	return c.s.Hello.User
+}
+
+// scope is who an entry filled by this session is for: the account the
+// server matched, with its roles in force.
+func (c *Session) scope() string {
+	if c.s.Identity != "" {
+		return c.s.Identity
+	}
+	return c.s.Hello.User
 }
 
 // NewSession returns the cache state of the relayed session s, which has

@@ -2,6 +2,8 @@ package cache
 
 import (
 	"context"
+	"strings"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -17,6 +19,7 @@ import (
 // writes invalidating what they touched before the client hears they are
 // done.
 func (c *Session) Query(p []byte, sql string) error {
+	c.db, c.started = c.s.Hello.DB, time.Now()
 	if c.e.cfg.Passthrough && sqlinfo.FirstKeyword(sql) == "SELECT" {
 		// Nothing is cached, and a SELECT writes nothing (SELECT ... INTO
 		// OUTFILE writes a file, not a table): no analysis needed.
@@ -30,7 +33,50 @@ func (c *Session) Query(p []byte, sql string) error {
 		c.e.Stats.bypass(whyNotCacheable)
 		c.e.Queries.note(info.Digest, info.WhyNot, 0)
 	}
+	if c.lastHit != nil && readsDiagnostics(sql) {
+		if err := c.rerunLastHit(); err != nil {
+			return err
+		}
+	}
 	return c.execute(p, info, sql)
+}
+
+// readsDiagnostics reports whether a statement may read what the
+// session's previous statement left behind: ROW_COUNT(), FOUND_ROWS(),
+// warnings and errors.
+func readsDiagnostics(sql string) bool {
+	for _, w := range diagnosticWords {
+		if containsFold(sql, w) {
+			return true
+		}
+	}
+	return false
+}
+
+var diagnosticWords = []string{"row_count", "found_rows", "warning", "error", "diagnostics"}
+
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// rerunLastHit runs the read last answered from the cache on the backend,
+// its answer going nowhere, so that what the session's previous statement
+// left behind is what it would have been without the cache.
+func (c *Session) rerunLastHit() error {
+	p := c.lastHit
+	c.lastHit = nil
+	if err := c.s.Forward(p); err != nil {
+		return err
+	}
+	w := discard()
+	defer putDiscard(w)
+	r := relay.Relayer{S: c.s, Dst: w}
+	return r.Relay(relay.ModeResult)
 }
 
 // Prepare relays a COM_STMT_PREPARE and notes the statement's analysis on
@@ -38,7 +84,7 @@ func (c *Session) Query(p []byte, sql string) error {
 func (c *Session) Prepare(p []byte) (*relay.Stmt, error) {
 	st, err := c.s.Prepare(p)
 	if st != nil {
-		st.Ext = c.e.Analyzer.Analyze(st.SQL)
+		st.Ext = &stmtNote{info: c.e.Analyzer.Analyze(st.SQL), db: c.s.Hello.DB}
 	}
 	return st, err
 }
@@ -47,10 +93,12 @@ func (c *Session) Prepare(p []byte) (*relay.Stmt, error) {
 // prepared SQL and the bound parameters. Its parameter types have been
 // noted (relay.NoteParamTypes).
 func (c *Session) Execute(p []byte, st *relay.Stmt) error {
-	info, _ := st.Ext.(*sqlinfo.Info)
-	if info == nil {
+	note, _ := st.Ext.(*stmtNote)
+	if note == nil {
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
+	info := note.info
+	c.db, c.started = note.db, time.Now()
 	if c.e.cfg.Passthrough && info.Kind == sqlinfo.Select {
 		// Nothing is served from the cache, so the backend has seen every
 		// execute and its types: relay it as it is.
@@ -95,22 +143,42 @@ func (c *Session) executeParams(p []byte, info *sqlinfo.Info, sql string, params
 // after applies what a relayed statement did to the session and the cache.
 func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, before uint16, params []wire.Param) {
 	ok := !resp.Failed()
+	c.lastHit = nil
 	switch info.Kind {
 	case sqlinfo.Set:
-		if ok {
+		if ok && !c.s.Track {
 			c.state.apply(info.Sets)
 		}
+		for _, v := range info.Sets {
+			switch v.Name {
+			case "role":
+				c.s.IdentityStale = true
+			case "transaction":
+				// SET TRANSACTION ISOLATION LEVEL for the next transaction
+				// alone: no tracker reports it.
+				c.nextTxUnknown = true
+			}
+		}
 	case sqlinfo.Use:
-		if ok {
+		if ok && !c.s.Track {
 			c.s.SetDB(info.UseDB)
 		}
 	case sqlinfo.Call:
-		// A procedure can change session variables or the database we
-		// cannot see; this session stops caching rather than guess.
+		if !c.s.Track {
+			// A procedure can change session variables or the database
+			// we cannot see; this session stops caching rather than guess.
+			c.tainted = true
+		}
+	}
+	if info.WhyNot == "multi-statement" && !c.s.Track {
 		c.tainted = true
 	}
-	if info.WhyNot == "multi-statement" {
+	if resp.Tracked.Unseen && unseenMatters(info) {
+		// The state changed in a way no tracker shows, from a statement
+		// whose effect cannot be read from its text: a temporary table
+		// may shadow a real one now, and the roles may have changed.
 		c.tainted = true
+		c.s.IdentityStale = true
 	}
 	if info.Temporary && ok {
 		c.noteTemporary(info)
@@ -118,8 +186,47 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 	if info.MayWrite {
 		c.invalidate(info, sql, resp, params)
 	}
-	if before&mysql.SERVER_STATUS_IN_TRANS != 0 && c.s.Status&mysql.SERVER_STATUS_IN_TRANS == 0 {
+	c.transition(info, before)
+}
+
+// unseenMatters reports whether a state change no tracker shows may
+// matter to cached reads after a statement like info: one that might have
+// created a temporary table or changed the roles. User variables,
+// prepared statements and the temporary tables mycached parses do not.
+func unseenMatters(info *sqlinfo.Info) bool {
+	switch info.Kind {
+	case sqlinfo.Select, sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace, sqlinfo.Show:
+		return info.WhyNot == "multi-statement" || info.ParseError
+	case sqlinfo.Set:
+		return info.ParseError
+	case sqlinfo.DDL:
+		return !info.Temporary && info.ParseError
+	case sqlinfo.Other:
+		return info.Unmapped // EXECUTE, EXECUTE IMMEDIATE and anything unknown
+	}
+	return info.Kind == sqlinfo.Call || info.ParseError
+}
+
+// transition follows the session's transactions: it bumps again what an
+// ended one wrote, however it ended (COMMIT, ROLLBACK, COMMIT AND CHAIN,
+// a BEGIN or DDL that commits implicitly, SET autocommit=1, LOCK TABLES),
+// and notes when a new one begins.
+func (c *Session) transition(info *sqlinfo.Info, before uint16) {
+	wasIn := before&mysql.SERVER_STATUS_IN_TRANS != 0
+	isIn := c.s.InTransaction()
+	switch info.Kind {
+	case sqlinfo.Begin, sqlinfo.Commit, sqlinfo.Rollback:
 		c.endTransaction()
+		wasIn = false
+	default:
+		if wasIn && !isIn {
+			c.endTransaction()
+		}
+	}
+	if isIn && !wasIn {
+		c.txStart = c.started
+		c.txUnknownIsolation = c.nextTxUnknown
+		c.nextTxUnknown = false
 	}
 }
 
@@ -131,7 +238,7 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 	e := c.e
 	ds := make([]string, 0, len(info.Writes)+2)
 	tables := make([]string, 0, len(info.Writes))
-	for _, t := range sqlinfo.Qualify(info.Writes, c.s.Hello.DB) {
+	for _, t := range sqlinfo.Qualify(info.Writes, c.db) {
 		ds = append(ds, c.writeDeps(info, t, resp, params)...)
 		tables = append(tables, t.String())
 	}
@@ -143,7 +250,7 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 			e.meta().ForgetAll()
 		}
 	}
-	if extra := e.Policy.Invalidate(&cachepolicy.Write{Tables: tables, Kind: info.Kind.String(), SQL: sql, DB: c.s.Hello.DB, User: c.s.Hello.User}); len(extra) > 0 {
+	if extra := e.Policy.Invalidate(&cachepolicy.Write{Tables: tables, Kind: info.Kind.String(), SQL: sql, DB: c.db, User: c.user()}); len(extra) > 0 {
 		for _, t := range extra {
 			ds = append(ds, t, deps.NonKey(t))
 		}
@@ -172,7 +279,7 @@ func (c *Session) unmappedDeps(ds []string, info *sqlinfo.Info) []string {
 	}
 	for _, db := range info.DBWide {
 		if db == "" {
-			db = c.s.Hello.DB
+			db = c.db
 		}
 		if db == "" {
 			return append(ds, deps.Global)
@@ -180,10 +287,10 @@ func (c *Session) unmappedDeps(ds []string, info *sqlinfo.Info) []string {
 		ds = append(ds, c.e.namer().DB(db))
 	}
 	if len(info.DBWide) == 0 {
-		if c.s.Hello.DB == "" {
+		if c.db == "" {
 			return append(ds, deps.Global)
 		}
-		ds = append(ds, c.e.namer().DB(c.s.Hello.DB))
+		ds = append(ds, c.e.namer().DB(c.db))
 	}
 	return ds
 }
@@ -208,7 +315,7 @@ func (c *Session) noteTemporary(info *sqlinfo.Info) {
 	if c.temps == nil {
 		c.temps = make(map[string]struct{})
 	}
-	for _, t := range sqlinfo.Qualify(info.Writes, c.s.Hello.DB) {
+	for _, t := range sqlinfo.Qualify(info.Writes, c.db) {
 		if info.Kind == sqlinfo.DDL && isDrop(info.Digest) {
 			delete(c.temps, t.String())
 		} else {
@@ -225,6 +332,8 @@ func isDrop(digest string) bool {
 // COM_RESET_CONNECTION and COM_CHANGE_USER start afresh.
 func (c *Session) Reset() {
 	clear(c.temps)
+	c.lastHit = nil
+	c.nextTxUnknown, c.txUnknownIsolation = false, false
 	c.state.reset(c.s.Hello.Charset)
 	c.CacheOff, c.tainted = false, false
 	c.endTransaction()

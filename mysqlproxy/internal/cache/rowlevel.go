@@ -146,17 +146,17 @@ func decimalText(s string) (string, bool) {
 // A statement's text fixes its key values, so without parameters the
 // result is memoized per analysis and database, like table-level ones.
 func (c *Session) readDepsFor(info *sqlinfo.Info, params []wire.Param) *readDeps {
-	base := c.e.deps(info, c.s.Hello.DB)
+	base := c.e.deps(info, c.db)
 	if info.Point == nil || len(info.Reads) != 1 || c.e.cfg.TableLevel || base.why != "" || c.e.meta() == nil {
 		return base
 	}
-	k := depsKey{info, c.s.Hello.DB, true}
+	k := depsKey{info, c.db, true}
 	if params == nil {
 		if d := c.e.depsMemo.load(k, c.e.metaGen()); d != nil {
 			return d
 		}
 	}
-	t := sqlinfo.Qualify([]sqlinfo.Table{info.Point.Table}, c.s.Hello.DB)[0]
+	t := sqlinfo.Qualify([]sqlinfo.Table{info.Point.Table}, c.db)[0]
 	keys := keyRows(pkCols(c.e.tableMeta(t)), info.Point.Cols, info.Point.Rows, params)
 	if keys == nil {
 		return base

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/mycached/mycached/mysqlproxy/internal/relay"
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 )
 
@@ -18,20 +19,39 @@ var digestFree = map[string]bool{
 	"net_write_timeout": true, "lock_wait_timeout": true, "innodb_lock_wait_timeout": true,
 	"sql_log_bin": true, "sql_notes": true, "sql_warnings": true, "profiling": true,
 	"max_statement_time": true, "max_execution_time": true,
+	// Reported by the trackers, and about the session, not its reads.
+	"last_gtid": true, "session_track_system_variables": true, "session_track_schema": true,
+	"session_track_state_change": true, "session_track_transaction_info": true,
+	"session_track_user_variables": true, "gtid_seq_no": true, "insert_id": true,
+	"last_insert_id": true, "identity": true, "pseudo_thread_id": true,
 }
 
 // sessState is the part of a session's state that can change a read's
 // result, kept as sorted name=value pairs and summarized by a digest that
-// goes into every cache key.
+// goes into every cache key. When the backend tracks the session's state
+// (relay.Session.Track) the pairs are what the server reports, however
+// they were set; otherwise they come from parsing the session's SETs.
 type sessState struct {
 	charset byte              // the handshake's character set
-	vars    map[string]string // SET variables, lower-case names
+	vars    map[string]string // SET variables, lower-case names (untracked sessions)
 	digest  uint64
+	gen     uint64 // relay.Session.VarsGen the digest was computed from
+}
+
+// digestOf returns the digest of the session's state, recomputing it
+// from the server's report when that changed.
+func (st *sessState) digestOf(s *relay.Session) uint64 {
+	if s.Track && st.gen != s.VarsGen {
+		st.gen = s.VarsGen
+		st.compute(s.Vars)
+	}
+	return st.digest
 }
 
 func (st *sessState) reset(charset byte) {
 	st.charset = charset
 	clear(st.vars)
+	st.gen = 0
 	st.recompute()
 }
 
@@ -58,10 +78,14 @@ func (st *sessState) apply(sets []sqlinfo.SetVar) {
 	}
 }
 
-func (st *sessState) recompute() {
-	names := make([]string, 0, len(st.vars))
-	for k := range st.vars {
-		names = append(names, k)
+func (st *sessState) recompute() { st.compute(st.vars) }
+
+func (st *sessState) compute(vars map[string]string) {
+	names := make([]string, 0, len(vars))
+	for k := range vars {
+		if !digestFree[k] {
+			names = append(names, k)
+		}
 	}
 	slices.Sort(names)
 	d := xxhash.New()
@@ -69,7 +93,7 @@ func (st *sessState) recompute() {
 	for _, k := range names {
 		_, _ = d.WriteString(k)
 		_, _ = d.Write([]byte{0})
-		_, _ = d.WriteString(st.vars[k])
+		_, _ = d.WriteString(vars[k])
 		_, _ = d.Write([]byte{0})
 	}
 	st.digest = d.Sum64()

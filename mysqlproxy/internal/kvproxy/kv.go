@@ -7,7 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -52,6 +52,7 @@ func New(cfg Config, st *store.Store, l1Only bool) *Server {
 type Session struct {
 	srv       *Server
 	s         *relay.Session
+	kvOnly    bool                // on the kv-only listener, where every form is kv
 	local     map[uint32]*kv.Stmt // kv pseudo-queries mycached prepared itself
 	nextLocal uint32
 	dual      map[uint32]*kv.Stmt // SQL statements that are kv SELECTs too, by backend statement id
@@ -101,10 +102,17 @@ func (k kvStore) ItemSizeMax(ctx context.Context) int {
 	return k.st.ItemSizeMax(ctx)
 }
 
-// kvAllowed reports whether this session's user may use kv.
+// kvAllowed reports whether this session may use kv: every session of
+// the kv-only listener, and on the main listener the accounts listed in
+// Config.Users (none by default), since SELECT "x" is SQL too.
 func (k *Session) kvAllowed() bool {
-	u := k.srv.cfg.Users
-	return len(u) == 0 || slices.Contains(u, k.s.Hello.User)
+	return k.kvOnly || k.s.IsAccount(k.srv.cfg.Users)
+}
+
+// ansiQuotes reports whether the session's sql_mode makes "x" an
+// identifier, so that SELECT "x" is SQL that cannot mean kv.
+func (k *Session) ansiQuotes() bool {
+	return !k.kvOnly && strings.Contains(strings.ToUpper(k.s.Vars["sql_mode"]), "ANSI_QUOTES")
 }
 
 func (k *Session) kvNamespace() string {
@@ -124,19 +132,16 @@ func (k *Session) parseKV(sql string) (*kv.Stmt, bool, error) {
 }
 
 // Query answers a kv pseudo-query sent as text, and reports false for
-// SQL. A SELECT of double-quoted literals from a user without kv rights is
-// SQL (MySQL returns the strings); the other forms are not SQL at all, so
-// such a user gets an error.
+// SQL. For a session not allowed kv every text is SQL, and goes to the
+// server, which says what it says of INSERT "k" = "v"; a SELECT of
+// double-quoted literals is SQL too under ANSI_QUOTES.
 func (k *Session) Query(sql string) (bool, error) {
-	st, ok, err := k.parseKV(sql)
-	if !ok {
+	if !k.kvAllowed() {
 		return false, nil
 	}
-	if !k.kvAllowed() {
-		if st != nil && st.Op == kv.OpSelect {
-			return false, nil
-		}
-		return true, k.s.WriteErr(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, "42000", "mycached: user "+k.s.Hello.User+" may not use key/value pseudo-queries (see --kv-users)")
+	st, ok, err := k.parseKV(sql)
+	if !ok || (st != nil && st.Op == kv.OpSelect && k.ansiQuotes()) {
+		return false, nil
 	}
 	if err != nil {
 		return true, k.writeKVResult(kv.ErrorResult(err), false)
@@ -173,15 +178,20 @@ func (k *Session) writeKVResult(r kv.Result, binary bool) error {
 // too: the caller prepares it on the backend as well and notes it with
 // SetDual, and each execute decides by the values bound (ExecuteDual).
 func (k *Session) Prepare(sql string) (handled bool, dual *kv.Stmt, err error) {
-	st, ok, perr := k.parseKV(sql)
-	if !ok || !k.kvAllowed() || perr != nil {
-		if ok && perr != nil && k.kvAllowed() {
-			return true, nil, k.writeKVResult(kv.ErrorResult(perr), false)
-		}
+	if !k.kvAllowed() {
 		return false, nil, nil
 	}
-	if st.Op == kv.OpSelect && st.Params > 0 {
-		return false, st, nil
+	st, ok, perr := k.parseKV(sql)
+	switch {
+	case !ok:
+		return false, nil, nil
+	case perr != nil:
+		return true, nil, k.writeKVResult(kv.ErrorResult(perr), false)
+	case st.Op == kv.OpSelect && !k.kvOnly:
+		// SELECT ? and SELECT "k" are SQL on the main listener: the
+		// server prepares them and tells the client their columns, and
+		// every execute must give what that said.
+		return false, nil, nil
 	}
 	return true, nil, k.kvPrepareLocal(st)
 }
@@ -216,7 +226,7 @@ func (k *Session) kvPrepareLocal(st *kv.Stmt) error {
 			if n == cols {
 				name = kv.Columns()[i]
 			}
-			if seq, err = k.s.Client.WritePacket(wire.AppendColumnDef(nil, name), seq); err != nil {
+			if seq, err = k.s.Client.WritePacket(wire.AppendColumnDef(nil, name, k.s.ExtMeta), seq); err != nil {
 				return relay.ClientError{Err: err}
 			}
 		}

@@ -50,6 +50,7 @@ func (srv *Server) RunKV(s *relay.Session) {
 	defer s.Client.Close()
 
 	k := srv.NewSession(s)
+	k.kvOnly = true
 	s.ConnID = uint32(s.ID)
 	s.StartHandshakeDeadline()
 	ok, err := k.kvHandshake()

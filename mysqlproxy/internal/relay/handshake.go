@@ -33,9 +33,10 @@ var (
 type greeting struct {
 	payload  []byte
 	caps     uint32
-	capLo    int // offset of the lower capability bytes
-	capHi    int // offset of the upper capability bytes; 0 if absent
-	extCaps  int // offset of MariaDB's extended capabilities; 0 if absent
+	capLo    int    // offset of the lower capability bytes
+	capHi    int    // offset of the upper capability bytes; 0 if absent
+	extCaps  int    // offset of MariaDB's extended capabilities; 0 if absent
+	ext      uint32 // the extended capabilities offered to the client
 	connID   uint32
 	version  string
 	charset  byte
@@ -88,9 +89,28 @@ func (g *greeting) mask(offerTLS bool) {
 	}
 	if g.extCaps != 0 {
 		// Progress reports, bulk execution and metadata caching all change
-		// the shape of responses; none is needed for correctness.
-		binary.LittleEndian.PutUint32(g.payload[g.extCaps:], 0)
+		// the shape of responses, and none is needed for correctness;
+		// extended metadata (JSON, INET6, UUID, geometry types) only adds
+		// a field to column definitions, which the relay copies as they
+		// are.
+		ext := binary.LittleEndian.Uint32(g.payload[g.extCaps:])
+		g.ext = ext & extAllowed
+		binary.LittleEndian.PutUint32(g.payload[g.extCaps:], g.ext)
 	}
+}
+
+// extAllowed are MariaDB's extended capabilities mycached lets through:
+// MARIADB_CLIENT_EXTENDED_METADATA.
+const extAllowed = 1 << 3
+
+// clientExt returns the MariaDB extended capabilities of a handshake
+// response: the four reserved bytes before the user name, when the
+// client speaks MariaDB's dialect (it clears CLIENT_LONG_PASSWORD).
+func clientExt(p []byte) uint32 {
+	if len(p) < SSLRequestLen || binary.LittleEndian.Uint32(p)&mysql.CLIENT_LONG_PASSWORD != 0 {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(p[28:])
 }
 
 // Hello is what mycached reads from a client's handshake response
@@ -185,7 +205,8 @@ func setCaps(p []byte, backendTLS, track bool) {
 	}
 	binary.LittleEndian.PutUint32(p, caps)
 	if caps&mysql.CLIENT_LONG_PASSWORD == 0 && len(p) >= SSLRequestLen {
-		binary.LittleEndian.PutUint32(p[28:], 0) // MariaDB extended capabilities
+		// MariaDB extended capabilities.
+		binary.LittleEndian.PutUint32(p[28:], binary.LittleEndian.Uint32(p[28:])&extAllowed)
 	}
 }
 
@@ -249,6 +270,7 @@ func (s *Session) handshake() (bool, error) {
 	s.TLS = clientTLS
 	s.Track = g.caps&mysql.CLIENT_SESSION_TRACK != 0
 	s.ClientTrack = s.Caps&mysql.CLIENT_SESSION_TRACK != 0
+	s.ExtMeta = g.mariadb && g.ext&clientExt(resp)&extAllowed != 0
 
 	// The backend hop: TLS when offered and allowed.
 	backendTLS := false

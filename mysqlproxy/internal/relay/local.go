@@ -54,7 +54,7 @@ func (s *Session) WriteRows(cols []string, nrows int, cell func(row, col int) ([
 		return ClientError{err}
 	}
 	for _, c := range cols {
-		b = wire.AppendColumnDef(b[:0], c)
+		b = wire.AppendColumnDef(b[:0], c, s.ExtMeta)
 		if seq, err = s.Client.WritePacket(b, seq); err != nil {
 			return ClientError{err}
 		}

@@ -204,11 +204,6 @@ func (r *Relayer) rewriteOK(n int, seq byte) ([]byte, int, error) {
 		to.State = nil
 		r.teeBuf = wire.AppendOKPacket(r.teeBuf[:0], to, false)
 		tee = r.teeBuf
-		if len(o.Info) > 0 {
-			// The info string is encoded differently for clients that
-			// track state: such an OK is not kept to replay.
-			r.Tee = nil
-		}
 	}
 	w := r.out()
 	var h [4]byte
@@ -232,6 +227,14 @@ func grow(b []byte, n int) []byte {
 		return b[:n]
 	}
 	return make([]byte, n)
+}
+
+// cursor reports whether the status of the packet just relayed says a
+// cursor was opened for the command: only an execute that asked for one
+// (COM_STMT_FETCH), and only then; the same flag in a procedure's results
+// is the procedure's own cursor.
+func (r *Relayer) cursor() bool {
+	return r.S.cursorCmd && r.Resp.Status&mysql.SERVER_STATUS_CURSOR_EXISTS != 0
 }
 
 func (r *Relayer) teeBytes(b []byte) {
@@ -361,7 +364,7 @@ func (r *Relayer) columns(n int) error {
 	}
 	r.terminator(head, size)
 	// A cursor's metadata ends the response; rows come by COM_STMT_FETCH.
-	r.Resp.Cursor = r.Resp.Status&mysql.SERVER_STATUS_CURSOR_EXISTS != 0
+	r.Resp.Cursor = r.cursor()
 	return nil
 }
 
@@ -378,7 +381,7 @@ func (r *Relayer) rows() error {
 			return nil
 		case n > 0 && wire.IsTerminator(head[0], n):
 			r.terminator(head, n)
-			r.Resp.Cursor = r.Resp.Status&mysql.SERVER_STATUS_CURSOR_EXISTS != 0
+			r.Resp.Cursor = r.cursor()
 			return nil
 		}
 		r.Resp.Rows++

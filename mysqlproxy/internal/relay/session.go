@@ -102,8 +102,11 @@ type Session struct {
 	// (CLIENT_SESSION_TRACK, with every tracker on); ClientTrack says the
 	// client asked for them too.
 	Track, ClientTrack bool
-	clientTrack        clientTrackers
-	trackersChanged    bool // the client changed the trackers: turn ours back on
+	// ExtMeta says column definitions carry MariaDB's extended metadata
+	// (MARIADB_CLIENT_EXTENDED_METADATA), so mycached's own carry it too.
+	ExtMeta         bool
+	clientTrack     clientTrackers
+	trackersChanged bool // the client changed the trackers: turn ours back on
 	// Vars are the session variables changed since the session began, as
 	// the server reports them; VarsGen counts their changes.
 	Vars    map[string]string
@@ -113,10 +116,13 @@ type Session struct {
 	// changed since (SET ROLE, or a change no tracker shows).
 	Identity      string
 	IdentityStale bool
+	// Account is the account alone ("user@host"), "" when not known.
+	Account string
 
-	buf     []byte // the command packet being handled
-	stmts   map[uint32]*Stmt
-	handler Handler
+	buf       []byte // the command packet being handled
+	cursorCmd bool   // the command forwarded last asked for a cursor
+	stmts     map[uint32]*Stmt
+	handler   Handler
 }
 
 // NewSession returns a session for the client connection c.
@@ -319,6 +325,9 @@ func (s *Session) dispatch(p []byte) error {
 
 // Forward sends a command packet to the backend.
 func (s *Session) Forward(p []byte) error {
+	// An execute with a cursor type answers with the metadata alone, and
+	// the rows come by COM_STMT_FETCH.
+	s.cursorCmd = len(p) > 5 && p[0] == mysql.COM_STMT_EXECUTE && p[5]&0x0f != 0
 	if _, err := s.Backend.WritePacket(p, 0); err != nil {
 		return BackendError{err}
 	}

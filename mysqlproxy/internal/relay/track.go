@@ -285,17 +285,25 @@ func textRow(b []byte) []string {
 func (s *Session) setupSession() error {
 	s.Vars, s.VarsGen = nil, s.VarsGen+1
 	if !s.Track {
-		return s.learnIdentity()
+		res, err := s.ownQueries(showGrants, isolationSQL)
+		if err != nil {
+			return err
+		}
+		s.setIdentity(res[0])
+		s.noteIsolation(res[1])
+		return nil
 	}
 	qs := []string{}
 	if s.ClientTrack {
 		qs = append(qs, "SHOW VARIABLES LIKE 'session\\_track\\_%'")
 	}
-	qs = append(qs, trackersSQL, showGrants)
+	qs = append(qs, trackersSQL, showGrants, isolationSQL)
 	res, err := s.ownQueries(qs...)
 	if err != nil {
 		return err
 	}
+	s.noteIsolation(res[len(res)-1])
+	res = res[:len(res)-1]
 	if s.ClientTrack {
 		s.clientTrack = clientTrackers{}
 		for _, r := range res[0].rows {
@@ -333,6 +341,43 @@ func (s *Session) restoreTrackers() error {
 // server's Com_select counts only the client's statements.
 const showGrants = "SHOW GRANTS"
 
+// isolationSQL reads the session's isolation level and sql_mode, which
+// the trackers report only when they change.
+const isolationSQL = "SHOW VARIABLES WHERE Variable_name IN ('tx_isolation', 'transaction_isolation', 'sql_mode')"
+
+func (s *Session) noteIsolation(r ownResult) {
+	for _, row := range r.rows {
+		if len(row) == 2 {
+			s.setVar(strings.ToLower(row[0]), row[1])
+		}
+	}
+}
+
+// AccountUser returns the user name of the account the server matched,
+// or "" when it is not known.
+func (s *Session) AccountUser() string {
+	i := strings.LastIndexByte(s.Account, '@')
+	if i < 0 {
+		return ""
+	}
+	return s.Account[:i]
+}
+
+// IsAccount reports whether the session's account is one of names, each
+// a user name ("root", any host) or an account ("root@localhost").
+func (s *Session) IsAccount(names []string) bool {
+	if s.Account == "" {
+		return false
+	}
+	user := s.AccountUser()
+	for _, n := range names {
+		if n == s.Account || (!strings.Contains(n, "@") && n == user) {
+			return true
+		}
+	}
+	return false
+}
+
 // learnIdentity asks the backend who the session is.
 func (s *Session) learnIdentity() error {
 	res, err := s.ownQueries(showGrants)
@@ -351,9 +396,11 @@ func (s *Session) setIdentity(r ownResult) {
 	if r.err != nil || len(r.cols) != 1 || !strings.HasPrefix(r.cols[0], "Grants for ") {
 		// Unknown: a scope of this connection's own, shared with nobody.
 		s.Identity = "?" + s.ClientAddr + "#" + strconv.FormatUint(s.ID, 10)
+		s.Account = ""
 		return
 	}
 	id := strings.TrimPrefix(r.cols[0], "Grants for ")
+	s.Account = id
 	var roles []string
 	for _, row := range r.rows {
 		if len(row) == 0 {

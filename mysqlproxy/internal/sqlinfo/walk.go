@@ -40,6 +40,10 @@ func (w *walker) Enter(n ast.Node) (ast.Node, bool) {
 		if x.SelectStmtOpts != nil && !x.SelectStmtOpts.SQLCache {
 			w.noHint = true
 		}
+		if x.SelectStmtOpts != nil && x.SelectStmtOpts.CalcFoundRows {
+			// FOUND_ROWS() after it must count what the server found.
+			w.reject("calc-found-rows")
+		}
 		if x.With != nil {
 			w.enterWith(x.With)
 		}

@@ -28,6 +28,10 @@ type Entry struct {
 	// query ran, with memcached configured; an L1 entry without them is
 	// checked against memcached only. They are not stored in memcached.
 	Local []uint64
+	// Since, when set, is when the snapshot the entry was read from may
+	// have been taken (a transaction's start): Put refuses the entry if
+	// any of its deps changed since then. It is not stored.
+	Since time.Time
 	// Expires is the hard ttl; zero means none.
 	Expires time.Time
 	// Soft is the soft ttl; zero means none. Past it a hit is Stale.

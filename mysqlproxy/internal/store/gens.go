@@ -215,7 +215,7 @@ func (s *Store) bump(ctx context.Context, deps []string) error {
 	// (a failed bump is pending, and its deps are bypassed meanwhile).
 	defer func() {
 		for _, d := range deps {
-			s.local.bump(d)
+			s.local.bump(d, s.timeSeed())
 		}
 	}()
 	if s.mc == nil {

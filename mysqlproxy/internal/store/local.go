@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // localGens is a sidecar's own view of the generations: a counter per
@@ -16,11 +17,23 @@ import (
 // The view is bounded: a full shard drops half its counters. A dropped
 // counter comes back above every value its shard ever issued (hwm), so an
 // entry that recorded the old value can never match again: dropping costs
-// misses, never a stale hit. For the same reason a bump of a counter that
-// is not there does nothing: no entry in this process can depend on it.
+// misses, never a stale hit.
+//
+// Each counter also keeps when it last changed, so that a read whose
+// snapshot may be older than its own start (one inside a REPEATABLE READ
+// transaction) can tell whether what it depends on changed since the
+// transaction began. A bump of a counter that is not there creates it, to
+// keep that time; one created by a read has changed no later than the
+// last time its shard dropped counters.
 type localGens struct {
 	seed   maphash.Seed
 	shards [localShards]localShard
+}
+
+// counter is one dependency's local generation.
+type counter struct {
+	gen     atomic.Uint64
+	changed atomic.Int64 // unix nanoseconds of the last bump
 }
 
 const localShards = 64
@@ -29,11 +42,13 @@ const localShards = 64
 const maxLocalGens = 1 << 20
 
 type localShard struct {
-	m  sync.Map   // dep -> *atomic.Uint64
-	mu sync.Mutex // serializes writers; protects n and hwm
+	m  sync.Map   // dep -> *counter
+	mu sync.Mutex // serializes writers; protects n, hwm and dropped
 	n  int        // entries in m
 	// hwm is the highest generation this shard ever issued.
 	hwm uint64
+	// dropped is when the shard last dropped counters (unix ns).
+	dropped int64
 }
 
 func (g *localGens) shard(dep string) *localShard {
@@ -56,16 +71,22 @@ func (g *localGens) get(dep string, seed uint64) uint64 {
 	if v, ok := sh.lookup(dep); ok {
 		return v
 	}
+	return sh.create(dep, seed, sh.dropped).gen.Load()
+}
+
+// create adds dep, changed at changed; sh.mu must be held.
+func (sh *localShard) create(dep string, seed uint64, changed int64) *counter {
 	if sh.n >= maxLocalGens/localShards {
 		sh.dropHalf()
 	}
 	v := max(seed, sh.hwm+1)
-	p := new(atomic.Uint64)
-	p.Store(v)
+	p := new(counter)
+	p.gen.Store(v)
+	p.changed.Store(changed)
 	sh.m.Store(dep, p)
 	sh.n++
 	sh.hwm = v
-	return v
+	return p
 }
 
 // lookup returns dep's generation without creating it.
@@ -76,13 +97,27 @@ func (sh *localShard) lookup(dep string) (uint64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return p.(*atomic.Uint64).Load(), true
+	return p.(*counter).gen.Load(), true
+}
+
+// changedSince reports whether dep may have been bumped at or after t
+// (unix ns).
+func (g *localGens) changedSince(dep string, t int64) bool {
+	sh := g.shard(dep)
+	p, ok := sh.m.Load(dep)
+	if !ok {
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		return sh.dropped >= t
+	}
+	return p.(*counter).changed.Load() >= t
 }
 
 // dropHalf forgets about half the shard's counters; sh.mu must be held.
 // Map iteration order is random, so which half is left to chance, at O(1)
 // amortized cost and with no bookkeeping on the read path.
 func (sh *localShard) dropHalf() {
+	sh.dropped = time.Now().UnixNano()
 	n := sh.n / 2
 	sh.m.Range(func(k, _ any) bool {
 		sh.m.Delete(k)
@@ -92,15 +127,19 @@ func (sh *localShard) dropHalf() {
 	})
 }
 
-// bump increments dep's generation, if this process holds it.
-func (g *localGens) bump(dep string) {
+// bump increments dep's generation, creating it (from seed) if missing.
+func (g *localGens) bump(dep string, seed uint64) {
 	sh := g.shard(dep)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	now := time.Now().UnixNano()
 	p, ok := sh.m.Load(dep)
 	if !ok {
+		sh.create(dep, seed, now)
 		return
 	}
-	v := p.(*atomic.Uint64).Add(1)
+	c := p.(*counter)
+	v := c.gen.Add(1)
+	c.changed.Store(now)
 	sh.hwm = max(sh.hwm, v)
 }

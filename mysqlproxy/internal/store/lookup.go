@@ -320,6 +320,14 @@ func (s *Store) Put(ctx context.Context, key string, e *Entry) error {
 	if s.pending.any(e.Deps) {
 		return ErrPending
 	}
+	if !e.Since.IsZero() {
+		t := e.Since.UnixNano()
+		for _, d := range e.Deps {
+			if s.local.changedSince(d, t) {
+				return ErrChanged
+			}
+		}
+	}
 	now := s.now()
 	if expired(e, now) {
 		return nil

@@ -35,6 +35,9 @@ var (
 	// ErrPending means a bump did not reach memcached; it stays pending
 	// and is retried until it lands.
 	ErrPending = errors.New("store: bump pending")
+	// ErrChanged means an entry read from a snapshot older than its
+	// query (Entry.Since) depends on something that changed since.
+	ErrChanged = errors.New("store: a dependency changed since the snapshot")
 	// ErrCorrupt means a stored value could not be decoded.
 	ErrCorrupt = errors.New("store: corrupt value")
 	// ErrNoTier means there is nowhere to keep a value: L1 is off and no

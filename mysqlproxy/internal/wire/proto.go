@@ -135,8 +135,8 @@ func AppendEOF(b []byte, status uint16) []byte {
 }
 
 // AppendColumnDef appends a protocol 4.1 column definition for a utf8mb4
-// string column.
-func AppendColumnDef(b []byte, name string) []byte {
+// string column; extMeta adds MariaDB's extended metadata field (empty).
+func AppendColumnDef(b []byte, name string, extMeta bool) []byte {
 	lenstr := func(b []byte, s string) []byte {
 		b = mysql.AppendLengthEncodedInteger(b, uint64(len(s)))
 		return append(b, s...)
@@ -147,6 +147,9 @@ func AppendColumnDef(b []byte, name string) []byte {
 	b = lenstr(b, "") // org_table
 	b = lenstr(b, name)
 	b = lenstr(b, name)
+	if extMeta {
+		b = lenstr(b, "")
+	}
 	b = append(b, 0x0c)
 	b = binary.LittleEndian.AppendUint16(b, 45) // utf8mb4_general_ci
 	b = binary.LittleEndian.AppendUint32(b, 1<<24)

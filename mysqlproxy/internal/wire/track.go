@@ -7,10 +7,13 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
-// Session state tracking (CLIENT_SESSION_TRACK). With it, every OK packet
-// carries its info as a length-encoded string, followed, when the status
-// has SERVER_SESSION_STATE_CHANGED, by the session state changes the
-// statement made: a sequence of (type, length-encoded data) entries.
+// Session state tracking (CLIENT_SESSION_TRACK). An OK packet's info is a
+// length-encoded string, present when not empty; with tracking, and the
+// status's SERVER_SESSION_STATE_CHANGED, it is present even when empty,
+// and followed by the session state changes the statement made: a
+// sequence of (type, length-encoded data) entries. (Servers send the info
+// length-encoded with or without tracking, whatever older documents say,
+// and clients read it so.)
 
 // The session state entry types.
 const (
@@ -60,10 +63,6 @@ func ParseOKPacket(p []byte, track bool) (OKPacket, error) {
 	o.Status = binary.LittleEndian.Uint16(p[i:])
 	o.Warnings = binary.LittleEndian.Uint16(p[i+2:])
 	i += 4
-	if !track {
-		o.Info = p[i:]
-		return o, nil
-	}
 	if i == len(p) {
 		return o, nil
 	}
@@ -73,7 +72,7 @@ func ParseOKPacket(p []byte, track bool) (OKPacket, error) {
 	}
 	o.Info = p[i+n : i+n+int(l)]
 	i += n + int(l)
-	if o.Status&mysql.SERVER_SESSION_STATE_CHANGED != 0 && i < len(p) {
+	if track && o.Status&mysql.SERVER_SESSION_STATE_CHANGED != 0 && i < len(p) {
 		l, n = Lenenc(p[i:])
 		if n == 0 || uint64(len(p)-i-n) < l {
 			return o, ErrBadOK
@@ -96,9 +95,6 @@ func AppendOKPacket(b []byte, o OKPacket, track bool) []byte {
 	b = mysql.AppendLengthEncodedInteger(b, o.InsertID)
 	b = binary.LittleEndian.AppendUint16(b, status)
 	b = binary.LittleEndian.AppendUint16(b, o.Warnings)
-	if !track {
-		return append(b, o.Info...)
-	}
 	if len(o.Info) == 0 && status&mysql.SERVER_SESSION_STATE_CHANGED == 0 {
 		return b
 	}
