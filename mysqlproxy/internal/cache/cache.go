@@ -46,6 +46,10 @@ const statusMask = mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_STATUS_AUTOCOMMIT
 // when st is set) from the cache, or relays it and stores the response.
 func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.Stmt) error {
 	e := c.e
+	if c.s.Dead() {
+		// Nothing is answered on a session the server has closed.
+		return relay.ErrBackendGone
+	}
 	if err := c.s.RefreshIdentity(); err != nil {
 		return err
 	}

@@ -72,8 +72,11 @@ func TestClientMatrix(t *testing.T) {
 		// On a loaded machine memcached can miss the default 50ms
 		// deadline; mycached then fails open and serves no hits, and the
 		// cases that show what a hit does would pass or fail by chance.
+		// The caching mycached runs as deployed: with the binlog follower,
+		// whose account also reads keys, views and foreign keys.
 		cached := addrTarget(t, "cached", startProxy(t, "cached for "+cl.name, mysqlproxy.Config{
 			Backend: m.Addr, Memcached: []string{mc.Addr}, MemcachedTimeout: 10 * time.Second,
+			BinlogUser: testenv.BinlogUser, BinlogPassword: testenv.BinlogPassword,
 		}))
 		targets[cl.name] = []target{direct, cached, passthrough}
 	}
@@ -311,6 +314,16 @@ func startProxy(t *testing.T, name string, cfg mysqlproxy.Config) string {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	if cfg.BinlogUser != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for srv.WaitBinlog(ctx) != nil {
+			if ctx.Err() != nil {
+				t.Fatalf("binlog follower of %s did not start:\n%s", name, logs.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	t.Cleanup(func() {
 		_ = srv.Close()
 		if err := <-served; err != nil && !errors.Is(err, mysqlproxy.ErrServerClosed) {

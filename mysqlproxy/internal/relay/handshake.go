@@ -343,6 +343,8 @@ func (s *Session) finishAuth(okp []byte, seq byte) error {
 // final OK is returned instead, with its sequence id toward the client,
 // for finishAuth.
 func (s *Session) authExchange(first []byte, seq, delta byte) (bool, []byte, byte, error) {
+	s.backendWatch.stop()
+	s.clientWatch.stop()
 	buf := first
 	if _, err := s.Backend.WritePacket(first, seq); err != nil {
 		return false, nil, 0, s.backendFailure(err)

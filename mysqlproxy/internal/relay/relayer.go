@@ -445,6 +445,7 @@ func (r *Relayer) err(head []byte) {
 // client's file packets to the backend, up to the empty packet that ends
 // them. The request itself has been buffered for the client already.
 func (s *Session) sendLocalFile() error {
+	s.clientWatch.stop()
 	if err := s.Client.W.Flush(); err != nil {
 		return ClientError{err}
 	}

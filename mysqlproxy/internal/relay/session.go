@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -121,6 +122,15 @@ type Session struct {
 
 	buf       []byte // the command packet being handled
 	cursorCmd bool   // the command forwarded last asked for a cursor
+
+	// backendWatch watches the backend while the session waits for the
+	// client; clientWatch the client while a command runs.
+	backendWatch, clientWatch watcher
+	// dead says the backend closed the session; deadBytes are what it
+	// sent before, for the client.
+	dead      atomic.Bool
+	deadBytes []byte
+	deadReset bool
 	stmts     map[uint32]*Stmt
 	handler   Handler
 }
@@ -182,7 +192,64 @@ func (s *Session) Run(newHandler func(*Session) Handler) {
 	wire.SetDeadline(s.Backend.NetConn, 0)
 	s.Log = s.Log.With("user", s.Hello.User)
 	s.handler = newHandler(s)
+	s.backendWatch = watcher{c: s.Backend, event: s.backendEvent}
+	s.clientWatch = watcher{c: s.Client, event: s.clientEvent}
+	defer s.backendWatch.stop()
+	defer s.clientWatch.stop()
 	s.Loop(s.relayCommand)
+}
+
+// ErrBackendGone means the backend closed the session while it waited
+// for the client's next command.
+var ErrBackendGone = errors.New("relay: the backend closed the session")
+
+// Dead reports whether the backend closed the session; nothing may then
+// be answered on it, from the cache or otherwise.
+func (s *Session) Dead() bool { return s.dead.Load() }
+
+// backendEvent runs when the backend sends something, or closes, while
+// the session waits for the client. A server speaks unasked only to end
+// a session (an error such as "connection was killed", then the close):
+// the client gets those bytes and its connection is closed at once.
+func (s *Session) backendEvent(err error) {
+	if n := s.Backend.R.Buffered(); n > 0 {
+		b, _ := s.Backend.R.Peek(n)
+		s.deadBytes = append([]byte(nil), b...)
+	}
+	// A server that resets the connection (rather than closing it in
+	// order) is reset on the client too: drivers tell the two apart, as
+	// "server has gone away" against "lost connection".
+	s.deadReset = errors.Is(err, syscall.ECONNRESET)
+	s.dead.Store(true)
+	// Wake the session's goroutine if it waits for the client.
+	_ = s.Client.NetConn.SetReadDeadline(time.Now())
+}
+
+// clientEvent runs when the client sends something, or goes away, while
+// a command runs. A client that went away takes its statement with it:
+// closing the backend connection makes the server abort it, as it would
+// directly. Anything it sent waits for the session's goroutine.
+func (s *Session) clientEvent(err error) {
+	if err == nil {
+		return
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		return // a drain's deadline, not the client
+	}
+	_ = s.Backend.NetConn.Close()
+}
+
+// endDead tells the client what the backend said when it closed the
+// session.
+func (s *Session) endDead() {
+	if len(s.deadBytes) > 0 {
+		_ = s.Client.NetConn.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = s.Client.NetConn.Write(s.deadBytes)
+	}
+	if tc, ok := s.Client.NetConn.(*net.TCPConn); ok && s.deadReset {
+		_ = tc.SetLinger(0)
+	}
+	s.Log.Info("the backend closed the session; closing the client's connection")
 }
 
 // StartHandshakeDeadline bounds the connection phase of a session that
@@ -200,8 +267,20 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 		if s.opts.Draining != nil && s.opts.Draining() {
 			return
 		}
+		s.clientWatch.stop()
+		if s.dead.Load() {
+			s.endDead()
+			return
+		}
+		if s.Backend != nil {
+			s.backendWatch.arm()
+		}
 		p, seq, err := s.Client.ReadPacket(s.buf, s.opts.MaxPacket)
 		s.idle.Store(false)
+		if s.dead.Load() {
+			s.endDead()
+			return
+		}
 		if err != nil {
 			if errors.Is(err, wire.ErrPacketTooLarge) {
 				s.sendTooLarge(s.Client.LastSeq + 1)
@@ -225,10 +304,13 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 			if errors.Is(err, ErrQuit) {
 				return
 			}
-			var be BackendError
-			if errors.As(err, &be) {
-				s.SendError(s.ErrSeq, CodeBackendLost, "08S01", "mycached: lost connection to backend "+s.opts.Backend+": "+be.Err.Error(), true)
+			if s.dead.Load() || errors.Is(err, ErrBackendGone) {
+				s.endDead()
+				return
 			}
+			// A backend lost mid-command: the client's connection closes
+			// with no word of mycached's own, and its library reports the
+			// lost connection (2013) as it would directly.
 			s.LogEnd("session ended", err)
 			return
 		}
@@ -328,6 +410,11 @@ func (s *Session) Forward(p []byte) error {
 	// An execute with a cursor type answers with the metadata alone, and
 	// the rows come by COM_STMT_FETCH.
 	s.cursorCmd = len(p) > 5 && p[0] == mysql.COM_STMT_EXECUTE && p[5]&0x0f != 0
+	s.backendWatch.stop()
+	if s.dead.Load() {
+		return ErrBackendGone
+	}
+	s.clientWatch.arm()
 	if _, err := s.Backend.WritePacket(p, 0); err != nil {
 		return BackendError{err}
 	}

@@ -159,6 +159,10 @@ var errOwn = errors.New("relay: statement failed")
 // sent together and answered in order, before the client's next command.
 // Their state changes are applied but not passed to the client.
 func (s *Session) ownQueries(qs ...string) ([]ownResult, error) {
+	s.backendWatch.stop()
+	if s.dead.Load() {
+		return nil, ErrBackendGone
+	}
 	for _, q := range qs {
 		if _, err := s.Backend.WritePacket(append([]byte{mysql.COM_QUERY}, q...), 0); err != nil {
 			return nil, BackendError{err}
