@@ -319,7 +319,13 @@ func (f *Follower) query(t *txn, e *replication.QueryEvent) {
 	case w1 == "SAVEPOINT" || (w1 == "ROLLBACK" && w2 == "TO"):
 		return
 	}
-	f.statement(t, string(e.Schema), q, w1, w2)
+	d, ok := queryDialect(e.StatusVars, f.opts.Meta.Facts().Charsets)
+	if !ok {
+		// Read as the default dialect: right for any text without the
+		// bytes the dialects read differently, and otherwise unreadable.
+		d = sqlinfo.Dialect{Unknown: true}
+	}
+	f.statement(t, string(e.Schema), q, w1, w2, d)
 	if t.standalone {
 		f.apply(t)
 	}
@@ -361,14 +367,14 @@ func (f *Follower) xa1(t *txn, verb, q string) {
 var privilegeWords = map[string]bool{"GRANT": true, "REVOKE": true}
 
 // statement adds what a statement changed.
-func (f *Follower) statement(t *txn, schema, q, w1, w2 string) {
+func (f *Follower) statement(t *txn, schema, q, w1, w2 string, d sqlinfo.Dialect) {
 	if privilegeWords[w1] || (w1 == "FLUSH" && w2 == "PRIVILEGES") ||
 		((w1 == "CREATE" || w1 == "DROP" || w1 == "ALTER" || w1 == "RENAME") && (w2 == "USER" || w2 == "ROLE")) ||
 		(w1 == "SET" && (w2 == "PASSWORD" || w2 == "DEFAULT")) {
 		t.add(deps.Global)
 		return
 	}
-	info := statementAnalyzer.Analyze(q)
+	info := statementAnalyzer.AnalyzeIn(q, d)
 	if !info.MayWrite {
 		return
 	}

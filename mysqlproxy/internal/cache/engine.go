@@ -171,6 +171,33 @@ type Session struct {
 	// did not run it, so what the session's previous statement left
 	// (ROW_COUNT(), warnings, FOUND_ROWS()) is not what it would be.
 	lastHit []byte
+
+	// dia is how the server reads the session's texts, computed for
+	// the session state diaGen and diaState describe.
+	dia      sqlinfo.Dialect
+	diaGen   uint64
+	diaState uint64
+	diaSet   bool
+}
+
+// dialect returns how the server reads the session's statement texts:
+// its sql_mode and character_set_client, as the server reports them, or
+// as the session's SETs left them when the server does not track state.
+func (c *Session) dialect() sqlinfo.Dialect {
+	if c.diaSet && c.diaGen == c.s.VarsGen && c.diaState == c.state.digest {
+		return c.dia
+	}
+	mode, cs := c.s.Vars["sql_mode"], c.s.Vars["character_set_client"]
+	if !c.s.Track {
+		if v, ok := c.state.vars["sql_mode"]; ok {
+			mode = v
+		}
+		if v, ok := c.state.vars["character_set_client"]; ok {
+			cs = v
+		}
+	}
+	c.dia, c.diaGen, c.diaState, c.diaSet = sqlinfo.DialectOf(mode, cs), c.s.VarsGen, c.state.digest, true
+	return c.dia
 }
 
 // stmtNote is what the cache keeps of a prepared statement.

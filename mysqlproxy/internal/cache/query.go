@@ -25,7 +25,7 @@ func (c *Session) Query(p []byte, sql string) error {
 		// OUTFILE writes a file, not a table): no analysis needed.
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
-	info := c.e.Analyzer.Analyze(sql)
+	info := c.e.Analyzer.AnalyzeIn(sql, c.dialect())
 	if info.Kind == sqlinfo.Select && info.Cacheable {
 		return c.cacheRead(p, info, sql, nil)
 	}
@@ -84,7 +84,7 @@ func (c *Session) rerunLastHit() error {
 func (c *Session) Prepare(p []byte) (*relay.Stmt, error) {
 	st, err := c.s.Prepare(p)
 	if st != nil {
-		st.Ext = &stmtNote{info: c.e.Analyzer.Analyze(st.SQL), db: c.s.Hello.DB}
+		st.Ext = &stmtNote{info: c.e.Analyzer.AnalyzeIn(st.SQL, c.dialect()), db: c.s.Hello.DB}
 	}
 	return st, err
 }

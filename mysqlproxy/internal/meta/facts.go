@@ -35,6 +35,9 @@ type Facts struct {
 	SettleDelay time.Duration
 	// Grants lists the privileges the account holds on *.*, upper case.
 	Grants map[string]bool
+	// Charsets maps the server's collation ids to their character sets,
+	// lower case: the binlog names a statement's client charset by id.
+	Charsets map[uint16]string
 }
 
 // defaultSettle is SettleDelay without semi-sync: generous against the
@@ -79,6 +82,14 @@ func (m *Meta) readFacts(ctx context.Context) error {
 		for _, g := range grants {
 			for _, text := range g {
 				parseGrant(text, f.Grants)
+			}
+		}
+	}
+	f.Charsets = map[uint16]string{}
+	if cs, err := m.query(ctx, "SHOW COLLATION"); err == nil {
+		for _, r := range cs {
+			if id, err := strconv.ParseUint(r["id"], 10, 16); err == nil {
+				f.Charsets[uint16(id)] = strings.ToLower(r["charset"])
 			}
 		}
 	}

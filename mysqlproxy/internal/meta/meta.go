@@ -89,6 +89,10 @@ func Open(ctx context.Context, opts Options) (*Meta, error) {
 	cfg.TLS = opts.TLS
 	cfg.AllowFallbackToPlaintext = opts.TLSOptional
 	cfg.Collation = "utf8mb4_general_ci"
+	// SHOW CREATE VIEW quotes as the session's sql_mode says; with none
+	// of its flags, identifiers come in backquotes, as the analysis reads
+	// them by default.
+	cfg.Params = map[string]string{"sql_mode": "''"}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("meta: %w", err)

@@ -345,9 +345,9 @@ func (s *Session) restoreTrackers() error {
 // server's Com_select counts only the client's statements.
 const showGrants = "SHOW GRANTS"
 
-// isolationSQL reads the session's isolation level and sql_mode, which
-// the trackers report only when they change.
-const isolationSQL = "SHOW VARIABLES WHERE Variable_name IN ('tx_isolation', 'transaction_isolation', 'sql_mode')"
+// isolationSQL reads the session's isolation level, sql_mode and client
+// character set, which the trackers report only when they change.
+const isolationSQL = "SHOW VARIABLES WHERE Variable_name IN ('tx_isolation', 'transaction_isolation', 'sql_mode', 'character_set_client')"
 
 func (s *Session) noteIsolation(r ownResult) {
 	for _, row := range r.rows {
