@@ -92,6 +92,7 @@ func TestHitsDoNotTouchMySQL(t *testing.T) {
 				// Text protocol, and server-side prepared statements (a
 				// query with an argument and no interpolation).
 				first := dump(t, c, heavy)
+				storesSettled(t, c)
 				before := m.GlobalStatus(t, "Com_select")
 				second := dump(t, c, heavy)
 				if after := m.GlobalStatus(t, "Com_select"); after != before {
@@ -102,6 +103,7 @@ func TestHitsDoNotTouchMySQL(t *testing.T) {
 				}
 				q := "SELECT g, COUNT(*) FROM t WHERE g >= ? GROUP BY g ORDER BY g"
 				first = dump(t, c, q, 3)
+				storesSettled(t, c)
 				before = m.GlobalStatus(t, "Com_select")
 				stmtBefore := m.GlobalStatus(t, "Com_stmt_execute")
 				second = dump(t, c, q, 3)

@@ -15,6 +15,17 @@ import (
 
 // mycachedStatus returns the numeric rows of SHOW MYCACHED STATUS through
 // db as a map.
+// storesSettled waits until the proxy behind db has written every entry
+// it stored to memcached (the writes run off the clients' path).
+func storesSettled(t testing.TB, db interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "the stores to reach memcached", func() bool {
+		return mycachedStatus(t, db)["Stores_queued"] == 0
+	})
+}
+
 func mycachedStatus(t testing.TB, db interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 }) map[string]int64 {
@@ -150,7 +161,7 @@ func TestCacheFaultMemcachedRestartsEmpty(t *testing.T) {
 		}
 	}
 	if st := mycachedStatus(t, ca); st["Hits_l1"] == 0 {
-		t.Fatalf("second read through A: Hits_l1 = 0, want a hit (setup)")
+		t.Fatalf("second read through A: Hits_l1 = 0, want a hit (setup): %v", st)
 	}
 	if err := mc.Restart(); err != nil {
 		t.Fatalf("restart memcached: %v", err)
@@ -195,6 +206,7 @@ func TestCacheFaultBumpPending(t *testing.T) {
 			c.SetMaxOpenConns(1)
 			const read = "SELECT v FROM t WHERE id = 1"
 			readInt(t, c, read)
+			storesSettled(t, c)
 			before := m.GlobalStatus(t, "Com_select")
 			if v := readInt(t, c, read); v != 0 {
 				t.Fatalf("cached read: got %d, want 0", v)

@@ -129,6 +129,7 @@ func TestCacheLargeJSONChunked(t *testing.T) {
 	if got := read(); got != doc {
 		t.Fatalf("first read: got %d bytes, want the %d-byte document", len(got), len(doc))
 	}
+	storesSettled(t, c)
 	before := m.GlobalStatus(t, "Com_select")
 	got := read()
 	if after := m.GlobalStatus(t, "Com_select"); after != before {

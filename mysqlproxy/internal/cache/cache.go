@@ -172,39 +172,45 @@ func (c *Session) isolation() string {
 	return "REPEATABLE-READ"
 }
 
-// fill runs a missed read on the backend, streaming it to the client while
-// teeing it, and stores it when it qualifies. Concurrent misses of the same
-// key and generations run it once: the others wait and replay the result,
-// or run it themselves if it could not be stored. The generations are part
-// of the flight's key, so a client that arrives after a write never joins
-// a flight that read before it.
+// fill runs a missed read on the backend and stores it when it
+// qualifies. Concurrent misses of the same key and generations run it
+// once: the others wait and replay the result, or run it themselves if it
+// cannot be stored. The generations are part of the flight's key, so a
+// client that arrives after a write never joins a flight that read
+// before it.
+//
+// The leader reads the response into a spool at the backend's pace and
+// hands it to the others before it writes it to its own client, so a
+// client that reads slowly, or not at all, holds up no one else. A
+// response too large to store is written through to the leader's client
+// as it comes, and the others are told at once to run it themselves.
 func (c *Session) fill(p []byte, key string, check []byte, deps []string, gens store.Snap, dec cachepolicy.Decision, start time.Time) error {
 	e := c.e
-	fk := flightKey(key, gens)
-	leader := false
-	var relayErr error
-	v, _, _ := e.flight.Do(fk, func() (any, error) {
-		leader = true
-		payload, why, err := c.relayTee(p, dec, nil)
-		relayErr = err
-		if why != "" {
-			e.Stats.bypass(why)
+	call, leader := e.flights.Join(flightKey(key, gens))
+	if !leader {
+		if payload, ok := call.Wait().([]byte); ok && payload != nil {
+			e.Stats.shared.Inc()
+			return c.replay(payload, p)
 		}
-		if payload == nil {
-			return nil, nil
-		}
+		return c.s.RelayMode(p, relay.ModeResult)
+	}
+	var payload []byte
+	defer func() { call.Finish(payload) }()
+	sp := e.getSpool(c.s.Client.W, c.teeMax(dec)+spoolSlack, func() { call.Finish(nil) })
+	defer e.putSpool(sp)
+	payload, why, err := c.relayTee(p, dec, sp.w)
+	if why != "" {
+		e.Stats.bypass(why)
+	}
+	if err != nil {
+		return err
+	}
+	call.Finish(payload)
+	if payload != nil {
 		c.put(key, check, deps, gens, dec, payload, time.Time{})
 		e.Stats.missLatency.Observe(time.Since(start).Seconds())
-		return payload, nil
-	})
-	if leader {
-		return relayErr
 	}
-	if payload, ok := v.([]byte); ok && payload != nil {
-		e.Stats.shared.Inc()
-		return c.replay(payload, p)
-	}
-	return c.s.RelayMode(p, relay.ModeResult)
+	return sp.drain(c.s)
 }
 
 // relayTee relays a read to dst (nil: the client) and returns its
@@ -213,11 +219,7 @@ func (c *Session) relayTee(p []byte, dec cachepolicy.Decision, dst *bufio.Writer
 	if err := c.s.Forward(p); err != nil {
 		return nil, "", err
 	}
-	limit := c.e.cfg.MaxResultBytes
-	if dec.MaxBytes > 0 && dec.MaxBytes < limit {
-		limit = dec.MaxBytes
-	}
-	r := relay.Relayer{S: c.s, Dst: dst, TeeMax: int(limit) + payloadHeaderMax}
+	r := relay.Relayer{S: c.s, Dst: dst, TeeMax: c.teeMax(dec)}
 	r.Tee = append(c.e.getTee(), 0, 0) // room for the count of status offsets
 	defer func() { c.e.putTee(r.Tee) }()
 	err := r.Relay(relay.ModeResult)
@@ -231,6 +233,15 @@ func (c *Session) relayTee(p []byte, dec cachepolicy.Decision, dst *bufio.Writer
 	return payload(&r), "", nil
 }
 
+// teeMax is the most bytes of a response that may be stored under dec.
+func (c *Session) teeMax(dec cachepolicy.Decision) int {
+	limit := c.e.cfg.MaxResultBytes
+	if dec.MaxBytes > 0 && dec.MaxBytes < limit {
+		limit = dec.MaxBytes
+	}
+	return int(limit) + payloadHeaderMax
+}
+
 // put stores a response with the generations read before it ran; since
 // is when its snapshot may date from, when older than that.
 func (c *Session) put(key string, check []byte, deps []string, gens store.Snap, dec cachepolicy.Decision, payload []byte, since time.Time) {
@@ -242,7 +253,7 @@ func (c *Session) put(key string, check []byte, deps []string, gens store.Snap, 
 	if dec.SoftTTL > 0 && dec.SoftTTL < dec.TTL {
 		e.Soft = now.Add(dec.SoftTTL)
 	}
-	if err := c.e.Store.Put(context.Background(), key, e); err == nil {
+	if err := c.e.Store.PutAsync(key, e); err == nil {
 		c.e.Stats.stores.Inc()
 	}
 }

@@ -73,7 +73,7 @@ type Engine struct {
 	metaP    atomic.Pointer[meta.Meta] // nil: no metadata, every dependency table-level
 	follower atomic.Pointer[Follower]
 
-	flight   flight.Group
+	flights  flight.Early
 	depsMemo depsMemo
 	tees     sync.Pool // *[]byte tee buffers
 }
@@ -149,6 +149,7 @@ type Session struct {
 	CacheOff bool                // SET @mycached_cache = 0
 	tainted  bool                // session state changed in ways we cannot see
 	txWrote  bool                // the open transaction has written
+	xa       bool                // an XA transaction is open: its end may come from another session
 	txDeps   map[string]struct{} // what it wrote, bumped again when it ends
 	temps    map[string]struct{} // temporary tables ("db.t"), which shadow real ones
 	q        cachepolicy.Query   // reused for each policy call

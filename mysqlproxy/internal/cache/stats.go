@@ -46,6 +46,8 @@ func NewStats(reg *metrics.Registry, st *store.Store, sessions func() int) *Stat
 	reg.GaugeFunc("mycached_l1_entries", "Entries held by the in-process cache.", func() float64 { return float64(st.Stats().L1Entries) })
 	reg.GaugeFunc("mycached_pending_bumps", "Invalidations waiting for memcached to come back.", func() float64 { return float64(st.Stats().PendingBumps) })
 	reg.GaugeFunc("mycached_memcached_errors", "memcached operations that failed.", func() float64 { return float64(st.Stats().MemcachedErrors) })
+	reg.GaugeFunc("mycached_stores_queued", "Entries whose memcached write is queued or under way (writes run off the clients' path).", func() float64 { return float64(st.Stats().StoresQueued) })
+	reg.GaugeFunc("mycached_stores_dropped", "Entries whose memcached write was dropped because the queue was full.", func() float64 { return float64(st.Stats().StoresDropped) })
 	reg.GaugeFunc("mycached_memcached_gets", "Multi-gets sent to memcached (cache lookups and kv reads).", func() float64 { return float64(st.Stats().MemcachedGets) })
 	reg.GaugeFunc("mycached_memcached_get_writes", "Socket writes that sent those multi-gets; concurrent gets to one server share a write.", func() float64 { return float64(st.Stats().MemcachedGetWrites) })
 	return s

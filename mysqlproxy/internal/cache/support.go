@@ -147,6 +147,8 @@ func (e *Engine) StatusRows(sessions int) [][2]string {
 		{"Hits_memcached", u(e.Stats.hits.With("memcached").Value())},
 		{"Misses", u(e.Stats.misses.Value())},
 		{"Stores", u(e.Stats.stores.Value())},
+		{"Stores_queued", i(st.StoresQueued)},
+		{"Stores_dropped", u(st.StoresDropped)},
 		{"Singleflight_shared", u(e.Stats.shared.Value())},
 		{"Invalidations", u(e.Stats.invalidations.Value())},
 		{"L1_bytes", i(st.L1Bytes)},

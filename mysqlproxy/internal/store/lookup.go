@@ -311,36 +311,51 @@ func chunkKey(key string, nonce uint64, i int) string {
 // before the small header item that lists them. An entry whose deps have
 // a pending bump is not stored (ErrPending).
 func (s *Store) Put(ctx context.Context, key string, e *Entry) error {
+	admitted, err := s.putLocal(key, e)
+	if err != nil || s.mc == nil {
+		return err
+	}
+	err = s.putMemcached(ctx, key, e)
+	if err == nil || admitted {
+		s.stats.stores.Add(1)
+	}
+	return err
+}
+
+// putLocal checks an entry and keeps it in L1. It reports whether L1
+// took it; without memcached, an entry L1 refuses is ErrTooLarge.
+func (s *Store) putLocal(key string, e *Entry) (bool, error) {
 	if !isQueryKey(key) {
-		return ErrBadKey
+		return false, ErrBadKey
 	}
 	if len(e.Gens) != len(e.Deps) {
-		return ErrBadEntry
+		return false, ErrBadEntry
 	}
 	if s.pending.any(e.Deps) {
-		return ErrPending
+		return false, ErrPending
 	}
 	if !e.Since.IsZero() {
 		t := e.Since.UnixNano()
 		for _, d := range e.Deps {
 			if s.local.changedSince(d, t) {
-				return ErrChanged
+				return false, ErrChanged
 			}
 		}
 	}
-	now := s.now()
-	if expired(e, now) {
-		return nil
+	if expired(e, s.now()) {
+		return false, nil
 	}
 	s.refreshing.done(key)
 	admitted := s.l1 != nil && s.l1.set(key, e)
-	if s.mc == nil {
-		if !admitted {
-			return ErrTooLarge
-		}
-		return nil
+	if s.mc == nil && !admitted {
+		return false, ErrTooLarge
 	}
-	exp, ok := mcExpiration(e.Expires, now)
+	return admitted, nil
+}
+
+// putMemcached writes an entry to memcached.
+func (s *Store) putMemcached(ctx context.Context, key string, e *Entry) error {
+	exp, ok := mcExpiration(e.Expires, s.now())
 	if !ok {
 		return nil
 	}
@@ -350,9 +365,6 @@ func (s *Store) Put(ctx context.Context, key string, e *Entry) error {
 		// The server may have restarted with a smaller -I: ask again.
 		s.forgetItemSizeMax()
 		err = s.putValue(ctx, key, val, exp)
-	}
-	if err == nil || admitted {
-		s.stats.stores.Add(1)
 	}
 	return err
 }

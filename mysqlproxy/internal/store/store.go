@@ -166,6 +166,8 @@ type Stats struct {
 	ChunkedStores      uint64 // entries stored in chunks
 	MemcachedGets      uint64 // multi-gets sent (lookups, kv reads)
 	MemcachedGetWrites uint64 // writes that sent them: fewer when concurrent gets share one
+	StoresQueued       int64  // memcached writes of entries queued or under way
+	StoresDropped      uint64 // memcached writes of entries dropped on a full queue
 }
 
 type counters struct {
@@ -196,6 +198,7 @@ type Store struct {
 	pending    pendingSet
 	refreshing refreshSet
 	stats      counters
+	bg         background // memcached writes off the client's path
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -276,6 +279,7 @@ func New(opts Options) *Store {
 		}
 		s.wg.Add(1)
 		go s.retryPending()
+		s.startBackground()
 	}
 	return s
 }
@@ -322,6 +326,8 @@ func (s *Store) Stats() Stats {
 		ChunkedStores:      s.stats.chunked.Load(),
 		MemcachedGets:      s.stats.mcGets.Load(),
 		MemcachedGetWrites: s.stats.mcGetWrites.Load(),
+		StoresQueued:       s.bg.busy.Load(),
+		StoresDropped:      s.bg.dropped.Load(),
 	}
 	if s.l1 != nil {
 		st.L1Bytes, st.L1Entries = s.l1.usage()
