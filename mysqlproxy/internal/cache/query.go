@@ -9,6 +9,7 @@ import (
 
 	"github.com/mycached/mycached/cachepolicy"
 	"github.com/mycached/mycached/mysqlproxy/internal/deps"
+	"github.com/mycached/mycached/mysqlproxy/internal/meta"
 	"github.com/mycached/mycached/mysqlproxy/internal/relay"
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 	"github.com/mycached/mycached/mysqlproxy/internal/wire"
@@ -186,7 +187,7 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 	if info.MayWrite {
 		c.invalidate(info, sql, resp, params)
 	}
-	c.transition(info, before)
+	c.transition(info, sql, before, ok)
 }
 
 // unseenMatters reports whether a state change no tracker shows may
@@ -210,17 +211,26 @@ func unseenMatters(info *sqlinfo.Info) bool {
 // transition follows the session's transactions: it bumps again what an
 // ended one wrote, however it ended (COMMIT, ROLLBACK, COMMIT AND CHAIN,
 // a BEGIN or DDL that commits implicitly, SET autocommit=1, LOCK TABLES),
-// and notes when a new one begins.
-func (c *Session) transition(info *sqlinfo.Info, before uint16) {
+// and notes when a new one begins. A statement that may have committed
+// and begun anew within itself (a procedure, a multi-statement text,
+// EXECUTE of anything) bumps what the transaction wrote so far too,
+// without forgetting it.
+func (c *Session) transition(info *sqlinfo.Info, sql string, before uint16, ok bool) {
 	wasIn := before&mysql.SERVER_STATUS_IN_TRANS != 0
 	isIn := c.s.InTransaction()
 	switch info.Kind {
 	case sqlinfo.Begin, sqlinfo.Commit, sqlinfo.Rollback:
 		c.endTransaction()
 		wasIn = false
+		if info.Kind == sqlinfo.Begin && ok && sqlinfo.FirstKeyword(sql) == "XA" {
+			c.xa = true
+		}
 	default:
-		if wasIn && !isIn {
+		switch {
+		case wasIn && !isIn:
 			c.endTransaction()
+		case isIn && mayCommit(info):
+			c.bumpTx()
 		}
 	}
 	if isIn && !wasIn {
@@ -230,15 +240,35 @@ func (c *Session) transition(info *sqlinfo.Info, before uint16) {
 	}
 }
 
+// mayCommit reports whether a statement may commit a transaction and
+// begin another in one go, which the session's status before and after
+// cannot show.
+func mayCommit(info *sqlinfo.Info) bool {
+	if info.ParseError || info.WhyNot == "multi-statement" {
+		return true
+	}
+	switch info.Kind {
+	case sqlinfo.Select, sqlinfo.Show, sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete,
+		sqlinfo.Replace, sqlinfo.Set, sqlinfo.Use, sqlinfo.Savepoint:
+		return false
+	}
+	return true
+}
+
 // invalidate bumps the generations of everything a write may have changed.
-// Inside a transaction the tables are remembered, and bumped again when it
-// ends: a reader could otherwise fill from pre-commit data under the
-// post-write generation.
+//
+// Inside a transaction the bumps are remembered, and bumped (again) when
+// it ends: a reader could otherwise fill from pre-commit data under the
+// post-write generation. A write whose every table keeps its changes
+// invisible until COMMIT (InnoDB) is not bumped at all until then: no
+// other session can see it before, and this session's own reads bypass
+// the cache once its transaction has written.
 func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Response, params []wire.Param) {
 	e := c.e
 	ds := make([]string, 0, len(info.Writes)+2)
 	tables := make([]string, 0, len(info.Writes))
-	for _, t := range sqlinfo.Qualify(info.Writes, c.db) {
+	written := sqlinfo.Qualify(info.Writes, c.db)
+	for _, t := range written {
 		ds = append(ds, c.writeDeps(info, t, resp, params)...)
 		tables = append(tables, t.String())
 	}
@@ -250,17 +280,19 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 			e.meta().ForgetAll()
 		}
 	}
-	if extra := e.Policy.Invalidate(&cachepolicy.Write{Tables: tables, Kind: info.Kind.String(), SQL: sql, DB: c.db, User: c.user()}); len(extra) > 0 {
-		for _, t := range extra {
-			ds = append(ds, t, deps.NonKey(t))
-		}
+	extra := e.Policy.Invalidate(&cachepolicy.Write{Tables: tables, Kind: info.Kind.String(), SQL: sql, DB: c.db, User: c.user()})
+	for _, t := range extra {
+		ds = append(ds, t, deps.NonKey(t))
 	}
 	if len(ds) == 0 {
 		return
 	}
-	e.Store.Bump(context.Background(), ds)
-	e.Stats.invalidations.Add(uint64(len(ds)))
-	if c.s.Status&mysql.SERVER_STATUS_IN_TRANS != 0 {
+	inTx := c.s.Status&mysql.SERVER_STATUS_IN_TRANS != 0
+	if !inTx || !c.deferrable(info, written, extra) {
+		e.Store.Bump(context.Background(), ds)
+		e.Stats.invalidations.Add(uint64(len(ds)))
+	}
+	if inTx {
 		c.txWrote = true
 		if c.txDeps == nil {
 			c.txDeps = make(map[string]struct{})
@@ -269,6 +301,36 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 			c.txDeps[d] = struct{}{}
 		}
 	}
+}
+
+// deferrable reports whether a write inside a transaction may wait for
+// its end to be bumped: a single DML statement, outside XA, whose every
+// table is known to be transactional and to change no other table the
+// transaction does not also hold back (a view's or MERGE table's bases).
+func (c *Session) deferrable(info *sqlinfo.Info, written []sqlinfo.Table, extra []string) bool {
+	switch info.Kind {
+	case sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace:
+	default:
+		return false
+	}
+	if c.xa || info.Unmapped || len(extra) > 0 || len(written) == 0 || info.WhyNot == "multi-statement" || c.e.meta() == nil {
+		return false
+	}
+	for _, t := range written {
+		m := c.e.tableMeta(t)
+		if m == nil || m.Kind != meta.Base || !m.Transactional || len(m.Also) > 0 {
+			return false
+		}
+		for _, ch := range c.e.meta().Children(c.e.namer().Table(t.DB, t.Name)) {
+			// Foreign keys exist between transactional tables only, but
+			// a child whose engine is unknown is bumped at once.
+			cm := c.e.meta().Known(ch)
+			if cm == nil || !cm.Transactional {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // unmappedDeps adds the database-wide (or global) generations that a write
@@ -299,16 +361,22 @@ func (c *Session) unmappedDeps(ds []string, info *sqlinfo.Info) []string {
 func (c *Session) TxEnded() { c.endTransaction() }
 
 func (c *Session) endTransaction() {
-	if len(c.txDeps) > 0 {
-		deps := make([]string, 0, len(c.txDeps))
-		for d := range c.txDeps {
-			deps = append(deps, d)
-		}
-		c.e.Store.Bump(context.Background(), deps)
-		c.e.Stats.invalidations.Add(uint64(len(deps)))
-		clear(c.txDeps)
+	c.bumpTx()
+	clear(c.txDeps)
+	c.txWrote, c.xa = false, false
+}
+
+// bumpTx bumps everything the open transaction wrote so far.
+func (c *Session) bumpTx() {
+	if len(c.txDeps) == 0 {
+		return
 	}
-	c.txWrote = false
+	deps := make([]string, 0, len(c.txDeps))
+	for d := range c.txDeps {
+		deps = append(deps, d)
+	}
+	c.e.Store.Bump(context.Background(), deps)
+	c.e.Stats.invalidations.Add(uint64(len(deps)))
 }
 
 func (c *Session) noteTemporary(info *sqlinfo.Info) {

@@ -154,6 +154,17 @@ func (m *Meta) Children(table string) []string {
 	return out
 }
 
+// Known returns what has been learned of the table named by its range
+// generation, without asking the server, or nil.
+func (m *Meta) Known(table string) *Table {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.tables[table]; e != nil && e.err == nil {
+		return e.t
+	}
+	return nil
+}
+
 // Forget drops what is known of the table named by its range generation,
 // after DDL that may have changed it. Views built on it are dropped too.
 func (m *Meta) Forget(table string) {
