@@ -126,6 +126,12 @@ type Config struct {
 	KVPrefix string
 	// KVMaxBytes is the largest kv value accepted (default 8 MiB).
 	KVMaxBytes int
+	// KVTimeout bounds each kv statement as a whole, SELECT * and DROP
+	// included, and each policy script's cache.get, set and delete
+	// (default 1s, and never less than MemcachedTimeout). A cache lookup
+	// that times out falls back to MySQL; kv has nothing to fall back to,
+	// so it waits longer before it fails.
+	KVTimeout time.Duration
 	// KVUsers restricts kv to these users; empty means every authenticated user.
 	KVUsers []string
 	// KVPerUser gives each user their own kv namespace (prefix + user + ":").
@@ -185,6 +191,10 @@ func (c *Config) fillDefaults() {
 	if c.KVMaxBytes == 0 {
 		c.KVMaxBytes = 8 << 20
 	}
+	if c.KVTimeout == 0 {
+		c.KVTimeout = time.Second
+	}
+	c.KVTimeout = max(c.KVTimeout, c.MemcachedTimeout)
 	if c.MaxPacket == 0 {
 		c.MaxPacket = 1 << 30
 	}

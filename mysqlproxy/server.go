@@ -107,6 +107,7 @@ func NewServer(cfg Config) (*Server, error) {
 		Journal:          journal,
 		Servers:          cfg.Memcached,
 		Timeout:          cfg.MemcachedTimeout,
+		RawTimeout:       cfg.KVTimeout,
 		GetsInFlight:     cfg.MemcachedGets,
 		L1Bytes:          cfg.CacheMemory,
 		CompressMinBytes: cfg.CompressMinBytes,
@@ -114,7 +115,7 @@ func NewServer(cfg Config) (*Server, error) {
 	})
 	s.kv = kvproxy.New(kvproxy.Config{
 		Prefix: cfg.KVPrefix, MaxBytes: cfg.KVMaxBytes, Users: cfg.KVUsers,
-		PerUser: cfg.KVPerUser, Passwords: cfg.KVPasswords,
+		PerUser: cfg.KVPerUser, Passwords: cfg.KVPasswords, Timeout: cfg.KVTimeout,
 	}, s.store, len(cfg.Memcached) == 0)
 	s.reg = metrics.NewRegistry()
 	stats := cache.NewStats(s.reg, s.store, s.sessionCount)

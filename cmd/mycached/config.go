@@ -62,6 +62,7 @@ type options struct {
 	adminUsers  []string
 	kvPrefix    string
 	kvMaxBytes  int64
+	kvTimeout   time.Duration
 	kvUsers     []string
 	kvPerUser   bool
 	kvUsersFile string
@@ -103,6 +104,7 @@ func defaultOptions() options {
 		adminUsers:          []string{"root"},
 		kvPrefix:            "kv:",
 		kvMaxBytes:          8 << 20,
+		kvTimeout:           time.Second,
 		maxPacket:           1 << 30,
 		shutdownTimeout:     30 * time.Second,
 		logFormat:           "text",
@@ -154,6 +156,7 @@ func flagDefs(o *options) []flagDef {
 		{"Access", "kv-per-user", "", boolValue{&o.kvPerUser}, "give each user a private key/value namespace", ""},
 		{"Access", "kv-prefix", "PREFIX", stringValue{&o.kvPrefix}, "namespace of key/value pairs in the cache", ""},
 		{"Access", "kv-max-bytes", "SIZE", sizeValue{&o.kvMaxBytes}, "largest key/value value accepted", ""},
+		{"Access", "kv-timeout", "DURATION", durationValue{&o.kvTimeout}, "bound on each key/value statement as a whole, SELECT * and DROP included, and on each policy script's cache.get, set and delete; never less than --memcached-timeout", ""},
 
 		{"Limits and lifecycle", "max-packet", "SIZE", sizeValue{&o.maxPacket}, "largest client command accepted, reassembled", ""},
 		{"Limits and lifecycle", "shutdown-timeout", "DURATION", durationValue{&o.shutdownTimeout}, "on SIGTERM or SIGINT, time for in-flight statements to finish", ""},
@@ -362,6 +365,9 @@ func (o *options) check() error {
 	}
 	if o.maxStaleness <= 0 {
 		return errors.New("--max-staleness: must be more than 0")
+	}
+	if o.kvTimeout <= 0 {
+		return errors.New("--kv-timeout: must be more than 0")
 	}
 	if o.kvUsersFile != "" {
 		users, passwords, err := readUsersFile(o.kvUsersFile)

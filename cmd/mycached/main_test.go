@@ -175,6 +175,7 @@ func TestProxyConfig(t *testing.T) {
 		AdminUsers:          []string{},
 		KVPrefix:            "kv:",
 		KVMaxBytes:          8 << 20,
+		KVTimeout:           time.Second,
 		KVUsers:             []string{"u"},
 		KVPerUser:           true,
 		MaxPacket:           1 << 30,
