@@ -134,7 +134,10 @@ type Config struct {
 	KVTimeout time.Duration
 	// KVUsers restricts kv to these users; empty means every authenticated user.
 	KVUsers []string
-	// KVPerUser gives each user their own kv namespace (prefix + user + ":").
+	// KVPerUser gives each user their own kv namespace: the prefix, the
+	// user name with bytes other than letters, digits, ".", "_" and "-"
+	// percent-encoded (or, when that is over 64 bytes, "~" and 40 hex
+	// digits of its SHA-256), and ":".
 	KVPerUser bool
 	// KVPasswords are the users the kv-only listener (ServeKV) accepts,
 	// with their passwords in the clear or as MySQL's "*" + 40 hex digits

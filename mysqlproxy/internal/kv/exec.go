@@ -15,8 +15,8 @@ import (
 const getBatch = 100
 
 // Exec runs st against s and returns what to send to the client. namespace
-// is "" for the shared kv namespace or "<user>:" for a per-user one; it
-// goes between opts.Prefix and the key. st must have no unbound
+// is "" for the shared kv namespace or UserNamespace(user) for a per-user
+// one; it goes between opts.Prefix and the key. st must have no unbound
 // placeholders (see Bind). Exec validates keys and the value before it
 // writes anything, so an error result never leaves a partial write.
 func Exec(ctx context.Context, s Store, opts Options, namespace string, st *Stmt) Result {

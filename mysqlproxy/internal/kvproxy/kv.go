@@ -112,7 +112,7 @@ func (k *Session) kvAllowed() bool {
 
 func (k *Session) kvNamespace() string {
 	if k.srv.cfg.PerUser {
-		return k.s.Hello.User + ":"
+		return kv.UserNamespace(k.s.Hello.User)
 	}
 	return ""
 }
