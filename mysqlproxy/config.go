@@ -7,6 +7,7 @@ import (
 
 	"github.com/mycached/mycached/cachepolicy"
 	"github.com/mycached/mycached/mysqlproxy/internal/cache"
+	"github.com/mycached/mycached/mysqlproxy/internal/kvproxy"
 	"github.com/mycached/mycached/mysqlproxy/internal/relay"
 )
 
@@ -40,6 +41,12 @@ const (
 	ConsistencyStrict  = cache.Strict  // a hit checks memcached's generations
 	ConsistencyBounded = cache.Bounded // a hit checks the sidecar's own view while the follower is current
 )
+
+// CheckKVPrefix reports why prefix cannot be Config.KVPrefix: it is
+// empty, overlaps a prefix mycached reserves in the cache ("q:", "g:",
+// "i:"), or cannot begin a legal memcached key. NewServer refuses such a
+// prefix; a command line can check it first.
+func CheckKVPrefix(prefix string) error { return kvproxy.CheckPrefix(prefix) }
 
 // Config is everything a Server needs. NewServer fills zero values with the
 // defaults documented on each field.
@@ -122,7 +129,8 @@ type Config struct {
 	// AdminUsers may run the admin pseudo-queries (default ["root"]).
 	AdminUsers []string
 
-	// KVPrefix namespaces key/value pairs in the cache tier (default "kv:").
+	// KVPrefix namespaces key/value pairs in the cache tier (default "kv:");
+	// see CheckKVPrefix.
 	KVPrefix string
 	// KVMaxBytes is the largest kv value accepted (default 8 MiB).
 	KVMaxBytes int

@@ -120,3 +120,18 @@ func execAffected(t testing.TB, db *sql.DB, q string) int64 {
 	}
 	return n
 }
+
+// TestNewServerRefusesUnusableKVPrefix: a prefix whose every key the cache
+// would refuse (or that would list its own items) fails NewServer, rather
+// than every kv statement afterwards.
+func TestNewServerRefusesUnusableKVPrefix(t *testing.T) {
+	for _, p := range []string{"g:", "q", "i:kv:", "my kv:"} {
+		_, err := mysqlproxy.NewServer(mysqlproxy.Config{KVPrefix: p, KVPasswords: map[string]string{"app": kvPass}})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("unusable kv prefix %q", p)) {
+			t.Errorf("NewServer with KVPrefix %q: got %v, want an error naming the prefix", p, err)
+		}
+		if err := mysqlproxy.CheckKVPrefix(p); err == nil {
+			t.Errorf("CheckKVPrefix(%q): got nil, want an error", p)
+		}
+	}
+}

@@ -68,6 +68,9 @@ type Server struct {
 // Serve.
 func NewServer(cfg Config) (*Server, error) {
 	cfg.fillDefaults()
+	if err := kvproxy.CheckPrefix(cfg.KVPrefix); err != nil {
+		return nil, err
+	}
 	kvOnly := cfg.Backend == "" && len(cfg.KVPasswords) > 0 // ServeKV needs no backend
 	if _, _, err := net.SplitHostPort(cfg.Backend); err != nil && !kvOnly {
 		return nil, fmt.Errorf("mysqlproxy: backend %q: %w", cfg.Backend, err)

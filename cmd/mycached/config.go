@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mycached/mycached/mysqlproxy"
 )
 
 // options is the daemon's configuration after flags and the YAML file have
@@ -154,7 +156,7 @@ func flagDefs(o *options) []flagDef {
 		{"Access", "kv-users", "USER,...", &listValue{p: &o.kvUsers}, "users who may use key/value pseudo-queries", "every user"},
 		{"Access", "kv-users-file", "FILE", stringValue{&o.kvUsersFile}, "file of more --kv-users, one per line, # comments; a line user:password also lets that user into --kv-listen", "none"},
 		{"Access", "kv-per-user", "", boolValue{&o.kvPerUser}, "give each user a private key/value namespace", ""},
-		{"Access", "kv-prefix", "PREFIX", stringValue{&o.kvPrefix}, "namespace of key/value pairs in the cache", ""},
+		{"Access", "kv-prefix", "PREFIX", stringValue{&o.kvPrefix}, "namespace of key/value pairs in the cache: not empty, no whitespace or control bytes, at most 184 bytes, and neither beginning nor the beginning of the cache's own prefixes q:, g: and i:", ""},
 		{"Access", "kv-max-bytes", "SIZE", sizeValue{&o.kvMaxBytes}, "largest key/value value accepted", ""},
 		{"Access", "kv-timeout", "DURATION", durationValue{&o.kvTimeout}, "bound on each key/value statement as a whole, SELECT * and DROP included, and on each policy script's cache.get, set and delete; never less than --memcached-timeout", ""},
 
@@ -368,6 +370,9 @@ func (o *options) check() error {
 	}
 	if o.kvTimeout <= 0 {
 		return errors.New("--kv-timeout: must be more than 0")
+	}
+	if err := mysqlproxy.CheckKVPrefix(o.kvPrefix); err != nil {
+		return fmt.Errorf("--kv-prefix: %w", err)
 	}
 	if o.kvUsersFile != "" {
 		users, passwords, err := readUsersFile(o.kvUsersFile)
