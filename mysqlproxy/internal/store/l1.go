@@ -1,6 +1,7 @@
 package store
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,20 +14,42 @@ import (
 const l1Shards = 64
 
 // l1 is the in-process tier: a sharded LRU bounded in bytes. It maps keys
-// to immutable *Entry values. Entries too large for their shard's share
-// of the bound go to one extra shard for large entries, which holds a
-// quarter of the bound, so that a big result is cached rather than
-// silently dropped.
+// to immutable *Entry values.
+//
+// The byte bound is the cache's, not each shard's. Split among the shards,
+// it let a shard hold only a sixty-fourth of it, so that large entries
+// (a result of a megabyte) crowded one another out of their shard while
+// the others stood empty: 32 MiB held 7.6 MiB of such entries. Instead a
+// set reserves its entry's bytes against the whole bound, and while they
+// do not fit it evicts a least recently used entry: of the tails of the
+// next evictSample shards in turn, the one used longest ago. Any entry up
+// to the bound fits, and the bytes held never exceed it.
 type l1 struct {
-	shards [l1Shards + 1]l1Shard // the last one is for large entries
-	large  atomic.Int64          // entries in the large shard; lets get skip it
+	limit  int64
+	bytes  atomic.Int64  // held by the shards, plus entries being linked in
+	tick   atomic.Uint64 // a coarse clock of use: sets advance it, gets read it
+	next   atomic.Uint32 // the shard the next eviction visits first
+	shards [l1Shards]l1Shard
 }
+
+// An entry's use is stamped from l1.tick, which only sets advance, so
+// that a hit writes no shared memory: a set stamps its entry with the tick
+// it advances to (by two), a get with the tick plus one, so that an entry
+// got since the last set is newer than that set's entry. Gets between two
+// sets share a stamp; an eviction needs no finer order than that.
+
+// evictSample is how many shards' tails an eviction compares. Each tail
+// is its shard's least recently used entry; comparing a few approximates
+// one LRU list without one lock. One alone would evict whichever tail's
+// turn it was, which for a few large entries is any of them.
+const evictSample = 4
 
 // node is an element of a shard's intrusive LRU list.
 type node struct {
 	key        string
 	e          *Entry
 	size       int64
+	used       uint64 // when last set or got (see useStamp)
 	prev, next *node
 }
 
@@ -35,23 +58,17 @@ type l1Shard struct {
 	m     map[string]*node // key -> node
 	root  node             // sentinel: root.next is the most recent
 	bytes int64
-	limit int64
 }
 
 func newL1(limit int64) *l1 {
-	c := &l1{}
-	per := limit * 3 / 4 / l1Shards
+	c := &l1{limit: limit}
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.m = make(map[string]*node)
 		s.root.next, s.root.prev = &s.root, &s.root
-		s.limit = per
 	}
-	c.shards[l1Shards].limit = limit - per*l1Shards
 	return c
 }
-
-func (c *l1) largeShard() *l1Shard { return &c.shards[l1Shards] }
 
 func (c *l1) shard(key string) *l1Shard {
 	return &c.shards[xxhash.Sum64String(key)%l1Shards]
@@ -59,7 +76,8 @@ func (c *l1) shard(key string) *l1Shard {
 
 // get returns the entry for key and marks it recently used. It does not
 // allocate.
-func (s *l1Shard) get(key string) *Entry {
+func (c *l1) get(key string) *Entry {
+	s := c.shard(key)
 	s.mu.Lock()
 	n := s.m[key]
 	if n == nil {
@@ -68,83 +86,106 @@ func (s *l1Shard) get(key string) *Entry {
 	}
 	s.unlink(n)
 	s.pushFront(n)
+	n.used = c.tick.Load() + 1
 	s.mu.Unlock()
 	return n.e
 }
 
-// get returns the entry for key from its shard, or from the large shard.
-func (c *l1) get(key string) *Entry {
-	if e := c.shard(key).get(key); e != nil || c.large.Load() == 0 {
-		return e
-	}
-	return c.largeShard().get(key)
-}
-
 // set stores e under key, evicting least recently used entries to stay
-// within the shard's byte bound, and reports whether it was admitted. An
-// entry larger than the large shard is not (and replaces nothing: any
-// older entry is removed).
+// within the byte bound, and reports whether it was admitted. An entry
+// larger than the bound is not (and replaces nothing: any older entry is
+// removed).
 func (c *l1) set(key string, e *Entry) bool {
 	size := e.size(key)
-	s := c.shard(key)
 	c.delete(key)
-	if size > s.limit {
-		s = c.largeShard()
-		if size > s.limit {
-			return false
-		}
-		defer func() { c.large.Store(int64(s.count())) }()
+	if size > c.limit || !c.reserve(size) {
+		return false
 	}
-	s.set(key, e, size)
-	return true
-}
-
-func (s *l1Shard) count() int {
+	s := c.shard(key)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.m)
-}
-
-func (s *l1Shard) set(key string, e *Entry, size int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if old := s.m[key]; old != nil {
-		s.remove(old)
+		// A concurrent set of the same key linked in first.
+		c.remove(s, old)
 	}
-	for s.bytes+size > s.limit && s.root.prev != &s.root {
-		s.remove(s.root.prev)
-	}
-	n := &node{key: key, e: e, size: size}
+	n := &node{key: key, e: e, size: size, used: c.tick.Add(2)}
 	s.m[key] = n
 	s.pushFront(n)
 	s.bytes += size
+	s.mu.Unlock()
+	return true
+}
+
+// reserveRounds bounds how long reserve waits, in passes over the shards
+// that found nothing to evict: the bytes over the bound then belong to
+// entries that concurrent sets are linking in, which takes them moments.
+const reserveRounds = 100
+
+// reserve counts size bytes against the bound, evicting until they fit. It
+// reports false if they never do (see reserveRounds).
+func (c *l1) reserve(size int64) bool {
+	idle := 0
+	for {
+		b := c.bytes.Load()
+		if b+size <= c.limit {
+			if c.bytes.CompareAndSwap(b, b+size) {
+				return true
+			}
+			continue
+		}
+		if c.evictOne() {
+			idle = 0
+			continue
+		}
+		if idle++; idle > reserveRounds {
+			return false
+		}
+		runtime.Gosched()
+	}
+}
+
+// evictOne removes a least recently used entry: of the tails of the next
+// evictSample shards that have one, the one used longest ago. It reports
+// false when every shard is empty. It holds one shard's lock at a time.
+func (c *l1) evictOne() bool {
+	var victim *l1Shard
+	var oldest uint64
+	for tried, found := 0, 0; tried < l1Shards && found < evictSample; tried++ {
+		s := &c.shards[c.next.Add(1)%l1Shards]
+		s.mu.Lock()
+		if n := s.root.prev; n != &s.root && (victim == nil || n.used < oldest) {
+			victim, oldest = s, n.used
+		}
+		if s.root.prev != &s.root {
+			found++
+		}
+		s.mu.Unlock()
+	}
+	if victim == nil {
+		return false
+	}
+	// Its tail may have changed meanwhile; the tail now is as good.
+	victim.mu.Lock()
+	if n := victim.root.prev; n != &victim.root {
+		c.remove(victim, n)
+	}
+	victim.mu.Unlock()
+	return true
 }
 
 // delete removes key and reports whether it was present.
 func (c *l1) delete(key string) bool {
-	found := c.shard(key).deleteIf(key, nil)
-	if c.large.Load() > 0 && c.largeShard().deleteIf(key, nil) {
-		c.large.Add(-1)
-		found = true
-	}
-	return found
+	return c.deleteIf(key, nil)
 }
 
-// deleteIf removes key only if it still holds e, so that a stale reader
-// does not remove a newer entry put meanwhile.
-func (c *l1) deleteIf(key string, e *Entry) {
-	c.shard(key).deleteIf(key, e)
-	if c.large.Load() > 0 && c.largeShard().deleteIf(key, e) {
-		c.large.Add(-1)
-	}
-}
-
-// deleteIf removes key if it holds e, or whatever it holds when e is nil.
-func (s *l1Shard) deleteIf(key string, e *Entry) bool {
+// deleteIf removes key if it holds e, or whatever it holds when e is nil,
+// so that a stale reader does not remove a newer entry put meanwhile. It
+// reports whether it removed one.
+func (c *l1) deleteIf(key string, e *Entry) bool {
+	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if n := s.m[key]; n != nil && (e == nil || n.e == e) {
-		s.remove(n)
+		c.remove(s, n)
 		return true
 	}
 	return false
@@ -157,12 +198,11 @@ func (c *l1) purge(match func(key string) bool) {
 		s.mu.Lock()
 		for k, n := range s.m {
 			if match(k) {
-				s.remove(n)
+				c.remove(s, n)
 			}
 		}
 		s.mu.Unlock()
 	}
-	c.large.Store(int64(c.largeShard().count()))
 }
 
 // keys returns the keys for which match is true and whose entry has not
@@ -194,6 +234,14 @@ func (c *l1) usage() (bytes, entries int64) {
 	return bytes, entries
 }
 
+// remove unlinks n from s and gives its bytes back. s.mu is held.
+func (c *l1) remove(s *l1Shard, n *node) {
+	s.unlink(n)
+	delete(s.m, n.key)
+	s.bytes -= n.size
+	c.bytes.Add(-n.size)
+}
+
 func (s *l1Shard) unlink(n *node) {
 	n.prev.next = n.next
 	n.next.prev = n.prev
@@ -205,12 +253,6 @@ func (s *l1Shard) pushFront(n *node) {
 	n.next = s.root.next
 	s.root.next.prev = n
 	s.root.next = n
-}
-
-func (s *l1Shard) remove(n *node) {
-	s.unlink(n)
-	delete(s.m, n.key)
-	s.bytes -= n.size
 }
 
 func expired(e *Entry, now time.Time) bool {
