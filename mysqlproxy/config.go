@@ -7,6 +7,7 @@ import (
 
 	"github.com/mycached/mycached/cachepolicy"
 	"github.com/mycached/mycached/mysqlproxy/internal/cache"
+	"github.com/mycached/mycached/mysqlproxy/internal/kvproxy"
 	"github.com/mycached/mycached/mysqlproxy/internal/relay"
 )
 
@@ -40,6 +41,12 @@ const (
 	ConsistencyStrict  = cache.Strict  // a hit checks memcached's generations
 	ConsistencyBounded = cache.Bounded // a hit checks the sidecar's own view while the follower is current
 )
+
+// CheckKVPrefix reports why prefix cannot be Config.KVPrefix: it is
+// empty, overlaps a prefix mycached reserves in the cache ("q:", "g:",
+// "i:"), or cannot begin a legal memcached key. NewServer refuses such a
+// prefix; a command line can check it first.
+func CheckKVPrefix(prefix string) error { return kvproxy.CheckPrefix(prefix) }
 
 // Config is everything a Server needs. NewServer fills zero values with the
 // defaults documented on each field.
@@ -125,17 +132,27 @@ type Config struct {
 	// server, which answers them as the syntax errors they are.
 	AdminUsers []string
 
-	// KVPrefix namespaces key/value pairs in the cache tier (default "kv:").
+	// KVPrefix namespaces key/value pairs in the cache tier (default "kv:");
+	// see CheckKVPrefix.
 	KVPrefix string
 	// KVMaxBytes is the largest kv value accepted (default 8 MiB).
 	KVMaxBytes int
+	// KVTimeout bounds each kv statement as a whole, SELECT * and DROP
+	// included, and each policy script's cache.get, set and delete
+	// (default 1s, and never less than MemcachedTimeout). A cache lookup
+	// that times out falls back to MySQL; kv has nothing to fall back to,
+	// so it waits longer before it fails.
+	KVTimeout time.Duration
 	// KVUsers are the accounts that may use kv on the main listener, each
 	// a user name (any host) or user@host as the server matched it; empty
 	// means none. SELECT "x" is SQL too, so for everyone else every
 	// statement goes to the server. The kv-only listener serves every
 	// form to the users of KVPasswords.
 	KVUsers []string
-	// KVPerUser gives each user their own kv namespace (prefix + user + ":").
+	// KVPerUser gives each user their own kv namespace: the prefix, the
+	// user name with bytes other than letters, digits, ".", "_" and "-"
+	// percent-encoded (or, when that is over 64 bytes, "~" and 40 hex
+	// digits of its SHA-256), and ":".
 	KVPerUser bool
 	// KVPasswords are the users the kv-only listener (ServeKV) accepts,
 	// with their passwords in the clear or as MySQL's "*" + 40 hex digits
@@ -192,6 +209,10 @@ func (c *Config) fillDefaults() {
 	if c.KVMaxBytes == 0 {
 		c.KVMaxBytes = 8 << 20
 	}
+	if c.KVTimeout == 0 {
+		c.KVTimeout = time.Second
+	}
+	c.KVTimeout = max(c.KVTimeout, c.MemcachedTimeout)
 	if c.MaxPacket == 0 {
 		c.MaxPacket = 1 << 30
 	}

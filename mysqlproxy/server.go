@@ -67,6 +67,9 @@ type Server struct {
 // Serve.
 func NewServer(cfg Config) (*Server, error) {
 	cfg.fillDefaults()
+	if err := kvproxy.CheckPrefix(cfg.KVPrefix); err != nil {
+		return nil, err
+	}
 	kvOnly := cfg.Backend == "" && len(cfg.KVPasswords) > 0 // ServeKV needs no backend
 	if _, _, err := net.SplitHostPort(cfg.Backend); err != nil && !kvOnly {
 		return nil, fmt.Errorf("mysqlproxy: backend %q: %w", cfg.Backend, err)
@@ -106,6 +109,7 @@ func NewServer(cfg Config) (*Server, error) {
 		Journal:          journal,
 		Servers:          cfg.Memcached,
 		Timeout:          cfg.MemcachedTimeout,
+		RawTimeout:       cfg.KVTimeout,
 		GetsInFlight:     cfg.MemcachedGets,
 		L1Bytes:          cfg.CacheMemory,
 		CompressMinBytes: cfg.CompressMinBytes,
@@ -113,7 +117,7 @@ func NewServer(cfg Config) (*Server, error) {
 	})
 	s.kv = kvproxy.New(kvproxy.Config{
 		Prefix: cfg.KVPrefix, MaxBytes: cfg.KVMaxBytes, Users: cfg.KVUsers,
-		PerUser: cfg.KVPerUser, Passwords: cfg.KVPasswords,
+		PerUser: cfg.KVPerUser, Passwords: cfg.KVPasswords, Timeout: cfg.KVTimeout,
 	}, s.store, len(cfg.Memcached) == 0)
 	s.reg = metrics.NewRegistry()
 	stats := cache.NewStats(s.reg, s.store, s.sessionCount)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mycached/mycached/mysqlproxy"
 )
 
 // options is the daemon's configuration after flags and the YAML file have
@@ -62,6 +64,7 @@ type options struct {
 	adminUsers  []string
 	kvPrefix    string
 	kvMaxBytes  int64
+	kvTimeout   time.Duration
 	kvUsers     []string
 	kvPerUser   bool
 	kvUsersFile string
@@ -103,6 +106,7 @@ func defaultOptions() options {
 		adminUsers:          []string{"root"},
 		kvPrefix:            "kv:",
 		kvMaxBytes:          8 << 20,
+		kvTimeout:           time.Second,
 		maxPacket:           1 << 30,
 		shutdownTimeout:     30 * time.Second,
 		logFormat:           "text",
@@ -152,8 +156,9 @@ func flagDefs(o *options) []flagDef {
 		{"Access", "kv-users", "USER,...", &listValue{p: &o.kvUsers}, "accounts (user, or user@host) that may use key/value pseudo-queries on --listen; for everyone else every statement is SQL", "nobody"},
 		{"Access", "kv-users-file", "FILE", stringValue{&o.kvUsersFile}, "file of more --kv-users, one per line, # comments; a line user:password also lets that user into --kv-listen", "none"},
 		{"Access", "kv-per-user", "", boolValue{&o.kvPerUser}, "give each user a private key/value namespace", ""},
-		{"Access", "kv-prefix", "PREFIX", stringValue{&o.kvPrefix}, "namespace of key/value pairs in the cache", ""},
+		{"Access", "kv-prefix", "PREFIX", stringValue{&o.kvPrefix}, "namespace of key/value pairs in the cache: not empty, no whitespace or control bytes, at most 184 bytes, and neither beginning nor the beginning of the cache's own prefixes q:, g: and i:", ""},
 		{"Access", "kv-max-bytes", "SIZE", sizeValue{&o.kvMaxBytes}, "largest key/value value accepted", ""},
+		{"Access", "kv-timeout", "DURATION", durationValue{&o.kvTimeout}, "bound on each key/value statement as a whole, SELECT * and DROP included, and on each policy script's cache.get, set and delete; never less than --memcached-timeout", ""},
 
 		{"Limits and lifecycle", "max-packet", "SIZE", sizeValue{&o.maxPacket}, "largest client command accepted, reassembled", ""},
 		{"Limits and lifecycle", "shutdown-timeout", "DURATION", durationValue{&o.shutdownTimeout}, "on SIGTERM or SIGINT, time for in-flight statements to finish", ""},
@@ -362,6 +367,12 @@ func (o *options) check() error {
 	}
 	if o.maxStaleness <= 0 {
 		return errors.New("--max-staleness: must be more than 0")
+	}
+	if o.kvTimeout <= 0 {
+		return errors.New("--kv-timeout: must be more than 0")
+	}
+	if err := mysqlproxy.CheckKVPrefix(o.kvPrefix); err != nil {
+		return fmt.Errorf("--kv-prefix: %w", err)
 	}
 	if o.kvUsersFile != "" {
 		users, passwords, err := readUsersFile(o.kvUsersFile)

@@ -74,6 +74,10 @@ log-format: json
 		{"size G", []string{"--kv-max-bytes", "1G"}, func(o options) (any, any) { return o.kvMaxBytes, int64(1 << 30) }},
 		{"size plain", []string{"--compress-min-bytes", "1500"}, func(o options) (any, any) { return o.compressMinBytes, int64(1500) }},
 		{"duration", []string{"--memcached-timeout", "20ms"}, func(o options) (any, any) { return o.memcachedTimeout, 20 * time.Millisecond }},
+		{"kv timeout", []string{"--kv-timeout", "250ms"}, func(o options) (any, any) { return o.kvTimeout, 250 * time.Millisecond }},
+		{"kv prefix", []string{"--kv-prefix", "app/kv:"}, func(o options) (any, any) { return o.kvPrefix, "app/kv:" }},
+		{"kv prefix near a reserved one", []string{"--kv-prefix", "gq:"}, func(o options) (any, any) { return o.kvPrefix, "gq:" }},
+		{"kv prefix longest", []string{"--kv-prefix", strings.Repeat("k", 184)}, func(o options) (any, any) { return len(o.kvPrefix), 184 }},
 		{"int", []string{"--memcached-gets", "1"}, func(o options) (any, any) { return o.memcachedGets, 1 }},
 		{"enum", []string{"--backend-tls", "verify"}, func(o options) (any, any) { return o.backendTLS, "verify" }},
 		{"bool", []string{"--kv-per-user"}, func(o options) (any, any) { return o.kvPerUser, true }},
@@ -129,6 +133,7 @@ func TestParseOptionsErrors(t *testing.T) {
 	noCA := writeFile(t, dir, "ca.pem", "nothing here\n")
 	namesOnly := writeFile(t, dir, "names", "alice\nbob\n")
 	noName := writeFile(t, dir, "noname", "alice\n  :secret\n")
+	reservedPrefix := writeFile(t, dir, "prefix.yaml", "kv-prefix: \"q:\"\n")
 
 	tests := []struct {
 		name string
@@ -141,6 +146,15 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"bad log level", []string{"--log-level", "loud"}, `--log-level: "loud"`},
 		{"bad duration", []string{"--policy-timeout", "5"}, `--policy-timeout: "5"`},
 		{"negative duration", []string{"--default-ttl", "-1s"}, `"-1s"`},
+		{"zero kv timeout", []string{"--kv-timeout", "0s"}, "--kv-timeout: must be more than 0"},
+		{"kv prefix reserved", []string{"--kv-prefix", "g:"}, `--kv-prefix: kvproxy: unusable kv prefix "g:": it overlaps "g:", which mycached reserves for generations`},
+		{"kv prefix inside a reserved one", []string{"--kv-prefix", "q:kv:"}, `"q:kv:": it overlaps "q:"`},
+		{"kv prefix begins a reserved one", []string{"--kv-prefix", "i"}, `"i": it overlaps "i:"`},
+		{"kv prefix empty", []string{"--kv-prefix="}, `--kv-prefix: kvproxy: unusable kv prefix "": it must not be empty`},
+		{"kv prefix in yaml", []string{"--config", reservedPrefix}, `--kv-prefix: kvproxy: unusable kv prefix "q:"`},
+		{"kv prefix with a space", []string{"--kv-prefix", "my kv:"}, "byte 0x20 at position 2"},
+		{"kv prefix with a control byte", []string{"--kv-prefix", "kv:"}, "byte 0x01 at position 2"},
+		{"kv prefix too long", []string{"--kv-prefix", strings.Repeat("k", 185)}, "185 bytes is more than 184"},
 		{"bad size", []string{"--cache-memory", "lots"}, `--cache-memory: "lots"`},
 		{"int below its minimum", []string{"--memcached-gets", "0"}, `--memcached-gets: "0" is not a whole number of at least 1`},
 		{"bad size unit", []string{"--max-packet", "12XB"}, `"12XB"`},

@@ -116,6 +116,7 @@ func proxyConfig(o options, logger *slog.Logger) mysqlproxy.Config {
 		AdminUsers:      append([]string{}, o.adminUsers...),
 		KVPrefix:        o.kvPrefix,
 		KVMaxBytes:      int(o.kvMaxBytes),
+		KVTimeout:       o.kvTimeout,
 		KVUsers:         o.kvUsers,
 		KVPerUser:       o.kvPerUser,
 		KVPasswords:     o.kvPasswords,

@@ -80,6 +80,7 @@ func TestBinary(t *testing.T) {
 		{"bad enum", []string{"--backend-tls", "sometimes"}, `mycached: --backend-tls: "sometimes" is not one of off, preferred, required, verify`},
 		{"unknown flag", []string{"--nope"}, "mycached: unknown flag --nope"},
 		{"bad size", []string{"--cache-memory=12XB"}, `mycached: --cache-memory: "12XB"`},
+		{"reserved kv prefix", []string{"--kv-prefix", "g:"}, `mycached: --kv-prefix: kvproxy: unusable kv prefix "g:": it overlaps "g:"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,6 +176,7 @@ func TestProxyConfig(t *testing.T) {
 		AdminUsers:          []string{},
 		KVPrefix:            "kv:",
 		KVMaxBytes:          8 << 20,
+		KVTimeout:           time.Second,
 		KVUsers:             []string{"u"},
 		KVPerUser:           true,
 		MaxPacket:           1 << 30,

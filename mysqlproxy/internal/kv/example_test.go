@@ -27,10 +27,15 @@ func (m mapStore) Set(_ context.Context, key string, val []byte, _ time.Duration
 	return nil
 }
 
-func (m mapStore) Delete(_ context.Context, key string) (bool, error) {
-	_, ok := m[key]
-	delete(m, key)
-	return ok, nil
+func (m mapStore) DeleteMulti(_ context.Context, keys []string) (int, error) {
+	n := 0
+	for _, k := range keys {
+		if _, ok := m[k]; ok {
+			delete(m, k)
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (m mapStore) Keys(_ context.Context, prefix string) ([]string, error) {

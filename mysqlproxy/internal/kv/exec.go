@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -14,8 +15,8 @@ import (
 const getBatch = 100
 
 // Exec runs st against s and returns what to send to the client. namespace
-// is "" for the shared kv namespace or "<user>:" for a per-user one; it
-// goes between opts.Prefix and the key. st must have no unbound
+// is "" for the shared kv namespace or UserNamespace(user) for a per-user
+// one; it goes between opts.Prefix and the key. st must have no unbound
 // placeholders (see Bind). Exec validates keys and the value before it
 // writes anything, so an error result never leaves a partial write.
 func Exec(ctx context.Context, s Store, opts Options, namespace string, st *Stmt) Result {
@@ -24,17 +25,20 @@ func Exec(ctx context.Context, s Store, opts Options, namespace string, st *Stmt
 		return ErrorResult(ErrUnbound)
 	}
 	ns := opts.Prefix + namespace
+	// One deadline for the statement, however many calls it makes.
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
 	switch st.Op {
 	case OpInsert:
 		return execInsert(ctx, s, opts, ns, st)
 	case OpSelect:
-		return execSelect(ctx, s, ns, st)
+		return execSelect(ctx, s, opts, ns, st)
 	case OpDelete:
-		return execDelete(ctx, s, ns, st)
+		return execDelete(ctx, s, opts, ns, st)
 	case OpSelectAll:
-		return execSelectAll(ctx, s, ns)
+		return execSelectAll(ctx, s, opts, ns)
 	case OpDrop:
-		return execDrop(ctx, s, ns)
+		return execDrop(ctx, s, opts, ns)
 	}
 	return errorResult(CodeUnknown, StateGeneral, fmt.Sprintf("mycached: unknown kv statement %d", st.Op))
 }
@@ -61,7 +65,7 @@ func execInsert(ctx context.Context, s Store, opts Options, ns string, st *Stmt)
 		if errors.Is(err, ErrTooLarge) {
 			return tooLarge(len(st.Value), s.ItemSizeMax(ctx))
 		}
-		return storeError("INSERT", err)
+		return storeError(opts, "INSERT", err)
 	}
 	return Result{Affected: 1}
 }
@@ -78,13 +82,16 @@ func tooLarge(n, limit int) Result {
 		n, have))
 }
 
-func execSelect(ctx context.Context, s Store, ns string, st *Stmt) Result {
+func execSelect(ctx context.Context, s Store, opts Options, ns string, st *Stmt) Result {
 	keys, userKeys, res := selectKeys(ns, st)
 	if res.IsError() {
 		return res
 	}
 	vals, err := s.GetMulti(ctx, keys)
-	return SelectResult(userKeys, vals, err)
+	if err != nil {
+		return storeError(opts, "SELECT", err)
+	}
+	return SelectResult(userKeys, vals, nil)
 }
 
 // SelectKeys returns the store keys a SELECT of st reads (each once, in
@@ -133,7 +140,7 @@ func selectKeys(ns string, st *Stmt) ([]string, [][]byte, Result) {
 // error.
 func SelectResult(userKeys [][]byte, vals [][]byte, err error) Result {
 	if err != nil {
-		return storeError("SELECT", err)
+		return storeError(Options{}, "SELECT", err)
 	}
 	res := Result{Columns: Columns(), IsRows: true}
 	for i, v := range vals {
@@ -144,7 +151,7 @@ func SelectResult(userKeys [][]byte, vals [][]byte, err error) Result {
 	return res
 }
 
-func execDelete(ctx context.Context, s Store, ns string, st *Stmt) Result {
+func execDelete(ctx context.Context, s Store, opts Options, ns string, st *Stmt) Result {
 	if len(st.Keys) != 1 {
 		return errorResult(CodeUnknown, StateGeneral, "mycached: DELETE needs exactly one key")
 	}
@@ -152,14 +159,11 @@ func execDelete(ctx context.Context, s Store, ns string, st *Stmt) Result {
 	if res.IsError() {
 		return res
 	}
-	existed, err := s.Delete(ctx, key)
+	n, err := s.DeleteMulti(ctx, []string{key})
 	if err != nil {
-		return storeError("DELETE", err)
+		return storeError(opts, "DELETE", err)
 	}
-	if existed {
-		return Result{Affected: 1}
-	}
-	return Result{}
+	return Result{Affected: uint64(n)}
 }
 
 // listKeys returns the full keys under ns, sorted so that SELECT * is
@@ -179,10 +183,10 @@ func listKeys(ctx context.Context, s Store, ns string) ([]string, error) {
 	return out, nil
 }
 
-func execSelectAll(ctx context.Context, s Store, ns string) Result {
+func execSelectAll(ctx context.Context, s Store, opts Options, ns string) Result {
 	keys, err := listKeys(ctx, s, ns)
 	if err != nil {
-		return storeError("SELECT *", err)
+		return storeError(opts, "SELECT *", err)
 	}
 	res := Result{Columns: Columns(), IsRows: true}
 	for len(keys) > 0 {
@@ -190,7 +194,7 @@ func execSelectAll(ctx context.Context, s Store, ns string) Result {
 		keys = keys[len(batch):]
 		vals, err := s.GetMulti(ctx, batch)
 		if err != nil {
-			return storeError("SELECT *", err)
+			return storeError(opts, "SELECT *", err)
 		}
 		// A key deleted or expired since Keys ran is simply absent.
 		for i, v := range vals {
@@ -202,22 +206,16 @@ func execSelectAll(ctx context.Context, s Store, ns string) Result {
 	return res
 }
 
-func execDrop(ctx context.Context, s Store, ns string) Result {
+func execDrop(ctx context.Context, s Store, opts Options, ns string) Result {
 	keys, err := listKeys(ctx, s, ns)
 	if err != nil {
-		return storeError("DROP", err)
+		return storeError(opts, "DROP", err)
 	}
-	var n uint64
-	for _, k := range keys {
-		existed, err := s.Delete(ctx, k)
-		if err != nil {
-			return storeError(fmt.Sprintf("DROP (after removing %d pairs)", n), err)
-		}
-		if existed {
-			n++
-		}
+	n, err := s.DeleteMulti(ctx, keys)
+	if err != nil {
+		return storeError(opts, fmt.Sprintf("DROP (after removing %d pairs)", n), err)
 	}
-	return Result{Affected: n}
+	return Result{Affected: uint64(n)}
 }
 
 // fullKey validates a user key and returns it namespaced. memcached's
@@ -247,7 +245,14 @@ func fullKey(ns string, k []byte) (string, Result) {
 	return key, Result{}
 }
 
-// storeError reports a failure of the cache tier during op.
-func storeError(op string, err error) Result {
+// storeError reports a failure of the cache tier during op. A statement
+// that ran out of time says which bound it hit, since that is what to
+// change if the cache tier is merely slow.
+func storeError(opts Options, op string, err error) Result {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return errorResult(CodeUnknown, StateGeneral, fmt.Sprintf(
+			"mycached: kv %s failed: the cache tier did not answer within %v (--kv-timeout)", op, opts.withDefaults().Timeout))
+	}
 	return errorResult(CodeUnknown, StateGeneral, fmt.Sprintf("mycached: kv %s failed: %v", op, err))
 }

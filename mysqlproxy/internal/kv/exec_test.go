@@ -16,8 +16,8 @@ type fakeStore struct {
 	m        map[string][]byte
 	ttl      map[string]time.Duration
 	itemMax  int
-	fail     map[string]error // by method name: "GetMulti", "Set", "Delete", "Keys"
-	failAt   int              // fail Delete on this call (1-based) when > 0
+	fail     map[string]error // by method name: "GetMulti", "Set", "Keys", and "Delete" for DeleteMulti
+	failAt   int              // fail the delete of this key (1-based, across calls) when > 0
 	deletes  int
 	sets     int
 	getCalls [][]string
@@ -51,7 +51,7 @@ func (f *fakeStore) Set(ctx context.Context, key string, val []byte, ttl time.Du
 	return nil
 }
 
-func (f *fakeStore) Delete(ctx context.Context, key string) (bool, error) {
+func (f *fakeStore) delete(key string) (bool, error) {
 	f.deletes++
 	if err := f.fail["Delete"]; err != nil && (f.failAt == 0 || f.failAt == f.deletes) {
 		return false, err
@@ -59,6 +59,20 @@ func (f *fakeStore) Delete(ctx context.Context, key string) (bool, error) {
 	_, ok := f.m[key]
 	delete(f.m, key)
 	return ok, nil
+}
+
+func (f *fakeStore) DeleteMulti(ctx context.Context, keys []string) (int, error) {
+	n := 0
+	for _, k := range keys {
+		ok, err := f.delete(k)
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (f *fakeStore) Keys(ctx context.Context, prefix string) ([]string, error) {
@@ -373,5 +387,67 @@ func TestOptionsDefaults(t *testing.T) {
 	got = Options{Prefix: "x:", MaxBytes: 5}.withDefaults()
 	if got.Prefix != "x:" || got.MaxBytes != 5 {
 		t.Errorf("withDefaults changed set fields: %+v", got)
+	}
+}
+
+// slowStore answers each call after delay, or fails when its context
+// ends first, as a store whose every call has its own timeout would.
+type slowStore struct {
+	*fakeStore
+	delay time.Duration
+}
+
+func (s slowStore) wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(s.delay):
+		return nil
+	}
+}
+
+func (s slowStore) GetMulti(ctx context.Context, keys []string) ([][]byte, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	return s.fakeStore.GetMulti(ctx, keys)
+}
+
+func (s slowStore) DeleteMulti(ctx context.Context, keys []string) (int, error) {
+	n := 0
+	for _, k := range keys {
+		if err := s.wait(ctx); err != nil {
+			return n, err
+		}
+		m, _ := s.fakeStore.DeleteMulti(ctx, []string{k})
+		n += m
+	}
+	return n, nil
+}
+
+// TestExecStatementDeadline: a statement of many store calls, each well
+// within its own bound, still fails by Options.Timeout as a whole, with a
+// message that names the bound, and DROP says how far it got.
+func TestExecStatementDeadline(t *testing.T) {
+	f := newFakeStore()
+	for i := range 10 * getBatch {
+		f.m[fmt.Sprintf("kv:k%04d", i)] = []byte("v")
+	}
+	s := slowStore{fakeStore: f, delay: 40 * time.Millisecond}
+	opts := Options{Timeout: 200 * time.Millisecond}
+	for _, q := range []string{`SELECT *`, `DROP`} {
+		start := time.Now()
+		r := run(t, s, opts, "", q)
+		took := time.Since(start)
+		if !r.IsError() || !strings.Contains(r.Msg, "did not answer within 200ms (--kv-timeout)") {
+			t.Errorf("%s: got %d rows, %d affected, error %q; want an error naming the 200ms bound", q, len(r.Rows), r.Affected, r.Msg)
+		}
+		// Call by call, the store would take 10 or 1000 times 40ms.
+		if took > time.Second {
+			t.Errorf("%s: failed after %v, want by about 200ms", q, took)
+		}
+		if q == `DROP` && !strings.Contains(r.Msg, "DROP (after removing ") {
+			t.Errorf("DROP: got %q, want it to say how many pairs it removed", r.Msg)
+		}
 	}
 }

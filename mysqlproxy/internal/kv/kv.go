@@ -143,8 +143,9 @@ type Store interface {
 	// implementation whose backend rejects the value as too large should
 	// return an error that wraps ErrTooLarge.
 	Set(ctx context.Context, key string, val []byte, ttl time.Duration) error
-	// Delete removes key and reports whether it existed.
-	Delete(ctx context.Context, key string) (existed bool, err error)
+	// DeleteMulti removes keys and returns how many existed; on an error,
+	// how many it is known to have removed.
+	DeleteMulti(ctx context.Context, keys []string) (n int, err error)
 	// Keys lists the keys that start with prefix.
 	Keys(ctx context.Context, prefix string) ([]string, error)
 	// ItemSizeMax is memcached's item size limit (its -I setting) in
@@ -158,6 +159,8 @@ const (
 	DefaultPrefix = "kv:"
 	// DefaultMaxBytes is the largest value INSERT accepts (8 MiB).
 	DefaultMaxBytes = 8 << 20
+	// DefaultTimeout bounds each statement as a whole (1 s).
+	DefaultTimeout = time.Second
 )
 
 // MaxKeyLen is memcached's key length limit, which applies to the key
@@ -183,6 +186,11 @@ type Options struct {
 	// MaxBytes is the largest value INSERT accepts (--kv-max-bytes).
 	// Zero or negative means DefaultMaxBytes.
 	MaxBytes int
+	// Timeout bounds each statement as a whole, from its first call to
+	// the Store to its last (--kv-timeout): a DROP of many pairs, or a
+	// SELECT * that walks every server, fails when it would take longer.
+	// Zero or negative means DefaultTimeout.
+	Timeout time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -191,6 +199,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
 	}
 	return o
 }

@@ -29,6 +29,9 @@ type Config struct {
 	MaxBytes int      // largest value accepted
 	Users    []string // who may use kv on the main listener; empty: everyone
 	PerUser  bool     // a namespace per user
+	// Timeout bounds each kv statement as a whole, and each policy
+	// script's cache.get, set and delete (default kv.DefaultTimeout).
+	Timeout time.Duration
 	// Passwords are the users the kv-only listener accepts, with their
 	// passwords in the clear or as MySQL's "*" + 40 hex digits hash.
 	Passwords map[string]string
@@ -87,8 +90,8 @@ func (k kvStore) Set(ctx context.Context, key string, val []byte, ttl time.Durat
 	return err
 }
 
-func (k kvStore) Delete(ctx context.Context, key string) (bool, error) {
-	return k.st.RawDelete(ctx, key)
+func (k kvStore) DeleteMulti(ctx context.Context, keys []string) (int, error) {
+	return k.st.RawDeleteMulti(ctx, keys)
 }
 
 func (k kvStore) Keys(ctx context.Context, prefix string) ([]string, error) {
@@ -115,11 +118,18 @@ func (k *Session) ansiQuotes() bool {
 	return !k.kvOnly && strings.Contains(strings.ToUpper(k.s.Vars["sql_mode"]), "ANSI_QUOTES")
 }
 
+// kvNamespace is the session's namespace under PerUser: the user name
+// of the account the server matched on the main listener (not the name
+// the client typed, which an anonymous account accepts for anyone), the
+// user mycached authenticated on the kv-only listener.
 func (k *Session) kvNamespace() string {
-	if k.srv.cfg.PerUser {
-		return k.s.Hello.User + ":"
+	if !k.srv.cfg.PerUser {
+		return ""
 	}
-	return ""
+	if k.kvOnly {
+		return kv.UserNamespace(k.s.Hello.User)
+	}
+	return kv.UserNamespace(k.s.AccountUser())
 }
 
 // parseKV parses sql as a kv pseudo-query, under the session's escaping
@@ -158,7 +168,7 @@ func (k *Session) execKV(st *kv.Stmt) kv.Result {
 
 // kvOptions are the kv language's options from the server's config.
 func (k *Session) kvOptions() kv.Options {
-	return kv.Options{Prefix: k.srv.cfg.Prefix, MaxBytes: k.srv.cfg.MaxBytes}
+	return kv.Options{Prefix: k.srv.cfg.Prefix, MaxBytes: k.srv.cfg.MaxBytes, Timeout: k.srv.cfg.Timeout}
 }
 
 func (k *Session) writeKVResult(r kv.Result, binary bool) error {
@@ -363,16 +373,31 @@ func (k *Session) kvKeysValid(p []byte, n int, types []byte) bool {
 }
 
 // LuaKV gives policy scripts the kv namespace: cache.get/set/delete.
-func (srv *Server) LuaKV() LuaKV { return LuaKV{kv: srv.kv, prefix: srv.cfg.Prefix} }
+func (srv *Server) LuaKV() LuaKV {
+	return LuaKV{kv: srv.kv, prefix: srv.cfg.Prefix, timeout: srv.cfg.Timeout}
+}
 
-// LuaKV is the kv namespace as policy scripts see it.
+// LuaKV is the kv namespace as policy scripts see it. A script's hook
+// stops waiting at its own deadline; each call also ends by the kv
+// timeout, so that one the hook abandoned does not linger.
 type LuaKV struct {
-	kv     kvStore
-	prefix string
+	kv      kvStore
+	prefix  string
+	timeout time.Duration
+}
+
+func (l LuaKV) ctx() (context.Context, context.CancelFunc) {
+	t := l.timeout
+	if t <= 0 {
+		t = kv.DefaultTimeout
+	}
+	return context.WithTimeout(context.Background(), t)
 }
 
 func (l LuaKV) Get(key string) ([]byte, bool, error) {
-	vals, err := l.kv.GetMulti(context.Background(), []string{l.prefix + key})
+	ctx, cancel := l.ctx()
+	defer cancel()
+	vals, err := l.kv.GetMulti(ctx, []string{l.prefix + key})
 	if err != nil {
 		return nil, false, err
 	}
@@ -380,10 +405,14 @@ func (l LuaKV) Get(key string) ([]byte, bool, error) {
 }
 
 func (l LuaKV) Set(key string, val []byte, ttl time.Duration) error {
-	return l.kv.Set(context.Background(), l.prefix+key, val, ttl)
+	ctx, cancel := l.ctx()
+	defer cancel()
+	return l.kv.Set(ctx, l.prefix+key, val, ttl)
 }
 
 func (l LuaKV) Delete(key string) error {
-	_, err := l.kv.Delete(context.Background(), l.prefix+key)
+	ctx, cancel := l.ctx()
+	defer cancel()
+	_, err := l.kv.DeleteMulti(ctx, []string{l.prefix + key})
 	return err
 }

@@ -1,7 +1,6 @@
 package sqlinfo
 
 import (
-	"hash/maphash"
 	"sync"
 
 	"github.com/pingcap/tidb/pkg/parser"
@@ -12,12 +11,24 @@ import (
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
 )
 
+// DefaultMaxBytes is the default bound on an Analyzer's memos.
+const DefaultMaxBytes = 64 << 20
+
 // Options configures an Analyzer. Zero fields take their defaults.
 type Options struct {
-	// ExactCap bounds the memo keyed by exact statement text. Default 10000.
+	// ExactCap bounds the entries of the memo keyed by exact statement
+	// text. Default 10000.
 	ExactCap int
-	// DigestCap bounds the memo keyed by normalized digest. Default 10000.
+	// DigestCap bounds the entries of the memos keyed by normalized digest
+	// and by skeleton. Default 10000.
 	DigestCap int
+	// MaxBytes bounds the memos together in bytes: the memo keyed by exact
+	// text gets half, those keyed by digest and by skeleton a quarter
+	// each. An entry is charged its key and an estimate of its analysis
+	// (the tables, pinned and inserted values, digest and so on it holds);
+	// an entry over an eighth of its memo's share is not kept. Default
+	// DefaultMaxBytes (64 MiB).
+	MaxBytes int64
 	// MaxTextLen is the longest statement text memoized; longer texts (bulk
 	// INSERTs) are analysed every time. Default 64 KiB.
 	MaxTextLen int
@@ -55,13 +66,16 @@ func NewAnalyzer(opts Options) *Analyzer {
 	if opts.DigestCap <= 0 {
 		opts.DigestCap = 10000
 	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
 	if opts.MaxTextLen <= 0 {
 		opts.MaxTextLen = 64 << 10
 	}
 	a := &Analyzer{maxText: opts.MaxTextLen}
-	a.exact.init(opts.ExactCap)
-	a.digest.init(opts.DigestCap)
-	a.skels.init(opts.DigestCap)
+	a.exact.init(opts.ExactCap, opts.MaxBytes/2, (*Info).memSize)
+	a.digest.init(opts.DigestCap, opts.MaxBytes/4, (*shapes).memSize)
+	a.skels.init(opts.DigestCap, opts.MaxBytes/4, (*skelEntry).memSize)
 	a.parsers.New = func() any { return parser.New() }
 	a.bufs.New = func() any { b := make([]byte, 0, 256); return &b }
 	a.scans.New = func() any { return &textScan{} }
@@ -317,71 +331,4 @@ var unparsedWrites = map[string]Kind{
 func startsWithParen(sql string) bool {
 	i := skipSpaceAndComments(sql, 0)
 	return i < len(sql) && sql[i] == '('
-}
-
-// shardedMemo is a bounded map split into shards so that concurrent readers
-// of different statements do not share a lock's cache line.
-type shardedMemo[V any] struct {
-	seed   maphash.Seed
-	shards [memoShards]memoShard[V]
-}
-
-const memoShards = 32
-
-type memoShard[V any] struct {
-	mu  sync.RWMutex // protects m
-	m   map[string]V
-	cap int
-}
-
-func (m *shardedMemo[V]) init(capacity int) {
-	m.seed = maphash.MakeSeed()
-	per := capacity / memoShards
-	if per < 1 {
-		per = 1
-	}
-	for i := range m.shards {
-		m.shards[i].m = make(map[string]V)
-		m.shards[i].cap = per
-	}
-}
-
-func (m *shardedMemo[V]) shard(k string) *memoShard[V] {
-	return &m.shards[maphash.String(m.seed, k)%memoShards]
-}
-
-func (m *shardedMemo[V]) get(k string) (V, bool) {
-	s := m.shard(k)
-	s.mu.RLock()
-	v, ok := s.m[k]
-	s.mu.RUnlock()
-	return v, ok
-}
-
-func (m *shardedMemo[V]) put(k string, v V) {
-	m.update(k, func(V) V { return v })
-}
-
-// update stores f(old) under k, evicting half the shard when it is full.
-// Dropping a random half (map iteration order is random) keeps the bound
-// with O(1) amortized cost and no per-entry bookkeeping on the read path.
-func (m *shardedMemo[V]) update(k string, f func(old V) V) {
-	s := m.shard(k)
-	s.mu.Lock()
-	old, ok := s.m[k]
-	if !ok && len(s.m) >= s.cap {
-		n := len(s.m) / 2
-		if n < 1 {
-			n = 1
-		}
-		for key := range s.m {
-			if n == 0 {
-				break
-			}
-			delete(s.m, key)
-			n--
-		}
-	}
-	s.m[k] = f(old)
-	s.mu.Unlock()
 }

@@ -2,6 +2,7 @@ package sqlinfo
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -97,5 +98,30 @@ func BenchmarkFirstKeyword(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		FirstKeyword("/* trace=abc */ select c from sbtest1 where id=1")
+	}
+}
+
+// BenchmarkAnalyzeInList60KB is a full analysis of a 60 KB point lookup,
+// an IN list of about 8,000 keys: a text no memo answers (a table of its
+// own) pays it on every miss.
+func BenchmarkAnalyzeInList60KB(b *testing.B) {
+	var list strings.Builder
+	for j := 0; list.Len() < 60<<10; j++ {
+		if j > 0 {
+			list.WriteString(", ")
+		}
+		list.WriteString(strconv.Itoa(j))
+	}
+	qs := make([]string, 64)
+	for i := range qs {
+		qs[i] = "SELECT * FROM t" + strconv.Itoa(i) + " WHERE id IN (" + list.String() + ")"
+	}
+	a := NewAnalyzer(Options{ExactCap: 1, DigestCap: 1})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if info := a.Analyze(qs[i%len(qs)]); info.Point == nil {
+			b.Fatal("no point")
+		}
 	}
 }

@@ -262,15 +262,15 @@ func (t *target) pin(e ast.ExprNode, p *params) (pinGroup, bool) {
 		if !ok {
 			return pinGroup{}, false
 		}
-		g := pinGroup{cols: cols}
+		var rows rowSet
 		for _, item := range x.List {
 			row, ok := p.tuple(item, len(cols))
 			if !ok {
 				return pinGroup{}, false
 			}
-			g.rows = appendRow(g.rows, row)
+			rows.add(row)
 		}
-		return g, len(g.rows) > 0
+		return pinGroup{cols: cols, rows: rows.rows}, len(rows.rows) > 0
 	}
 	return pinGroup{}, false
 }
@@ -331,19 +331,66 @@ func (p *params) tuple(e ast.ExprNode, n int) ([]Value, bool) {
 	return row, true
 }
 
-// appendRow appends row unless rows holds an equal tuple, so that an IN list
-// naming a key twice names its row once.
-func appendRow(rows [][]Value, row []Value) [][]Value {
-next:
-	for _, r := range rows {
-		for i := range r {
-			if r[i] != row[i] {
-				continue next
+// rowSet collects the tuples of an IN list, each once, so that an IN list
+// naming a key twice names its row once. A short list is searched; a long
+// one is indexed, so that thousands of keys cost linear time, not
+// quadratic.
+type rowSet struct {
+	rows [][]Value
+	seen map[string]struct{} // rowKey of each row, once there are many
+}
+
+// rowSetIndexAt is the length from which a rowSet indexes its rows.
+const rowSetIndexAt = 16
+
+func (s *rowSet) add(row []Value) {
+	if s.seen == nil && len(s.rows) < rowSetIndexAt {
+	next:
+		for _, r := range s.rows {
+			for i := range r {
+				if r[i] != row[i] {
+					continue next
+				}
 			}
+			return
 		}
-		return rows
+		s.rows = append(s.rows, row)
+		return
 	}
-	return append(rows, row)
+	if s.seen == nil {
+		s.seen = make(map[string]struct{}, 2*len(s.rows))
+		for _, r := range s.rows {
+			s.seen[rowKey(r)] = struct{}{}
+		}
+	}
+	k := rowKey(row)
+	if _, dup := s.seen[k]; dup {
+		return
+	}
+	s.seen[k] = struct{}{}
+	s.rows = append(s.rows, row)
+}
+
+// rowKey encodes row so that two rows have equal keys exactly when their
+// Values are equal field by field.
+func rowKey(row []Value) string {
+	b := make([]byte, 0, 16*len(row))
+	for _, v := range row {
+		b = strconv.AppendInt(b, int64(len(v.Lit)), 10)
+		b = append(b, ':')
+		b = append(b, v.Lit...)
+		b = append(b, byte(v.Type), boolByte(v.Null), boolByte(v.Expr))
+		b = strconv.AppendInt(b, int64(v.Param), 10)
+		b = append(b, ';')
+	}
+	return string(b)
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // params numbers the ? placeholders of a statement text.

@@ -3,6 +3,7 @@ package sqlinfo
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -348,5 +349,39 @@ func TestPointConcurrent(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestPointLongInListOnce: an IN list long enough to be indexed still names
+// each row once, and keeps values apart that differ in any field: an
+// integer and a string of the same text, a placeholder and a literal,
+// tuples that differ in one column.
+func TestPointLongInListOnce(t *testing.T) {
+	var list, tuples []string
+	var want, wantTuples [][]Value
+	for i := range 3 * rowSetIndexAt {
+		s := fmt.Sprint(i)
+		list = append(list, s, "'"+s+"'")
+		want = append(want, row(intv(s)), row(strv(s)))
+		tuples = append(tuples, fmt.Sprintf("(%d, %d)", i, i), fmt.Sprintf("(%d, %d)", i, i+1))
+		wantTuples = append(wantTuples, row(intv(s), intv(s)), row(intv(s), intv(fmt.Sprint(i+1))))
+	}
+	// Every one again, in reverse, after the index has been built.
+	for i := len(list) - 1; i >= 0; i-- {
+		list = append(list, list[i])
+		tuples = append(tuples, tuples[i])
+	}
+	a := NewAnalyzer(Options{})
+	got := a.Analyze("SELECT * FROM t WHERE id IN (" + strings.Join(list, ", ") + ")").Point
+	if got == nil || !reflect.DeepEqual(got.Rows, want) {
+		t.Errorf("id IN (%d values, each twice): got %v, want %d rows in first-seen order", len(list)/2, got, len(want))
+	}
+	got = a.Analyze("SELECT * FROM t WHERE (a, b) IN (" + strings.Join(tuples, ", ") + ")").Point
+	if got == nil || !reflect.DeepEqual(got.Rows, wantTuples) {
+		t.Errorf("(a, b) IN (%d tuples, each twice): got %v, want %d rows", len(tuples)/2, got, len(wantTuples))
+	}
+	p := NewAnalyzer(Options{}).Analyze("SELECT * FROM t WHERE id IN (" + strings.Repeat("?, ", 40) + "5, 5)").Point
+	if p == nil || len(p.Rows) != 41 {
+		t.Errorf("40 placeholders and 5 twice: got %v, want 41 rows", p)
 	}
 }

@@ -108,9 +108,20 @@ type rawResult struct {
 }
 
 func rawGetAsync(s *Store, keys ...string) chan rawResult {
+	return rawGetAsyncCtx(s, false, keys...)
+}
+
+// rawGetAsyncCtx is rawGetAsync, as a kv statement makes it when
+// statement is set: with a context whose deadline is RawTimeout away.
+func rawGetAsyncCtx(s *Store, statement bool, keys ...string) chan rawResult {
 	ch := make(chan rawResult, 1)
 	go func() {
-		vals, err := s.RawGet(context.Background(), keys)
+		ctx, cancel := context.Background(), func() {}
+		if statement {
+			ctx, cancel = context.WithTimeout(ctx, s.opts.RawTimeout)
+		}
+		defer cancel()
+		vals, err := s.RawGet(ctx, keys)
 		ch <- rawResult{keys, vals, err}
 	}()
 	return ch
@@ -118,8 +129,17 @@ func rawGetAsync(s *Store, keys ...string) chan rawResult {
 
 // TestBatchedLookupsShareOneGet holds every get in flight so that the
 // next lookups queue, then checks that the queued ones went out as one get of
-// their distinct keys and that each lookup got exactly its own values.
+// their distinct keys and that each lookup got exactly its own values. The
+// reads of kv statements, each with its deadline, share gets too.
 func TestBatchedLookupsShareOneGet(t *testing.T) {
+	for _, statement := range []bool{false, true} {
+		t.Run(fmt.Sprintf("statement deadline %v", statement), func(t *testing.T) {
+			testBatchedLookupsShareOneGet(t, statement)
+		})
+	}
+}
+
+func testBatchedLookupsShareOneGet(t *testing.T, statement bool) {
 	values := map[string]string{"kv:a": "1", "kv:b": "22", "kv:c": "", "kv:d": "4444"}
 	g := startGatedMemcached(t, values)
 	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}, RawTimeout: 30 * time.Second})
@@ -129,7 +149,7 @@ func TestBatchedLookupsShareOneGet(t *testing.T) {
 	var first []chan rawResult
 	var want, inFlight []string
 	for _, keys := range firstKeys {
-		first = append(first, rawGetAsync(s, keys...))
+		first = append(first, rawGetAsyncCtx(s, statement, keys...))
 		want = append(want, "get "+strings.Join(keys, " "))
 		inFlight = append(inFlight, g.nextLine(t))
 	}
@@ -144,7 +164,7 @@ func TestBatchedLookupsShareOneGet(t *testing.T) {
 	}
 	var rest []chan rawResult
 	for i, keys := range lookups {
-		rest = append(rest, rawGetAsync(s, keys...))
+		rest = append(rest, rawGetAsyncCtx(s, statement, keys...))
 		waitFor(t, "the lookup to queue", func() bool { return queued(s) == i+1 })
 	}
 

@@ -28,6 +28,12 @@ const (
 	internalPrefix = "i:"
 )
 
+// ReservedPrefixes returns the key prefixes the store keeps for itself,
+// each with what it holds. No raw key may begin with one.
+func ReservedPrefixes() map[string]string {
+	return map[string]string{queryPrefix: "query entries", genPrefix: "generations", internalPrefix: "internal items"}
+}
+
 // timeSeed returns a fresh generation for a missing dependency.
 func (s *Store) timeSeed() uint64 {
 	return uint64(s.now().UnixNano() / 1000)

@@ -30,6 +30,10 @@ var errProtocol = errors.New("store: bad memcached get reply")
 // not make us allocate it.
 const maxItemBytes = 1 << 30
 
+// batchSlack: a lookup whose context's deadline comes less than
+// timeout/batchSlack before its timeout would end still shares gets.
+const batchSlack = 16
+
 // valueSlack is the room reserved per remaining key when the first value
 // arrives, so that the generations that usually follow the entry fit
 // without growing the buffer.
@@ -337,7 +341,12 @@ func (s *Store) fetch(ctx context.Context, keys []string, timeout time.Duration,
 	deadline := time.Now().Add(timeout)
 	batched := shared
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline, batched = d, false
+		// A shared get may first wait for the gets ahead of it, which end
+		// by their own deadlines: no later than timeout from now. So a
+		// lookup shares only when that is little past its own deadline,
+		// as for a kv statement whose deadline was set just before.
+		batched = batched && deadline.Sub(d) <= timeout/batchSlack
+		deadline = d
 	}
 	first := s.ring.Index(keys[0])
 	if first < 0 {

@@ -10,16 +10,26 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bradfitz/gomemcache/memcache"
+	"github.com/mycached/mycached/mysqlproxy/internal/store/ring"
 )
 
 // Raw keys hold plain values with no header, so that any memcached client
 // (nginx's memcached_pass, for one) can read them. They may use any legal
 // memcached key outside the reserved prefixes.
 
-// metadumpTimeout bounds "lru_crawler metadump all" when ctx has no
-// deadline: it walks every item, so it takes far longer than one get.
-const metadumpTimeout = 10 * time.Second
+// Every raw call ends by its deadline: Options.RawTimeout from when it
+// starts, or ctx's deadline when that is earlier. A kv statement passes
+// its own deadline in ctx, so that a statement of many calls (DROP) or
+// of a walk of every server (SELECT *) is bounded as a whole.
+
+// rawDeadline returns when a raw call starting now must end.
+func (s *Store) rawDeadline(ctx context.Context) time.Time {
+	deadline := time.Now().Add(s.opts.RawTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		return d
+	}
+	return deadline
+}
 
 func checkRawKey(key string) error {
 	if !legalKey(key) {
@@ -82,14 +92,21 @@ func (s *Store) RawSet(ctx context.Context, key string, val []byte, ttl time.Dur
 		}
 		return nil
 	}
+	deadline := s.rawDeadline(ctx)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	if len(val)+len(key) > s.ItemSizeMax(ctx)-itemOverhead {
 		return ErrTooLarge
 	}
 	e, _ := mcExpiration(exp, s.now())
 	err := s.mcDo(ctx, func() error {
-		return s.rawMC.Set(&memcache.Item{Key: key, Value: val, Expiration: e})
+		p, err := s.pool(key)
+		if err != nil {
+			return err
+		}
+		return p.set(ctx, key, val, e, deadline)
 	})
-	if isTooLarge(err) {
+	if errors.Is(err, errTooLargeReply) {
 		s.forgetItemSizeMax()
 		return ErrTooLarge
 	}
@@ -98,26 +115,87 @@ func (s *Store) RawSet(ctx context.Context, key string, val []byte, ttl time.Dur
 
 // RawDelete removes key and reports whether it existed.
 func (s *Store) RawDelete(ctx context.Context, key string) (existed bool, err error) {
-	if err := checkRawKey(key); err != nil {
-		return false, err
+	n, err := s.RawDeleteMulti(ctx, []string{key})
+	return n == 1, err
+}
+
+// RawDeleteMulti removes keys and returns how many existed. With
+// memcached the deletes are pipelined, a batch per round trip, and all of
+// them end by one deadline. On an error, n counts the deletes known to
+// have removed a key.
+func (s *Store) RawDeleteMulti(ctx context.Context, keys []string) (n int, err error) {
+	for _, k := range keys {
+		if err := checkRawKey(k); err != nil {
+			return 0, err
+		}
 	}
 	if s.mc == nil {
 		if s.l1 == nil {
-			return false, nil
+			return 0, nil
 		}
-		return s.l1.delete(key), nil
+		for _, k := range keys {
+			if s.l1.delete(k) {
+				n++
+			}
+		}
+		return n, nil
 	}
-	err = s.mcDo(ctx, func() error { return s.rawMC.Delete(key) })
-	if isMiss(err) {
-		return false, nil
+	deadline := s.rawDeadline(ctx)
+	existed := make([]bool, len(keys))
+	err = s.mcDo(ctx, func() error {
+		// Grouped by server, each group in the order given.
+		groups := make(map[*connPool][]int)
+		var order []*connPool
+		for i, k := range keys {
+			p, err := s.pool(k)
+			if err != nil {
+				return err
+			}
+			if groups[p] == nil {
+				order = append(order, p)
+			}
+			groups[p] = append(groups[p], i)
+		}
+		for _, p := range order {
+			idx := groups[p]
+			ks := make([]string, len(idx))
+			for j, i := range idx {
+				ks[j] = keys[i]
+			}
+			out := make([]bool, len(idx))
+			err := p.deleteMulti(ctx, ks, out, deadline)
+			for j, i := range idx {
+				existed[i] = out[j]
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, e := range existed {
+		if e {
+			n++
+		}
 	}
-	return err == nil, err
+	return n, err
+}
+
+// pool returns the connection pool of the server that owns key.
+func (s *Store) pool(key string) (*connPool, error) {
+	i := s.ring.Index(key)
+	if i < 0 {
+		return nil, ring.ErrNoServers
+	}
+	return s.pools[i], nil
 }
 
 // RawKeys lists the raw keys that start with prefix. With memcached it
 // runs "lru_crawler metadump hash" on every server (falling back to
 // "metadump all" on servers older than 1.6.10 or so), so it is an
-// administrative call, not a hot-path one. Reserved keys are never listed.
+// administrative call, not a hot-path one: it walks every item of every
+// server, and fails when that takes longer than the call's deadline.
+// Reserved keys are never listed.
 func (s *Store) RawKeys(ctx context.Context, prefix string) ([]string, error) {
 	if s.mc == nil {
 		if s.l1 == nil {
@@ -130,6 +208,9 @@ func (s *Store) RawKeys(ctx context.Context, prefix string) ([]string, error) {
 	if s.mcErr != nil {
 		return nil, s.mcErr
 	}
+	// One deadline for the walk of every server, however many there are.
+	ctx, cancel := context.WithDeadline(ctx, s.rawDeadline(ctx))
+	defer cancel()
 	seen := make(map[string]struct{})
 	var out []string
 	now := time.Now().Unix()
@@ -172,7 +253,7 @@ const (
 )
 
 func (s *Store) metadumpCmd(ctx context.Context, addr net.Addr, cmd, prefix string, now int64, seen map[string]struct{}, out *[]string) error {
-	return s.command(ctx, addr, metadumpTimeout, cmd, func(line []byte) {
+	return s.command(ctx, addr, s.opts.RawTimeout, cmd, func(line []byte) {
 		// key=<url-escaped key> exp=<unix or -1> la=... cas=... ...
 		var key string
 		exp := int64(-1)

@@ -62,10 +62,11 @@ type Options struct {
 	Servers []string
 	// Timeout bounds every memcached operation (default 50ms).
 	Timeout time.Duration
-	// RawTimeout bounds the raw (kv) operations instead (default 1s, and
-	// never less than Timeout). A cache lookup that times out falls back
-	// to MySQL; a kv operation has nowhere to fall back to, so it waits
-	// longer before it fails.
+	// RawTimeout bounds each raw (kv) call as a whole instead, RawKeys'
+	// walk of every server included, unless its context has an earlier
+	// deadline (default 1s, and never less than Timeout). A cache lookup
+	// that times out falls back to MySQL; a kv operation has nowhere to
+	// fall back to, so it waits longer before it fails.
 	RawTimeout time.Duration
 	// GetsInFlight is the most lookup gets outstanding on one server
 	// (per timeout class) before concurrent lookups queue and share one
@@ -189,8 +190,7 @@ type Store struct {
 	keys  genKeyCache
 
 	mc      *memcache.Client // nil in L1-only mode; writes and misc reads
-	rawMC   *memcache.Client // the raw (kv) writes, with RawTimeout
-	pools   []*connPool      // per server, for the multi-gets of lookups
+	pools   []*connPool      // per server: the multi-gets of lookups, and the raw writes
 	ring    *ring.Ring
 	mcErr   error          // set when the servers could not be resolved
 	itemMax []atomic.Int64 // per server, 0 = not read yet
@@ -270,9 +270,6 @@ func New(opts Options) *Store {
 		s.mc = memcache.NewFromSelector(r)
 		s.mc.Timeout = opts.Timeout
 		s.mc.MaxIdleConns = opts.MaxIdleConns
-		s.rawMC = memcache.NewFromSelector(r)
-		s.rawMC.Timeout = opts.RawTimeout
-		s.rawMC.MaxIdleConns = opts.MaxIdleConns
 		s.itemMax = make([]atomic.Int64, len(opts.Servers))
 		for _, a := range r.Addrs() {
 			s.pools = append(s.pools, newConnPool(a, opts.MaxIdleConns, opts.GetsInFlight, &s.stats, opts.Timeout, opts.RawTimeout))
@@ -301,7 +298,6 @@ func (s *Store) Close() {
 		}
 		if s.mc != nil {
 			s.mc.Close()
-			s.rawMC.Close()
 		}
 		for _, p := range s.pools {
 			p.close()

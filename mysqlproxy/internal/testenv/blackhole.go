@@ -1,0 +1,44 @@
+package testenv
+
+import (
+	"io"
+	"net"
+	"sync"
+	"testing"
+)
+
+// BlackHole starts a TCP listener on a free loopback port that accepts
+// connections and reads whatever is sent, but never answers: a server
+// that hangs, as a memcached does behind a dead route or in a stopped
+// process. It returns the listener's host:port and closes it, and every
+// connection it accepted, when t ends.
+func BlackHole(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("testenv: black hole: %v", err)
+	}
+	var mu sync.Mutex // protects conns
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go io.Copy(io.Discard, c)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
