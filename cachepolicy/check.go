@@ -109,6 +109,12 @@ func FormatDecision(d Decision, ok bool) string {
 	if len(d.Depends) > 0 {
 		fmt.Fprintf(&b, " depends=%v", d.Depends)
 	}
+	if d.Consistency != "" {
+		fmt.Fprintf(&b, " consistency=%s", d.Consistency)
+	}
+	if d.Admit != "" {
+		fmt.Fprintf(&b, " admit=%s", d.Admit)
+	}
 	return b.String()
 }
 

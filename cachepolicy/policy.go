@@ -47,7 +47,19 @@ type Decision struct {
 	CacheEmpty  bool        // store results with no rows
 	Depends     []string    // extra "db.table" names whose writes invalidate the entry
 	Consistency Consistency // "" = the server's
+	Admit       Admit       // "" = as the shape's hit ratio says
 }
+
+// Admit overrides the adaptive admission of a statement's shape, which
+// stops looking up and storing the shapes whose entries are seldom hit.
+type Admit string
+
+// The admission overrides.
+const (
+	AdmitAdaptive Admit = ""       // as the shape's hits pay for its lookups
+	AdmitAlways   Admit = "always" // look up and store whatever the hit ratio
+	AdmitNever    Admit = "never"  // neither look up nor store: relay it
+)
 
 // Query is what a policy sees of a statement. The proxy reuses one Query
 // per session, so a policy must not keep it past the call.

@@ -132,6 +132,17 @@ func parseDecision(v lua.LValue) (Decision, bool, error) {
 			default:
 				err = badf("consistency = %s; want \"strict\" or \"bounded\"", quoteLua(v))
 			}
+		case "admit":
+			switch v {
+			case lua.LString("always"):
+				d.Admit = AdmitAlways
+			case lua.LString("never"):
+				d.Admit = AdmitNever
+			case lua.LString("adaptive"):
+				d.Admit = AdmitAdaptive
+			default:
+				err = badf("admit = %s; want \"always\", \"never\" or \"adaptive\"", quoteLua(v))
+			}
 		default:
 			err = badf("unknown decision field %q", string(ks))
 		}

@@ -180,6 +180,8 @@ func TestMalformedResults(t *testing.T) {
 		{"depends string", `{ depends = "shop.t" }`},
 		{"depends unqualified", `{ depends = { "orders" } }`},
 		{"soft_ttl past ttl", `{ ttl = 5, soft_ttl = 10 }`},
+		{"admit", `{ ttl = 5, admit = "sometimes" }`},
+		{"admit not a string", `{ ttl = 5, admit = true }`},
 		{"number", `42`},
 		{"string", `"yes"`},
 		{"true", `true`},
@@ -203,12 +205,12 @@ func TestMalformedResults(t *testing.T) {
 
 func TestDecisionFields(t *testing.T) {
 	e, _ := loadText(t, `function cache(q)
-  return { ttl = 90, soft_ttl = 30.5, scope = "shared", max_bytes = 4096, cache_empty = false, depends = { "shop.a", "shop.b" } }
+  return { ttl = 90, soft_ttl = 30.5, scope = "shared", max_bytes = 4096, cache_empty = false, depends = { "shop.a", "shop.b" }, admit = "always" }
 end
 `, Options{})
 	d, ok := e.Cache(selectQ("SELECT 1", "select ?"))
 	want := Decision{TTL: 90 * time.Second, SoftTTL: 30500 * time.Millisecond, Scope: ScopeShared, MaxBytes: 4096,
-		CacheEmpty: false, Depends: []string{"shop.a", "shop.b"}}
+		CacheEmpty: false, Depends: []string{"shop.a", "shop.b"}, Admit: AdmitAlways}
 	if !ok || fmt.Sprint(d) != fmt.Sprint(want) {
 		t.Errorf("got %+v %t, want %+v true", d, ok, want)
 	}

@@ -65,7 +65,7 @@ func (f *fleet) warm(t *testing.T, q string) {
 			t.Fatalf("%s before the write: got %s, want %s", q, got, want)
 		}
 		if hits(t, db) == before {
-			t.Fatalf("%s was not served from the cache before the write; the test proves nothing", q)
+			t.Fatalf("%s was not served from the cache before the write; the test proves nothing\n%s", q, dump(t, db, "SHOW MYCACHED QUERIES"))
 		}
 	}
 }

@@ -50,7 +50,7 @@ func TestKVPerUserNamespacesApart(t *testing.T) {
 	}
 	for name, mc := range map[string]*testenv.Memcached{"l1": nil, "memcached": privateMemcached(t)} {
 		t.Run(name, func(t *testing.T) {
-			cfg := mysqlproxy.Config{Backend: m.Addr, KVPerUser: true}
+			cfg := mysqlproxy.Config{Backend: m.Addr, KVPerUser: true, KVUsers: users}
 			if mc != nil {
 				cfg.Memcached = []string{mc.Addr}
 			}

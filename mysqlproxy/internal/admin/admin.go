@@ -135,10 +135,10 @@ func (a *Session) showMycached(args []string) error {
 	case "queries":
 		var rows [][]*string
 		for _, q := range a.srv.Cache().Queries.Top(100) {
-			vals := []string{q.Digest, strconv.FormatInt(q.Hits, 10), strconv.FormatInt(q.Misses, 10), strconv.FormatInt(q.Bypasses, 10), q.Why}
-			rows = append(rows, []*string{&vals[0], &vals[1], &vals[2], &vals[3], &vals[4]})
+			vals := []string{q.Digest, strconv.FormatInt(q.Hits, 10), strconv.FormatInt(q.Misses, 10), strconv.FormatInt(q.Bypasses, 10), q.Why, q.Admission, q.AdmissionWhy}
+			rows = append(rows, []*string{&vals[0], &vals[1], &vals[2], &vals[3], &vals[4], &vals[5], &vals[6]})
 		}
-		return a.s.WriteResult([]string{"digest", "hits", "misses", "bypasses", "bypass_reason"}, rows)
+		return a.s.WriteResult([]string{"digest", "hits", "misses", "bypasses", "bypass_reason", "admission", "admission_reason"}, rows)
 	}
 	return a.s.WriteErr(mysql.ER_PARSE_ERROR, "42000", "mycached: SHOW MYCACHED takes STATUS or QUERIES")
 }

@@ -36,6 +36,7 @@ const (
 	whyUnknownTable   = "unknown-table"
 	whyNoMetadata     = "metadata-unavailable"
 	whyFollowerBehind = "binlog-follower-behind"
+	whyNotPaying      = "admission-rejected"
 )
 
 // statusMask are the status flags a hit takes from the session rather than
@@ -53,9 +54,10 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	if err := c.s.RefreshIdentity(); err != nil {
 		return err
 	}
+	qs := e.Queries.stat(info.Digest)
 	if why := c.bypassReason(info, st, p); why != "" {
 		e.Stats.bypass(why)
-		e.Queries.note(info.Digest, why, 0)
+		qs.note(why, 0)
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	var params []wire.Param
@@ -65,7 +67,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	deps := c.readDepsFor(info, params)
 	if deps.why != "" {
 		e.Stats.bypass(deps.why)
-		e.Queries.note(info.Digest, deps.why, 0)
+		qs.note(deps.why, 0)
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	q := &c.q
@@ -78,7 +80,12 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	dec, ok := e.Policy.Cache(q)
 	if !ok || dec.TTL <= 0 {
 		e.Stats.bypass(whyPolicy)
-		e.Queries.note(info.Digest, whyPolicy, 0)
+		qs.note(whyPolicy, 0)
+		return c.s.RelayMode(p, relay.ModeResult)
+	}
+	if dec.Admit == cachepolicy.AdmitNever {
+		e.Stats.bypass(whyPolicy)
+		qs.note(whyPolicy, 0)
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	all := deps.all
@@ -86,20 +93,37 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		all = append(append(make([]string, 0, len(all)+len(dec.Depends)), all...), dec.Depends...)
 	}
 	check := c.checkBytes(dec.Scope, p, st)
-	key := cacheKey(check)
+	kh := xxhash.Sum64(check)
+	key := cacheKey(kh)
 
 	mode, ok := e.mode(Consistency(dec.Consistency))
 	if !ok {
 		e.Stats.bypass(whyFollowerBehind)
-		e.Queries.note(info.Digest, whyFollowerBehind, 0)
+		qs.note(whyFollowerBehind, 0)
 		return c.s.RelayMode(p, relay.ModeResult)
+	}
+	var adm *admission
+	ghost := false
+	if dec.Admit != cachepolicy.AdmitAlways {
+		adm = qs.admission()
+		ghost = e.ghosts.seen(kh, e.Store.LocalHash(all))
+		if !adm.admit(dec.Admit) {
+			adm.looked(false, false, ghost, 0)
+			e.Stats.bypass(whyNotPaying)
+			qs.note(whyNotPaying, 0)
+			sent := time.Now()
+			err := c.s.RelayMode(p, relay.ModeResult)
+			adm.relayed(time.Since(sent))
+			return err
+		}
 	}
 	start := time.Now()
 	ent, tier, cur, status := e.Store.LookupMode(context.Background(), key, check, all, mode)
 	switch status {
 	case store.Hit, store.Stale:
+		adm.looked(true, true, ghost, 0)
 		e.Stats.hit(tier, time.Since(start))
-		e.Queries.note(info.Digest, "", 1)
+		qs.note("", 1)
 		c.lastHit = append(c.lastHit[:0], p...)
 		if err := c.replay(ent.Payload, p); err != nil || status != store.Stale || st != nil {
 			// Prepared statements are refreshed at the hard ttl instead:
@@ -110,29 +134,32 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		return nil
 	case store.Bypass:
 		e.Stats.bypass(whyPending)
-		e.Queries.note(info.Digest, whyPending, 0)
+		qs.note(whyPending, 0)
 		return c.s.RelayMode(p, relay.ModeResult)
 	case store.Error:
 		e.Stats.bypass(whyCacheError)
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
+	adm.looked(true, false, ghost, time.Since(start))
 	e.Stats.miss()
-	e.Queries.note(info.Digest, "", -1)
+	qs.note("", -1)
 	c.lastHit = nil
 	snap, shared := c.snapshotRule()
 	if !shared {
 		// A read whose snapshot may be older than its start, or that may
 		// see uncommitted rows, answers only its own client.
+		sent := time.Now()
 		payload, why, err := c.relayTee(p, dec, nil)
 		if why != "" {
 			e.Stats.bypass(why)
 		}
+		adm.relayed(time.Since(sent))
 		if err == nil && payload != nil && snap != noStore {
 			c.put(key, check, all, cur, dec, payload, snap)
 		}
 		return err
 	}
-	return c.fill(p, key, check, all, cur, dec, start)
+	return c.fill(p, key, check, all, cur, dec, start, adm)
 }
 
 // noStore is a since time that keeps a fill from being stored at all.
@@ -184,7 +211,7 @@ func (c *Session) isolation() string {
 // client that reads slowly, or not at all, holds up no one else. A
 // response too large to store is written through to the leader's client
 // as it comes, and the others are told at once to run it themselves.
-func (c *Session) fill(p []byte, key string, check []byte, deps []string, gens store.Snap, dec cachepolicy.Decision, start time.Time) error {
+func (c *Session) fill(p []byte, key string, check []byte, deps []string, gens store.Snap, dec cachepolicy.Decision, start time.Time, adm *admission) error {
 	e := c.e
 	call, leader := e.flights.Join(flightKey(key, gens))
 	if !leader {
@@ -198,10 +225,12 @@ func (c *Session) fill(p []byte, key string, check []byte, deps []string, gens s
 	defer func() { call.Finish(payload) }()
 	sp := e.getSpool(c.s.Client.W, c.teeMax(dec)+spoolSlack, func() { call.Finish(nil) })
 	defer e.putSpool(sp)
+	sent := time.Now()
 	payload, why, err := c.relayTee(p, dec, sp.w)
 	if why != "" {
 		e.Stats.bypass(why)
 	}
+	adm.relayed(time.Since(sent))
 	if err != nil {
 		return err
 	}
@@ -430,9 +459,10 @@ func (c *Session) checkBytes(scope cachepolicy.Scope, p []byte, st *relay.Stmt) 
 	return b
 }
 
-func cacheKey(check []byte) string {
+// cacheKey is the key of an entry whose check text hashes to sum.
+func cacheKey(sum uint64) string {
 	var h [8]byte
-	binary.BigEndian.PutUint64(h[:], xxhash.Sum64(check))
+	binary.BigEndian.PutUint64(h[:], sum)
 	var k [2 + 16]byte
 	k[0], k[1] = 'q', ':'
 	hex.Encode(k[2:], h[:])

@@ -74,6 +74,7 @@ type Engine struct {
 	follower atomic.Pointer[Follower]
 
 	flights  flight.Early
+	ghosts   ghosts
 	depsMemo depsMemo
 	tees     sync.Pool // *[]byte tee buffers
 }

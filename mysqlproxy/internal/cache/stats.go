@@ -86,24 +86,37 @@ const maxTrackedDigests = 5000
 type queryStat struct {
 	hits, misses, bypasses atomic.Int64
 	why                    atomic.Pointer[string]
+	adm                    admission
 }
 
-// note counts one statement: hit > 0, miss < 0, or a bypass with reason.
-func (q *QueryStats) note(digest, why string, hit int) {
+// stat returns the counts of digest, created on first use; nil past the
+// cap or for an empty digest.
+func (q *QueryStats) stat(digest string) *queryStat {
 	if digest == "" {
-		return
+		return nil
 	}
 	v, ok := q.m.Load(digest)
 	if !ok {
 		if q.n.Load() >= maxTrackedDigests {
-			return
+			return nil
 		}
 		v, ok = q.m.LoadOrStore(digest, &queryStat{})
 		if !ok {
 			q.n.Add(1)
 		}
 	}
-	st := v.(*queryStat)
+	return v.(*queryStat)
+}
+
+// note counts one statement: hit > 0, miss < 0, or a bypass with reason.
+func (q *QueryStats) note(digest, why string, hit int) {
+	q.stat(digest).note(why, hit)
+}
+
+func (st *queryStat) note(why string, hit int) {
+	if st == nil {
+		return
+	}
 	switch {
 	case hit > 0:
 		st.hits.Add(1)
@@ -119,11 +132,22 @@ func (q *QueryStats) note(digest, why string, hit int) {
 	}
 }
 
+// admission returns the shape's admission state, nil when untracked.
+func (st *queryStat) admission() *admission {
+	if st == nil {
+		return nil
+	}
+	return &st.adm
+}
+
 // QueryRow is one digest's counts, as SHOW MYCACHED QUERIES shows them.
 type QueryRow struct {
 	Digest                 string
 	Hits, Misses, Bypasses int64
 	Why                    string
+	// Admission is the shape's admission state (probation, admitted or
+	// rejected) and AdmissionWhy the numbers of its last verdict.
+	Admission, AdmissionWhy string
 }
 
 // Top returns the n busiest digests.
@@ -135,6 +159,7 @@ func (q *QueryStats) Top(n int) []QueryRow {
 		if p := st.why.Load(); p != nil {
 			r.Why = *p
 		}
+		r.Admission, r.AdmissionWhy = st.adm.describe()
 		rows = append(rows, r)
 		return true
 	})

@@ -143,3 +143,18 @@ func (g *localGens) bump(dep string, seed uint64) {
 	c.changed.Store(now)
 	sh.hwm = max(sh.hwm, v)
 }
+
+// LocalHash summarizes this process's generations of deps in one number,
+// which changes when any of them is bumped here (by a write through this
+// sidecar, or by its binlog follower). It reads no memcached.
+func (s *Store) LocalHash(deps []string) uint64 {
+	h := uint64(14695981039346656037)
+	for _, d := range deps {
+		g, ok := s.local.lookup(d)
+		if !ok {
+			g = s.local.get(d, s.timeSeed())
+		}
+		h = (h ^ g) * 1099511628211
+	}
+	return h
+}

@@ -1,0 +1,146 @@
+package cache
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mycached/mycached/cachepolicy"
+)
+
+// Adaptive admission: a statement shape whose entries are seldom hit
+// before they are invalidated or expire costs every execution a lookup (a
+// memcached round trip) and a store, and saves little. Each shape is
+// judged over windows of executions: a hit saves the backend time a read
+// of the shape takes, a miss costs the time its lookup took. A shape
+// whose savings do not cover its costs is rejected: its reads go straight
+// to the backend, with no lookup and no store.
+//
+// A rejected shape stores nothing, so its own hits cannot tell when it
+// would pay again; nor can a cold cache's. Both are judged by their
+// ghosts as well (see ghosts): the reads that would have hit an entry
+// stored by an earlier read, had it been stored. A window's hit ratio is
+// the larger of the real and the ghost one.
+
+// Admission states.
+const (
+	admProbation int32 = iota // not judged yet: full lookups and stores
+	admAdmitted               // it pays: full lookups and stores
+	admRejected               // it does not: relayed
+)
+
+var admNames = [...]string{admProbation: "probation", admAdmitted: "admitted", admRejected: "rejected"}
+
+// admWindow is the number of executions a verdict is drawn from.
+const admWindow = 128
+
+// admission is one shape's state. The counters are updated without a
+// lock; the verdict is drawn under mu by the execution that ends a window.
+type admission struct {
+	state  atomic.Int32
+	execs  atomic.Int64 // in the window
+	hits   atomic.Int64 // real hits in the window
+	ghosts atomic.Int64 // ghost hits in the window
+	misses atomic.Int64 // real misses in the window
+	// Sums over the window, in nanoseconds: the lookup time of misses,
+	// and the backend time of reads relayed.
+	missNanos, relayNanos atomic.Int64
+	relays                atomic.Int64
+
+	mu sync.Mutex
+	// The costs last measured, kept across windows that measure none.
+	missCost, relayCost time.Duration
+	why                 atomic.Pointer[string]
+}
+
+// admit says whether a read of this shape goes through the cache now, as
+// the policy's override or the shape's state says.
+func (a *admission) admit(override cachepolicy.Admit) bool {
+	switch override {
+	case cachepolicy.AdmitAlways:
+		return true
+	case cachepolicy.AdmitNever:
+		return false
+	}
+	return a == nil || a.state.Load() != admRejected
+}
+
+// looked notes one execution: whether it hit for real (with its lookup
+// time on a miss), whether it would have hit by its ghost, and whether
+// it was looked up at all.
+func (a *admission) looked(lookedUp, hit, ghost bool, took time.Duration) {
+	if a == nil {
+		return
+	}
+	switch {
+	case hit:
+		a.hits.Add(1)
+	case lookedUp:
+		a.misses.Add(1)
+		a.missNanos.Add(int64(took))
+	}
+	if ghost {
+		a.ghosts.Add(1)
+	}
+	if a.execs.Add(1) == admWindow {
+		a.verdict()
+	}
+}
+
+// relayed notes the backend time of one read relayed, to fill an entry
+// or because the shape was rejected.
+func (a *admission) relayed(took time.Duration) {
+	if a == nil {
+		return
+	}
+	a.relayNanos.Add(int64(took))
+	a.relays.Add(1)
+}
+
+// verdict ends a window: the shape is admitted when what its hits (real
+// or ghost) saved covers what its misses cost, and rejected otherwise.
+func (a *admission) verdict() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	execs, hits, ghosts, misses := a.execs.Load(), a.hits.Load(), a.ghosts.Load(), a.misses.Load()
+	if m := a.missNanos.Load(); misses > 0 {
+		a.missCost = time.Duration(m / misses)
+	}
+	if n := a.relays.Load(); n > 0 {
+		a.relayCost = time.Duration(a.relayNanos.Load() / n)
+	}
+	a.execs.Store(0)
+	a.hits.Store(0)
+	a.ghosts.Store(0)
+	a.misses.Store(0)
+	a.missNanos.Store(0)
+	a.relayNanos.Store(0)
+	a.relays.Store(0)
+	h := max(hits, ghosts)
+	saved := time.Duration(h) * a.relayCost
+	spent := time.Duration(execs-h) * a.missCost
+	why := fmt.Sprintf("%d of %d reads hit (%d would have); a hit saves %v, a miss costs %v",
+		hits, execs, ghosts, a.relayCost.Round(time.Microsecond), a.missCost.Round(time.Microsecond))
+	a.why.Store(&why)
+	// Until both costs are known, it is not judged.
+	if a.relayCost == 0 || a.missCost == 0 || saved >= spent {
+		if a.relayCost != 0 && a.missCost != 0 {
+			a.state.Store(admAdmitted)
+		}
+		return
+	}
+	a.state.Store(admRejected)
+}
+
+// describe returns the state and the last verdict's numbers.
+func (a *admission) describe() (string, string) {
+	if a == nil {
+		return "", ""
+	}
+	why := ""
+	if p := a.why.Load(); p != nil {
+		why = *p
+	}
+	return admNames[a.state.Load()], why
+}

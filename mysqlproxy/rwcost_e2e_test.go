@@ -1,0 +1,241 @@
+package mysqlproxy_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mycached/mycached/mysqlproxy"
+)
+
+// TestTransactionBumpsAtItsEnd: a write to an InnoDB table inside a
+// transaction is bumped when the transaction ends, not before (another
+// session keeps hitting the committed rows meanwhile), while a write to a
+// MyISAM table in the same transaction, visible at once, is bumped at
+// once. Nobody reads a stale row at any step, through the writer's
+// sidecar or another one, text or prepared.
+func TestTransactionBumpsAtItsEnd(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	f := startFleet(t, m, mysqlproxy.Config{Consistency: "strict"})
+	for _, q := range []string{
+		"CREATE TABLE inno (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+		"CREATE TABLE isam (id INT PRIMARY KEY, v INT) ENGINE=MyISAM",
+		"INSERT INTO inno VALUES (1, 0), (2, 0)",
+		"INSERT INTO isam VALUES (1, 0), (2, 0)",
+	} {
+		mustExec(t, f.direct, q)
+	}
+	f.sync(t)
+	readInno := "SELECT v FROM inno WHERE id = 1"
+	readIsam := "SELECT v FROM isam WHERE id = 1"
+	sumInno := "SELECT SUM(v) FROM inno"
+
+	for round, end := range []string{"COMMIT", "ROLLBACK", "COMMIT AND CHAIN", "BEGIN", "SET autocommit = 1"} {
+		t.Run(end, func(t *testing.T) {
+			f.sync(t) // the last round's bumps, settling ones included, are in
+			for _, q := range []string{readInno, readIsam, sumInno} {
+				f.warm(t, q)
+			}
+			w := conn(t, f.viaA)
+			if end == "SET autocommit = 1" {
+				execOn(t, w, "SET autocommit = 0")
+			} else {
+				execOn(t, w, "BEGIN")
+			}
+			// Prepared on the even rounds, text on the odd ones.
+			update := func(table string) {
+				q := fmt.Sprintf("UPDATE %s SET v = v + 1 WHERE id = 1", table)
+				if round%2 == 0 {
+					if _, err := w.ExecContext(context.Background(), strings.Replace(q, "id = 1", "id = ?", 1), 1); err != nil {
+						t.Fatalf("%s: %v", q, err)
+					}
+					return
+				}
+				execOn(t, w, q)
+			}
+			update("inno")
+			update("isam")
+			// The InnoDB row is not committed: both sidecars go on
+			// serving the committed one from their caches.
+			for i, db := range []*sql.DB{f.viaA, f.viaB} {
+				before := hits(t, db)
+				for _, q := range []string{readInno, sumInno} {
+					if got, want := dump(t, db, q), dump(t, f.direct, q); got != want {
+						t.Errorf("%s through sidecar %c inside the transaction: got %s, want %s", q, 'A'+i, got, want)
+					}
+				}
+				if hits(t, db) != before+2 {
+					t.Errorf("sidecar %c: the uncommitted InnoDB write invalidated the committed rows' entries", 'A'+i)
+				}
+			}
+			// The MyISAM row changed at once.
+			f.fresh(t, readIsam)
+			execOn(t, w, end)
+			if end == "COMMIT AND CHAIN" || end == "BEGIN" {
+				execOn(t, w, "ROLLBACK")
+			}
+			for _, q := range []string{readInno, readIsam, sumInno} {
+				f.fresh(t, q)
+			}
+		})
+	}
+}
+
+// TestStalledClientHoldsNoOneUp: a client that asks for a large cacheable
+// result and never reads it does not hold up another client that asks
+// the same question, whether the result fits the cache (the second client
+// is answered from the first one's fill) or not (it runs the read itself).
+func TestStalledClientHoldsNoOneUp(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".big (id INT PRIMARY KEY, pad LONGTEXT)")
+	// About 20 MB.
+	m.Exec(t, "INSERT INTO "+db+".big SELECT seq, REPEAT(CHAR(65 + seq % 26), 200000) FROM "+db+".seq_1_to_100")
+	for _, tc := range []struct {
+		name     string
+		maxBytes int64
+	}{
+		// The second client waits on the first one's fill, or finds it
+		// stored, or runs the read itself when L1 did not keep it.
+		{"fits", 64 << 20},
+		// The fill is given up at 1 MiB, and the second client runs the
+		// read itself.
+		{"too large to store", 1 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, MaxResultBytes: tc.maxBytes})
+			const q = "SELECT id, pad FROM big ORDER BY id"
+			stalled := dialRaw(t, p.addr, "root", rootPass, db, true)
+			if err := stalled.command(append([]byte{0x03}, q...)...); err != nil {
+				t.Fatalf("stalled client: %v", err)
+			}
+			other := openDB(t, rootDSN(p.addr, db, ""))
+			// The stalled client's read comes first, and leads the fill.
+			waitFor(t, 10*time.Second, "the stalled client's read", func() bool {
+				return mycachedStatus(t, other)["Misses"] == 1
+			})
+			// Held up, it would wait for ever; the bound leaves room for
+			// a loaded machine (unloaded, it is answered in about 0.2 s).
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			start := time.Now()
+			rows, err := other.QueryContext(ctx, q)
+			if err != nil {
+				t.Fatalf("second client: %v (after %v)", err, time.Since(start))
+			}
+			n := 0
+			for rows.Next() {
+				n++
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatalf("second client, row %d: %v (after %v)", n, err, time.Since(start))
+			}
+			rows.Close()
+			if n != 100 {
+				t.Fatalf("second client: %d rows, want 100", n)
+			}
+			st := mycachedStatus(t, other)
+			t.Logf("second client answered in %v (shared %d, hits %d, misses %d)", time.Since(start), st["Singleflight_shared"], st["Hits_l1"], st["Misses"])
+		})
+	}
+}
+
+// queryAdmission returns the admission state SHOW MYCACHED QUERIES shows
+// for the shape whose digest contains part.
+func queryAdmission(t *testing.T, db *sql.DB, part string) (state, why string) {
+	t.Helper()
+	rows, err := db.Query("SHOW MYCACHED QUERIES")
+	if err != nil {
+		t.Fatalf("SHOW MYCACHED QUERIES: %v", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var digest, hits, misses, bypasses, reason, adm, admWhy string
+		if err := rows.Scan(&digest, &hits, &misses, &bypasses, &reason, &adm, &admWhy); err != nil {
+			t.Fatalf("SHOW MYCACHED QUERIES: %v", err)
+		}
+		if strings.Contains(digest, part) {
+			return adm, admWhy
+		}
+	}
+	t.Fatalf("SHOW MYCACHED QUERIES has no shape with %q", part)
+	return "", ""
+}
+
+// TestAdmissionRejectsShapesThatDoNotPay: a shape whose reads never
+// repeat is rejected after a window, and then costs no lookup and no
+// store; once its reads repeat it is admitted again; a policy's admit =
+// "always" keeps it cached whatever its hit ratio.
+func TestAdmissionRejectsShapesThatDoNotPay(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t SELECT seq, seq FROM "+db+".seq_1_to_2000")
+	mc := privateMemcached(t)
+	always := writePolicy(t, t.TempDir(), "always.lua", "function cache(q)\n  if q.kind == \"select\" then return { ttl = 60, admit = \"always\" } end\nend\n")
+	for _, tc := range []struct {
+		name   string
+		policy []string
+		reject bool
+	}{
+		{"adaptive", nil, true},
+		{"admit always", []string{always}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}, Policy: tc.policy})
+			c := openDB(t, rootDSN(p.addr, db, ""))
+			c.SetMaxOpenConns(1)
+			read := func(id int) {
+				var v int
+				if err := c.QueryRow(fmt.Sprintf("SELECT v FROM t WHERE id = %d", id)).Scan(&v); err != nil || v != id {
+					t.Fatalf("read %d: got %d, %v", id, v, err)
+				}
+			}
+			// Two windows of reads that never repeat.
+			for id := 1; id <= 256; id++ {
+				read(id)
+			}
+			state, why := queryAdmission(t, c, "from `t` where `id`")
+			t.Logf("after 256 distinct reads: %s (%s)", state, why)
+			if (state == "rejected") != tc.reject {
+				t.Fatalf("after 256 distinct reads the shape is %s (%s); want rejected %v", state, why, tc.reject)
+			}
+			storesSettled(t, c)
+			st0 := mycachedStatus(t, c)
+			for id := 257; id <= 384; id++ {
+				read(id)
+			}
+			st1 := mycachedStatus(t, c)
+			if tc.reject {
+				if n := st1["Stores"] - st0["Stores"]; n != 0 {
+					t.Errorf("a rejected shape stored %d entries", n)
+				}
+				if n := st1["Memcached_gets"] - st0["Memcached_gets"]; n != 0 {
+					t.Errorf("a rejected shape looked up memcached %d times", n)
+				}
+				// Its reads repeat now: their ghosts would hit, and it is
+				// admitted again, then served from the cache.
+				for range 3 * 128 {
+					read(7)
+				}
+				if state, why := queryAdmission(t, c, "from `t` where `id`"); state != "admitted" {
+					t.Fatalf("after repeated reads the shape is %s (%s), want admitted", state, why)
+				}
+				before := hits(t, c)
+				read(7)
+				read(7)
+				if hits(t, c) == before {
+					t.Error("the shape admitted again is not served from the cache")
+				}
+			} else if st1["Stores"] == st0["Stores"] {
+				t.Error("admit = always: no entry stored")
+			}
+		})
+	}
+}
