@@ -468,8 +468,8 @@ func TestCacheAdmin(t *testing.T) {
 		found := false
 		var all []string
 		for rows.Next() {
-			var digest, hits, misses, bypasses, why string
-			if err := rows.Scan(&digest, &hits, &misses, &bypasses, &why); err != nil {
+			var digest, hits, misses, bypasses, why, adm, admWhy string
+			if err := rows.Scan(&digest, &hits, &misses, &bypasses, &why, &adm, &admWhy); err != nil {
 				t.Fatal(err)
 			}
 			all = append(all, strings.Join([]string{digest, hits, misses, bypasses, why}, " | "))

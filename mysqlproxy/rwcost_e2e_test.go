@@ -197,18 +197,18 @@ func TestAdmissionRejectsShapesThatDoNotPay(t *testing.T) {
 					t.Fatalf("read %d: got %d, %v", id, v, err)
 				}
 			}
-			// Two windows of reads that never repeat.
-			for id := 1; id <= 256; id++ {
+			// Through its probation, reads that never repeat.
+			for id := 1; id <= 1024; id++ {
 				read(id)
 			}
 			state, why := queryAdmission(t, c, "from `t` where `id`")
-			t.Logf("after 256 distinct reads: %s (%s)", state, why)
+			t.Logf("after 1024 distinct reads: %s (%s)", state, why)
 			if (state == "rejected") != tc.reject {
-				t.Fatalf("after 256 distinct reads the shape is %s (%s); want rejected %v", state, why, tc.reject)
+				t.Fatalf("after 1024 distinct reads the shape is %s (%s); want rejected %v", state, why, tc.reject)
 			}
 			storesSettled(t, c)
 			st0 := mycachedStatus(t, c)
-			for id := 257; id <= 384; id++ {
+			for id := 1025; id <= 1152; id++ {
 				read(id)
 			}
 			st1 := mycachedStatus(t, c)
@@ -237,5 +237,44 @@ func TestAdmissionRejectsShapesThatDoNotPay(t *testing.T) {
 				t.Error("admit = always: no entry stored")
 			}
 		})
+	}
+}
+
+// TestMaxResultBytesExact: a response of exactly --max-result-bytes is
+// cached, one byte more is not.
+func TestMaxResultBytesExact(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, pad TEXT)")
+	m.Exec(t, "INSERT INTO "+db+".t SELECT seq, REPEAT('x', 1000) FROM "+db+".seq_1_to_100")
+	const q = "SELECT id, pad FROM t ORDER BY id"
+	size := func(addr string) int {
+		c := dialRaw(t, addr, "root", rootPass, db, true)
+		if err := c.command(append([]byte{0x03}, q...)...); err != nil {
+			t.Fatal(err)
+		}
+		pkts, err := c.readResponse(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, h := range pkts {
+			n += 4 + len(h)/2
+		}
+		return n
+	}
+	n := size(startProxy(t, mysqlproxy.Config{Backend: m.Addr}).addr)
+	for _, tc := range []struct {
+		limit  int
+		cached bool
+	}{{n, true}, {n - 1, false}} {
+		p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, MaxResultBytes: int64(tc.limit)})
+		size(p.addr)
+		size(p.addr)
+		c := openDB(t, rootDSN(p.addr, db, ""))
+		if got := hits(t, c) > 0; got != tc.cached {
+			t.Errorf("a %d-byte response with --max-result-bytes %d: cached %v, want %v", n, tc.limit, got, tc.cached)
+		}
 	}
 }

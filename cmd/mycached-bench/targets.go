@@ -101,6 +101,12 @@ var targets = []target{
 		}
 		return cs
 	}},
+	{"Read/write, oltp_read_write 8 threads", "≥ 0.9× passthrough", func(rs results) []check {
+		return ratioChecks(rs, "rw", "caching", "passthrough", "oltp_read_write", 0.9)
+	}},
+	{"Low-repeat reads, cold cache", "≥ 0.95× passthrough", func(rs results) []check {
+		return ratioChecks(rs, "rw", "cold", "passthrough", "uniform", 0.95)
+	}},
 	{"kv at 32 clients", "≥ 0.5× direct memcached", func(rs results) []check {
 		var cs []check
 		for _, r := range rs.recs {

@@ -160,7 +160,7 @@ func flagDefs(o *options) []flagDef {
 		{"Access", "kv-max-bytes", "SIZE", sizeValue{&o.kvMaxBytes}, "largest key/value value accepted", ""},
 		{"Access", "kv-timeout", "DURATION", durationValue{&o.kvTimeout}, "bound on each key/value statement as a whole, SELECT * and DROP included, and on each policy script's cache.get, set and delete; never less than --memcached-timeout", ""},
 
-		{"Limits and lifecycle", "max-packet", "SIZE", sizeValue{&o.maxPacket}, "largest client command accepted, reassembled", ""},
+		{"Limits and lifecycle", "max-packet", "SIZE", sizeValue{&o.maxPacket}, "largest client command accepted, reassembled; each session's limit is the server's max_allowed_packet, within this", ""},
 		{"Limits and lifecycle", "shutdown-timeout", "DURATION", durationValue{&o.shutdownTimeout}, "on SIGTERM or SIGINT, time for in-flight statements to finish", ""},
 
 		{"Logging", "log-format", "FORMAT", enumValue{&o.logFormat, []string{"text", "json"}}, "log to stderr as text or json", ""},

@@ -26,7 +26,7 @@ func buildBinary(t *testing.T) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("go tool not on PATH")
+		t.Fatalf("the go tool is not on PATH: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "mycached")
 	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {

@@ -39,6 +39,8 @@ BENCH_PROFILE=${BENCH_PROFILE:-}
 BENCH_ONLY=${BENCH_ONLY:-}
 scenario() { [[ -z $BENCH_ONLY || " $BENCH_ONLY " == *" $1 "* ]]; }
 HEAVY_ROWS=${HEAVY_ROWS:-100000}
+# Scenario 10: sysbench's 4 tables of RW_ROWS rows, RW_ROUNDS rounds.
+if [[ -n $QUICK ]]; then RW_ROWS=${RW_ROWS:-10000} RW_ROUNDS=${RW_ROUNDS:-1}; else RW_ROWS=${RW_ROWS:-100000} RW_ROUNDS=${RW_ROUNDS:-2}; fi
 MIX_THREADS=${MIX_THREADS:-8}
 MIX_HOT=${MIX_HOT:-1000}
 HEAVY_SQL="SELECT grp, COUNT(*), SUM(val), AVG(val), MIN(pad), MAX(pad) FROM big GROUP BY grp ORDER BY grp"
@@ -137,6 +139,29 @@ sb_stats() {
 	"$BENCH" sysbench "${args[@]}" <"$log"
 }
 
+# sbrw TEST PORT [sysbench args...] runs a sysbench OLTP test on
+# scenario 10's four tables.
+sbrw() {
+	local test=$1 port=$2
+	shift 2
+	"$(mc_bin sysbench)" "$test" --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$port" \
+		--mysql-user=root --mysql-password="$MC_ROOT_PASSWORD" --mysql-db=sbrw --mysql-ssl=off \
+		--tables=4 --table-size="$RW_ROWS" "$@"
+}
+
+# sbrw_stats TEST PORT MODE THREADS [MYCACHED_PORT] [sysbench args...] is
+# sb_stats on scenario 10's tables.
+sbrw_stats() {
+	local test=$1 port=$2 mode=$3 threads=$4 myc=${5:-} log c0= args=()
+	shift 5
+	log=$MC_TMP/sbrw-$test-$port-$mode-$threads.log
+	if [[ -n $myc ]]; then c0=$(counters "$myc"); fi
+	sbrw "$test" "$port" --db-ps-mode="$mode" --threads="$threads" --time="$BENCH_TIME" \
+		--histogram=on "$@" run >"$log" 2>&1 || { grep -m1 -E 'FATAL|error' "$log" >&2; return 1; }
+	if [[ -n $myc ]]; then args=(-before "$c0" -after "$(counters "$myc")"); fi
+	"$BENCH" sysbench "${args[@]}" <"$log"
+}
+
 dsn() { echo "root:$MC_ROOT_PASSWORD@tcp(127.0.0.1:$1)/sbtest?interpolateParams=true"; }
 
 # start_mycached NAME BACKEND_PORT [args...] starts mycached with an admin
@@ -155,6 +180,7 @@ admin_of() {
 	passthrough) echo "$MYPASS_ADMIN" ;; l1) echo "$MYL1_ADMIN" ;; memcached) echo "$MYMC_ADMIN" ;;
 	mycached | mycached-kv) echo "$MYMIX_ADMIN" ;;
 	bounded) echo "$FLEETA_ADMIN" ;; strict) echo "$FLEETSA_ADMIN" ;;
+	caching) echo "$MYRW_ADMIN" ;; cold) echo "$MYCOLD_ADMIN" ;;
 	esac
 }
 
@@ -395,6 +421,34 @@ measure staleness "$STALE_RATE writes/s, bounded" bounded bounded "$BENCH" stale
 fi
 
 # ---------------------------------------------------------------------------
+if scenario 10; then
+TITLE="10. read/write cost"
+echo "== $TITLE: sysbench on 4 tables of $RW_ROWS rows, 8 threads; caching = L1 + memcached + binlog follower"
+export MYCACHED_BINLOG_PASSWORD=$MC_BINLOG_PASSWORD
+mc_sql "$DB_PORT" -e "CREATE DATABASE IF NOT EXISTS sbrw"
+sbrw oltp_read_write "$DB_PORT" --threads=4 prepare >"$MC_TMP/prepare-rw.log" 2>&1 || { tail "$MC_TMP/prepare-rw.log" >&2; mc_die "sysbench prepare (sbrw) failed"; }
+mc_start_memcached rwmem -m 512
+role memcached
+start_mycached myrw "$DB_PORT" --default-ttl 1h --binlog-user mycached --memcached "127.0.0.1:$RWMEM_PORT"
+for round in $(seq "$RW_ROUNDS"); do
+	for mode in disable auto; do
+		cs="oltp_read_write $mode #$round"
+		measure rw "$cs" passthrough passthrough sbrw_stats oltp_read_write "$MYPASS_PORT" "$mode" 8 ""
+		measure rw "$cs" caching passthrough sbrw_stats oltp_read_write "$MYRW_PORT" "$mode" 8 "$MYRW_PORT"
+	done
+done
+# Low-repeat reads on a cold cache: a fresh memcached and sidecar.
+mc_start_memcached coldmem -m 512
+role memcached
+start_mycached mycold "$DB_PORT" --default-ttl 1h --binlog-user mycached --memcached "127.0.0.1:$COLDMEM_PORT"
+for round in $(seq "$RW_ROUNDS"); do
+	cs="point_select uniform #$round"
+	measure rw "$cs" passthrough passthrough sbrw_stats oltp_point_select "$MYPASS_PORT" disable 8 "" --rand-type=uniform
+	measure rw "$cs" cold passthrough sbrw_stats oltp_point_select "$MYCOLD_PORT" disable 8 "$MYCOLD_PORT" --rand-type=uniform
+done
+fi
+
+# ---------------------------------------------------------------------------
 WALL=$SECONDS
 mkdir -p "$MC_ROOT/bench-out"
 {
@@ -407,6 +461,7 @@ mkdir -p "$MC_ROOT/bench-out"
 	echo "mycached = L1 + memcached (read/write mix; kv through its main listener), mycached-kv = the same mycached's kv-only listener. sysbench p50-p99.9 come from its histogram; its max from its report."
 	echo "oltp_read_write counts transactions as ops (its queries/s are in the notes)."
 	echo "Fleet (8): bounded and strict = one of two sidecars sharing memcached, each following the binlog; network = MariaDB and memcached behind relays holding every chunk ${NET_DELAY} each way."
+	echo "Read/write cost (10): caching = a sidecar with L1, memcached and the binlog follower; cold = the same on a fresh memcached, for reads over $((4 * RW_ROWS)) rows with uniform keys."
 	echo "Staleness (9): ops are direct writes seen through a sidecar; the latency is from the write's OK to the first read through that sidecar that showed it."
 	if ! "$BENCH" help 2>&1 | grep -q 'mycached-bench kv'; then
 		echo "Scenario 7 (kv) was not run: this mycached-bench has no kv command yet."

@@ -35,6 +35,11 @@ var admNames = [...]string{admProbation: "probation", admAdmitted: "admitted", a
 // admWindow is the number of executions a verdict is drawn from.
 const admWindow = 128
 
+// admProbation is how many windows a new shape is cached before it may be
+// rejected: a cold cache, and ghosts that have seen nothing yet, say
+// little about a shape whose keys repeat at a distance.
+const admProbationWindows = 8
+
 // admission is one shape's state. The counters are updated without a
 // lock; the verdict is drawn under mu by the execution that ends a window.
 type admission struct {
@@ -51,6 +56,7 @@ type admission struct {
 	mu sync.Mutex
 	// The costs last measured, kept across windows that measure none.
 	missCost, relayCost time.Duration
+	windows             int // judged so far, up to admProbationWindows
 	why                 atomic.Pointer[string]
 }
 
@@ -123,14 +129,18 @@ func (a *admission) verdict() {
 	why := fmt.Sprintf("%d of %d reads hit (%d would have); a hit saves %v, a miss costs %v",
 		hits, execs, ghosts, a.relayCost.Round(time.Microsecond), a.missCost.Round(time.Microsecond))
 	a.why.Store(&why)
-	// Until both costs are known, it is not judged.
-	if a.relayCost == 0 || a.missCost == 0 || saved >= spent {
-		if a.relayCost != 0 && a.missCost != 0 {
-			a.state.Store(admAdmitted)
-		}
-		return
+	if a.windows < admProbationWindows {
+		a.windows++
 	}
-	a.state.Store(admRejected)
+	// Until both costs are known, and through its probation, it is not
+	// rejected.
+	switch {
+	case a.relayCost == 0 || a.missCost == 0:
+	case saved >= spent:
+		a.state.Store(admAdmitted)
+	case a.windows >= admProbationWindows:
+		a.state.Store(admRejected)
+	}
 }
 
 // describe returns the state and the last verdict's numbers.

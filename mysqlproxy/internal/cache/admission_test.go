@@ -26,7 +26,14 @@ func TestAdmission(t *testing.T) {
 	if st, _ := a.describe(); st != "probation" {
 		t.Fatalf("a new shape is %s, want probation", st)
 	}
-	// 10 hits of 128 save 1.5 ms and cost 11.8 ms of lookups.
+	// 10 hits of 128 save 1.5 ms and cost 11.8 ms of lookups: not
+	// enough, but it is on probation for a while.
+	for range admProbationWindows - 1 {
+		run(&a, 10, 10, miss, relay)
+		if st, why := a.describe(); st != "probation" {
+			t.Fatalf("a shape on probation after a window of 10/128 hits: %s (%s)", st, why)
+		}
+	}
 	run(&a, 10, 10, miss, relay)
 	if st, why := a.describe(); st != "rejected" {
 		t.Fatalf("after a window of 10/128 hits: %s (%s), want rejected", st, why)
@@ -53,7 +60,9 @@ func TestAdmission(t *testing.T) {
 	}
 	// Cheap lookups (L1 only) pay for few hits.
 	var b admission
-	run(&b, 3, 3, 2*time.Microsecond, relay)
+	for range admProbationWindows {
+		run(&b, 3, 3, 2*time.Microsecond, relay)
+	}
 	if st, why := b.describe(); st != "admitted" {
 		t.Fatalf("L1 lookups with 3/128 hits: %s (%s), want admitted", st, why)
 	}

@@ -268,7 +268,9 @@ func (c *Session) teeMax(dec cachepolicy.Decision) int {
 	if dec.MaxBytes > 0 && dec.MaxBytes < limit {
 		limit = dec.MaxBytes
 	}
-	return int(limit) + payloadHeaderMax
+	// The tee begins with two bytes of room for the count of status
+	// offsets; the response itself may be limit bytes, no more.
+	return int(limit) + 2
 }
 
 // put stores a response with the generations read before it ran; since
@@ -301,10 +303,6 @@ func storable(resp *relay.Response, tee []byte, dec cachepolicy.Decision) string
 	}
 	return ""
 }
-
-// payloadHeaderMax bounds the status-offset table at the head of a stored
-// response: a result set has at most two status fields.
-const payloadHeaderMax = 2 + 2*4
 
 // payload lays out the teed response as stored: the number of status
 // offsets, the offsets, then the raw packets.

@@ -63,6 +63,9 @@ func (srv *Server) RunKV(s *relay.Session) {
 	}
 	s.EndHandshakeDeadline()
 	s.Log = s.Log.With("user", s.Hello.User)
+	// No server limits the commands here: the largest kv statement is a
+	// value of the largest size, hex-encoded, and its key.
+	s.SetPacketLimit(2*k.srv.cfg.MaxBytes + 1<<16)
 	s.Loop(k.dispatchKV)
 }
 

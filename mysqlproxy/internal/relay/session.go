@@ -55,7 +55,7 @@ type Options struct {
 	BackendTLS     BackendTLS
 	BackendTLSConf *tls.Config // for the backend hop
 	ClientTLS      *tls.Config // offered to clients; nil masks CLIENT_SSL
-	MaxPacket      int         // the largest client command accepted
+	MaxPacket      int         // the largest client command accepted, within the server's max_allowed_packet
 	// Draining reports that the server is shutting down: a session ends
 	// between commands.
 	Draining func() bool
@@ -112,6 +112,8 @@ type Session struct {
 	// the server reports them; VarsGen counts their changes.
 	Vars    map[string]string
 	VarsGen uint64
+	// maxAllowed is the server's max_allowed_packet, 0 until known.
+	maxAllowed int
 	// Identity is the account the server matched, with the roles in
 	// force, as SHOW GRANTS names them; IdentityStale says it may have
 	// changed since (SET ROLE, or a change no tracker shows).
@@ -275,7 +277,7 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 		if s.Backend != nil {
 			s.backendWatch.arm()
 		}
-		p, seq, err := s.Client.ReadPacket(s.buf, s.opts.MaxPacket)
+		p, seq, err := s.Client.ReadPacket(s.buf, s.packetLimit())
 		s.idle.Store(false)
 		if s.dead.Load() {
 			s.endDead()
@@ -283,7 +285,7 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 		}
 		if err != nil {
 			if errors.Is(err, wire.ErrPacketTooLarge) {
-				s.sendTooLarge(s.Client.LastSeq + 1)
+				s.refuseTooLarge()
 			}
 			s.LogEnd("client read", err)
 			return
@@ -488,10 +490,34 @@ func (s *Session) SendError(seq byte, code uint16, state, msg string, withState 
 	}
 }
 
-// sendTooLarge answers a command over the packet limit, before the
-// session ends; seq follows the packet that made it too large.
-func (s *Session) sendTooLarge(seq byte) {
-	s.SendError(seq, mysql.ER_NET_PACKET_TOO_LARGE, "08S01", "mycached: packet larger than --max-packet", true)
+// packetLimit is the largest command the session accepts: the server's
+// max_allowed_packet, within --max-packet.
+func (s *Session) packetLimit() int {
+	if s.maxAllowed > 0 && s.maxAllowed < s.opts.MaxPacket {
+		return s.maxAllowed
+	}
+	return s.opts.MaxPacket
+}
+
+// SetPacketLimit lowers the largest command the session accepts, where
+// no server says.
+func (s *Session) SetPacketLimit(n int) { s.maxAllowed = n }
+
+// tooLargeDrain bounds the time spent discarding the rest of a command
+// over the packet limit.
+const tooLargeDrain = 30 * time.Second
+
+// refuseTooLarge answers a command over the packet limit as the server
+// does, with error 1153, and the session ends. The rest of the command is
+// read and dropped first (for at most tooLargeDrain), never buffered, so
+// that the client is reading when the error comes.
+func (s *Session) refuseTooLarge() {
+	_ = s.Client.NetConn.SetReadDeadline(time.Now().Add(tooLargeDrain))
+	seq, err := s.Client.DiscardPacket()
+	if err != nil {
+		seq = s.Client.LastSeq
+	}
+	s.SendError(seq+1, mysql.ER_NET_PACKET_TOO_LARGE, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes", true)
 }
 
 // backendFailure tells the client that the backend went away during the

@@ -346,14 +346,25 @@ func (s *Session) restoreTrackers() error {
 const showGrants = "SHOW GRANTS"
 
 // isolationSQL reads the session's isolation level, sql_mode and client
-// character set, which the trackers report only when they change.
-const isolationSQL = "SHOW VARIABLES WHERE Variable_name IN ('tx_isolation', 'transaction_isolation', 'sql_mode', 'character_set_client')"
+// character set, which the trackers report only when they change, and
+// the largest packet the server accepts.
+const isolationSQL = "SHOW VARIABLES WHERE Variable_name IN ('tx_isolation', 'transaction_isolation', 'sql_mode', 'character_set_client', 'max_allowed_packet')"
 
 func (s *Session) noteIsolation(r ownResult) {
 	for _, row := range r.rows {
-		if len(row) == 2 {
-			s.setVar(strings.ToLower(row[0]), row[1])
+		if len(row) != 2 {
+			continue
 		}
+		name := strings.ToLower(row[0])
+		if name == "max_allowed_packet" {
+			// Read-only in a session: the server refuses a larger
+			// command, and so does mycached, before buffering it.
+			if n, err := strconv.Atoi(row[1]); err == nil && n > 0 {
+				s.maxAllowed = n
+			}
+			continue
+		}
+		s.setVar(name, row[1])
 	}
 }
 

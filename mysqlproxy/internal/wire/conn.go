@@ -39,6 +39,10 @@ type Conn struct {
 	R       *bufio.Reader
 	W       *bufio.Writer
 	LastSeq byte // sequence id of the last wire packet ReadPacket read
+
+	// What ReadPacket left unread of a packet it refused as too large.
+	skip     int
+	skipMore bool
 }
 
 // NewConn wraps c with pooled buffers.
@@ -129,6 +133,7 @@ func (p *Conn) ReadPacket(buf []byte, limit int) ([]byte, byte, error) {
 		}
 		seq = byte(first)
 		if len(buf)+n > limit {
+			p.skip, p.skipMore = n, n == MaxPayload
 			return buf, seq, ErrPacketTooLarge
 		}
 		start := len(buf)
@@ -139,6 +144,27 @@ func (p *Conn) ReadPacket(buf []byte, limit int) ([]byte, byte, error) {
 		if n < MaxPayload {
 			return buf, seq, nil
 		}
+	}
+}
+
+// DiscardPacket reads and drops the rest of the logical packet that
+// ReadPacket refused as too large, and returns the sequence id of its
+// last part.
+func (p *Conn) DiscardPacket() (byte, error) {
+	for {
+		if _, err := p.R.Discard(p.skip); err != nil {
+			return p.LastSeq, err
+		}
+		p.skip = 0
+		if !p.skipMore {
+			return p.LastSeq, nil
+		}
+		n, seq, err := p.ReadHeader()
+		if err != nil {
+			return p.LastSeq, err
+		}
+		p.LastSeq = seq
+		p.skip, p.skipMore = n, n == MaxPayload
 	}
 }
 
