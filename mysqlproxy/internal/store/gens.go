@@ -210,9 +210,9 @@ func (s *Store) Bump(ctx context.Context, deps []string) {
 // bump is Bump, reporting whether every bump landed.
 //
 // A write waits for its bumps before its client hears OK, and a
-// transaction's COMMIT bumps everything it wrote, so the bumps to
-// memcached run concurrently (up to maxBumpFlight at a time): the write
-// then costs about one round trip, not one per table and row.
+// transaction's COMMIT bumps everything it wrote, so the bumps to each
+// memcached server are pipelined (see incr.go): the write then costs one
+// round trip, not one per table and row.
 func (s *Store) bump(ctx context.Context, deps []string) error {
 	s.stats.bumps.Add(uint64(len(deps)))
 	// memcached first, then the local view: a lookup that finds an entry
@@ -230,30 +230,14 @@ func (s *Store) bump(ctx context.Context, deps []string) error {
 	if len(deps) == 1 {
 		return s.bumpOrPend(ctx, deps[0])
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex // protects first
-		first error
-		sem   = make(chan struct{}, maxBumpFlight)
-	)
-	for _, d := range deps {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := s.bumpOrPend(ctx, d); err != nil {
-				mu.Lock()
-				first = err
-				mu.Unlock()
-			}
-		}()
+	var first error
+	for _, d := range s.bumpPipelined(ctx, deps) {
+		s.pending.add(d)
+		s.log.Warn("store: bump failed; pending", "dep", d)
+		first = ErrPending
 	}
-	wg.Wait()
 	return first
 }
-
-// maxBumpFlight bounds the bumps of one write that run at once.
-const maxBumpFlight = 16
 
 // bumpOrPend bumps dep, or records it as pending when memcached failed.
 func (s *Store) bumpOrPend(ctx context.Context, d string) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"slices"
@@ -545,4 +546,53 @@ func TestRawKeysConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestBumpPipelined: the bumps of several deps, spread over two servers,
+// go out pipelined; generations that exist are incremented, and missing
+// or clobbered ones are created, all newer than before.
+func TestBumpPipelined(t *testing.T) {
+	mc1 := startMemcached(t, testenv.MemcachedOptions{})
+	mc2 := startMemcached(t, testenv.MemcachedOptions{})
+	s := New(Options{Servers: []string{mc1.Addr, mc2.Addr}})
+	defer s.Close()
+	ctx := context.Background()
+	var deps []string
+	for i := range 40 {
+		deps = append(deps, fmt.Sprintf("db.t%d", i))
+	}
+	before, ok := s.Snapshot(ctx, deps[:20]) // these exist; the others do not
+	if !ok {
+		t.Fatal("Snapshot failed")
+	}
+	// One is clobbered with a non-number.
+	if err := s.mc.Set(&memcache.Item{Key: s.keys.key(deps[3]), Value: []byte("junk")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.bump(ctx, deps); err != nil {
+		t.Fatalf("bump: %v", err)
+	}
+	after, ok := s.Snapshot(ctx, deps)
+	if !ok {
+		t.Fatal("Snapshot failed")
+	}
+	for i := range deps[:20] {
+		if i != 3 && after[i] != before[i]+1 {
+			t.Errorf("%s: generation %d after one bump, want %d", deps[i], after[i], before[i]+1)
+		}
+	}
+	if after[3] == before[3] {
+		t.Errorf("%s: the clobbered generation was not renewed", deps[3])
+	}
+	if st := s.Stats(); st.PendingBumps != 0 || st.MemcachedErrors != 0 {
+		t.Errorf("pending %d, errors %d; want none", st.PendingBumps, st.MemcachedErrors)
+	}
+	// A server gone: its deps are pending, the other's bumped.
+	mc2.Close()
+	if err := s.bump(ctx, deps); !errors.Is(err, ErrPending) {
+		t.Errorf("bump with a server down: %v, want ErrPending", err)
+	}
+	if n := s.Stats().PendingBumps; n == 0 || n == int64(len(deps)) {
+		t.Errorf("%d pending of %d deps over two servers, one down; want some", n, len(deps))
+	}
 }
