@@ -183,6 +183,12 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 	}
 	if info.Temporary && ok {
 		c.noteTemporary(info)
+	} else if info.Kind == sqlinfo.DDL && ok && c.namesTemporary(info.Writes) {
+		// ALTER TABLE tmp RENAME TO t, RENAME TABLE tmp TO t: the new name
+		// is a temporary table of the session now.
+		for _, t := range sqlinfo.Qualify(info.Writes, c.db) {
+			c.temps[t.String()] = struct{}{}
+		}
 	}
 	if info.MayWrite {
 		c.invalidate(info, sql, resp, params)
@@ -390,6 +396,17 @@ func (c *Session) noteTemporary(info *sqlinfo.Info) {
 			c.temps[t.String()] = struct{}{}
 		}
 	}
+}
+
+// namesTemporary reports whether ts name a temporary table of the
+// session.
+func (c *Session) namesTemporary(ts []sqlinfo.Table) bool {
+	for _, t := range sqlinfo.Qualify(ts, c.db) {
+		if _, ok := c.temps[t.String()]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func isDrop(digest string) bool {
