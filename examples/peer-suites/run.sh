@@ -160,14 +160,15 @@ peer_stop_from() {
 # peer_start_mycached NAME BACKEND_PORT [mycached args...] starts $MYCACHED
 # in front of the MariaDB on BACKEND_PORT and sets NAME_PORT. It keeps the
 # default --backend-tls (TLS to the server, as a client that asks for TLS
-# has directly) and has a certificate, so that a client that asks for TLS
-# gets it, as it does from the server.
+# has directly) and has the server's certificate (mtr's std_data), so that
+# a client that asks for TLS gets it, as it does from the server.
 peer_start_mycached() {
 	local name=$1 backend=$2 port
 	shift 2
 	port=$(mc_free_port)
 	"$MYCACHED" --listen "127.0.0.1:$port" --backend "127.0.0.1:$backend" \
-		--tls-self-signed --log-level warn "$@" >"$MC_TMP/$name.log" 2>&1 &
+		--tls-cert "$MTR_DIR/std_data/server-cert.pem" --tls-key "$MTR_DIR/std_data/server-key.pem" \
+		--log-level warn "$@" >"$MC_TMP/$name.log" 2>&1 &
 	MC_PIDS+=($!)
 	mc_wait_port "$port" "$!" "$MC_TMP/$name.log"
 	printf -v "${name^^}_PORT" %s "$port"
