@@ -6,7 +6,7 @@
 #   run.sh [all]      both suites (make test-peers)
 #   run.sh mtr        MariaDB's mysql-test-run over mtr-tests.txt (make test-mtr)
 #   run.sh driver     go-sql-driver/mysql's own tests (make test-driver)
-#   run.sh discover   which mtr candidates pass directly: prints a new list
+#   run.sh discover   which mtr candidates pass directly: peer-out/mtr-discovered.txt
 #
 # PEER_MODES (default "direct mycached passthrough") picks the targets;
 # direct must be among them. MTR_TESTS="main.a main.b" runs only those
