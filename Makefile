@@ -27,7 +27,8 @@ DEPS_CHECKS := \
 	'php-mysql=php -m | grep -qx mysqli && php -m | grep -qx pdo_mysql' \
 	'ruby-mysql2=ruby -rmysql2 -e 1' \
 	'libdbd-mariadb-perl=perl -MDBD::MariaDB -e 1' \
-	'node-mysql=command -v node && test -f /usr/share/nodejs/mysql/index.js'
+	'node-mysql=command -v node && test -f /usr/share/nodejs/mysql/index.js' \
+	'mariadb-test=test -f /usr/share/mysql/mysql-test/mariadb-test-run.pl'
 
 .PHONY: deps test lint build
 
@@ -106,3 +107,20 @@ test-examples-hibernate: deps
 .PHONY: bench-kv
 bench-kv: deps bench-tools
 	examples/bench/kv.sh
+
+# test-peers runs MariaDB's mysql-test-run over the tests listed in
+# examples/peer-suites/mtr-tests.txt and go-sql-driver/mysql's own tests,
+# each directly against a private MariaDB and through mycached (with its
+# cache, and --passthrough), and fails if a test passes directly but not
+# through mycached; test-mtr and test-driver run one suite each. Output and
+# logs: peer-out/ (see examples/peer-suites/README.md). `make test` runs a
+# short slice of both (examples/peer-suites/slice.txt).
+.PHONY: test-peers test-mtr test-driver
+test-peers: deps
+	examples/peer-suites/run.sh all
+
+test-mtr: deps
+	examples/peer-suites/run.sh mtr
+
+test-driver: deps
+	examples/peer-suites/run.sh driver
