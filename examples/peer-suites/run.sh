@@ -28,6 +28,8 @@ OUT=${PEER_OUT:-$MC_ROOT/peer-out}
 # The test of the driver's suite that dials a non-loopback address
 # (1.1.1.1) is never run; DRIVER_SKIP ("TestA|TestB") names more to skip.
 DRIVER_NEVER=TestConnectorReturnsTimeout
+# The password of the account mycached follows the binlog with.
+PEER_BINLOG_PASSWORD=peer-binlog
 
 # ---- servers -------------------------------------------------------------
 
@@ -176,19 +178,26 @@ peer_start_mycached() {
 
 # peer_target MODE PROFILE VARDIR starts a MariaDB and, unless MODE is
 # direct, a mycached in front of it (mycached: L1 plus a private memcached,
-# default policy; passthrough: --passthrough), and sets TARGET_PORT to the
-# port clients use.
+# default policy, following the binlog as deployed; passthrough:
+# --passthrough), and sets TARGET_PORT to the port clients use.
 peer_target() {
 	local mode=$1 profile=$2 var=$3
 	peer_start_mariadb "db_$mode" "$profile" "$var"
 	local db_port_var=DB_${mode^^}_PORT
+	# The account mycached follows the binlog with, on every target, so
+	# that the accounts a test lists are the same everywhere.
+	"$(mc_bin mariadb)" --no-defaults -h 127.0.0.1 -P "${!db_port_var}" -uroot -e "
+		CREATE USER 'mycached'@'127.0.0.1' IDENTIFIED BY '$PEER_BINLOG_PASSWORD';
+		GRANT REPLICATION SLAVE, BINLOG MONITOR, SELECT, SHOW VIEW ON *.* TO 'mycached'@'127.0.0.1';
+		RESET MASTER;" || mc_die "creating the binlog account failed"
 	TARGET_DB_PORT=${!db_port_var}
 	case $mode in
 	direct) TARGET_PORT=${!db_port_var} ;;
 	mycached)
 		mc_start_memcached "mc_$mode"
 		local mc_port_var=MC_${mode^^}_PORT
-		peer_start_mycached "proxy_$mode" "${!db_port_var}" --memcached "127.0.0.1:${!mc_port_var}"
+		MYCACHED_BINLOG_PASSWORD=$PEER_BINLOG_PASSWORD peer_start_mycached "proxy_$mode" "${!db_port_var}" \
+			--memcached "127.0.0.1:${!mc_port_var}" --binlog-user mycached
 		local p=PROXY_${mode^^}_PORT
 		TARGET_PORT=${!p}
 		;;

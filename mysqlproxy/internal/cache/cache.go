@@ -174,8 +174,11 @@ var noStore = time.Unix(1<<62, 0)
 // none did. A read at READ UNCOMMITTED may see rows that are never
 // committed: it is never stored.
 func (c *Session) snapshotRule() (since time.Time, shared bool) {
-	iso := c.isolation()
 	inTx := c.s.InTransaction()
+	iso := c.sessionIsolation()
+	if inTx && c.txIsolation != "" {
+		iso = c.txIsolation
+	}
 	switch {
 	case iso == "READ-UNCOMMITTED":
 		return noStore, false
@@ -187,9 +190,9 @@ func (c *Session) snapshotRule() (since time.Time, shared bool) {
 	return c.txStart, false
 }
 
-// isolation returns the session's isolation level, as the server reports
-// it.
-func (c *Session) isolation() string {
+// sessionIsolation returns the session's isolation level, as the server
+// reports it: that of its next transaction.
+func (c *Session) sessionIsolation() string {
 	if v, ok := c.s.Vars["transaction_isolation"]; ok {
 		return v
 	}

@@ -169,6 +169,8 @@ type Session struct {
 	// txUnknownIsolation says the open transaction's isolation was set
 	// for it alone (SET TRANSACTION), and is not known.
 	txUnknownIsolation, nextTxUnknown bool
+	// txIsolation is the open transaction's isolation level, as it began.
+	txIsolation string
 	// lastHit is the command last answered from the cache: the backend
 	// did not run it, so what the session's previous statement left
 	// (ROW_COUNT(), warnings, FOUND_ROWS()) is not what it would be.

@@ -194,6 +194,11 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		c.invalidate(info, sql, resp, params)
 	}
 	c.transition(info, sql, before, ok)
+	if (info.CallsRoutine || info.ParseError) && c.s.InTransaction() {
+		// A stored function may have written: the transaction's reads
+		// must not store what it has not committed.
+		c.txWrote = true
+	}
 }
 
 // unseenMatters reports whether a state change no tracker shows may
@@ -243,6 +248,9 @@ func (c *Session) transition(info *sqlinfo.Info, sql string, before uint16, ok b
 		c.txStart = c.started
 		c.txUnknownIsolation = c.nextTxUnknown
 		c.nextTxUnknown = false
+		// Its isolation is the session's now; a SET SESSION TRANSACTION
+		// inside it is for the next one.
+		c.txIsolation = c.sessionIsolation()
 	}
 }
 

@@ -44,6 +44,7 @@ func analyzeStmts(stmts []ast.StmtNode, sql string) *Info {
 			info.UseDB = st.UseDB
 		}
 		info.Temporary = info.Temporary || st.Temporary
+		info.CallsRoutine = info.CallsRoutine || st.CallsRoutine
 	}
 	if len(stmts) > 1 {
 		info.Cacheable = false
@@ -224,6 +225,7 @@ func analyzeOne(s ast.StmtNode, sql string) *Info {
 	s.Accept(w)
 	info.Reads = w.reads
 	info.NoCacheHint = w.noHint
+	info.CallsRoutine = w.routine
 	keyInfo(info, s, sql, w.subquery)
 	switch {
 	case info.Kind != Select:

@@ -135,6 +135,9 @@ type Info struct {
 	// ParseError reports that the text did not parse; Kind then comes from
 	// the first keyword.
 	ParseError bool
+	// CallsRoutine reports a call of a stored function, which may write
+	// whatever the statement's kind: SELECT f(), SET @x = f(), DO f().
+	CallsRoutine bool
 	// Point is set when the WHERE of a single-statement SELECT, UPDATE or
 	// DELETE on one table pins columns of that table to constants; see
 	// Point. A SELECT qualifies only when it reads that one table, with no

@@ -12,6 +12,8 @@ type walker struct {
 	noHint bool // SQL_NO_CACHE seen
 	// subquery reports a subquery anywhere in the statement.
 	subquery bool
+	// routine reports a call of a stored function.
+	routine bool
 	// skip holds table nodes that are write targets only, not reads.
 	skip []*ast.TableName
 	// ctes holds the CTE names in scope; scopes records its length at each
@@ -133,10 +135,12 @@ func (w *walker) funcCall(x *ast.FuncCallExpr) {
 	name := x.FnName.L
 	switch {
 	case x.Schema.O != "":
+		w.routine = true
 		w.reject("stored-function:" + x.Schema.L + "." + name)
 	case nondeterministic[name]:
 		w.reject("nondeterministic:" + name)
 	case !builtins[name]:
+		w.routine = true
 		w.reject("stored-function:" + name)
 	}
 }
