@@ -125,6 +125,8 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		e.Stats.hit(tier, time.Since(start))
 		qs.note("", 1)
 		c.lastHit = append(c.lastHit[:0], p...)
+		c.lastHitSQL = sql
+		c.hitServed = true
 		if err := c.replay(ent.Payload, p); err != nil || status != store.Stale || st != nil {
 			// Prepared statements are refreshed at the hard ttl instead:
 			// their parameters are not a COM_QUERY to re-run.
@@ -165,14 +167,17 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 // noStore is a since time that keeps a fill from being stored at all.
 var noStore = time.Unix(1<<62, 0)
 
-// snapshotRule says how the fill of a miss may be stored: since is the
-// time its snapshot may date from (zero: its own start, the usual rule),
-// or noStore; shared says whether it may answer other clients' concurrent
-// misses too. A read in a REPEATABLE READ (or SERIALIZABLE) transaction
-// sees the snapshot its transaction took at its first read, which may
-// predate writes that bumped its dependencies since: it is stored only if
-// none did. A read at READ UNCOMMITTED may see rows that are never
-// committed: it is never stored.
+// snapshotRule says how the fill of a miss may be stored: since is zero
+// (stored as usual) or noStore; shared says whether it may answer other
+// clients' concurrent misses too.
+//
+// A read outside a transaction, or at READ COMMITTED, sees the latest
+// committed rows. So does the first read of a REPEATABLE READ (or
+// SERIALIZABLE) transaction, which takes its snapshot; a later one reads
+// that snapshot, which may predate writes made since, anywhere in the
+// fleet, and is not stored. A read at READ UNCOMMITTED, or at an
+// isolation set for one transaction that mycached cannot see, is not
+// stored either.
 func (c *Session) snapshotRule() (since time.Time, shared bool) {
 	inTx := c.s.InTransaction()
 	iso := c.sessionIsolation()
@@ -182,12 +187,17 @@ func (c *Session) snapshotRule() (since time.Time, shared bool) {
 	switch {
 	case iso == "READ-UNCOMMITTED":
 		return noStore, false
-	case !inTx || iso == "READ-COMMITTED":
+	case !inTx:
+		if c.nextTxUnknown {
+			return noStore, false // this read is the next transaction
+		}
 		return time.Time{}, true
-	case c.txUnknownIsolation:
+	case iso == "READ-COMMITTED":
+		return time.Time{}, true
+	case c.txUnknownIsolation, c.txSnap:
 		return noStore, false
 	}
-	return c.txStart, false
+	return time.Time{}, true
 }
 
 // sessionIsolation returns the session's isolation level, as the server
@@ -386,6 +396,17 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 	}
 	if ok, why := info.CacheableIn(c.db); !ok {
 		return why
+	}
+	if v := c.s.Vars["sql_auto_is_null"]; v == "ON" || v == "1" {
+		// WHERE id IS NULL then finds the row last inserted by the
+		// session.
+		text := string(p[1:])
+		if st != nil {
+			text = st.SQL
+		}
+		if containsFold(text, "null") {
+			return "sql_auto_is_null"
+		}
 	}
 	if c.s.Status&mysql.SERVER_STATUS_IN_TRANS != 0 {
 		switch c.e.cfg.CacheInTransactions {

@@ -171,10 +171,15 @@ type Session struct {
 	txUnknownIsolation, nextTxUnknown bool
 	// txIsolation is the open transaction's isolation level, as it began.
 	txIsolation string
+	// txSnap says the open transaction may have taken its snapshot.
+	txSnap bool
+	// hitServed says the read being handled was answered from the cache.
+	hitServed bool
 	// lastHit is the command last answered from the cache: the backend
 	// did not run it, so what the session's previous statement left
 	// (ROW_COUNT(), warnings, FOUND_ROWS()) is not what it would be.
-	lastHit []byte
+	lastHit    []byte
+	lastHitSQL string // its statement's text
 
 	// dia is how the server reads the session's texts, computed for
 	// the session state diaGen and diaState describe.

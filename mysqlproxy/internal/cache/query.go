@@ -28,7 +28,7 @@ func (c *Session) Query(p []byte, sql string) error {
 	}
 	info := c.e.Analyzer.AnalyzeIn(sql, c.dialect())
 	if info.Kind == sqlinfo.Select && info.Cacheable {
-		return c.cacheRead(p, info, sql, nil)
+		return c.read(p, info, sql, nil)
 	}
 	if info.Kind == sqlinfo.Select || info.Kind == sqlinfo.Show {
 		c.e.Stats.bypass(whyNotCacheable)
@@ -69,15 +69,20 @@ func containsFold(s, sub string) bool {
 // its answer going nowhere, so that what the session's previous statement
 // left behind is what it would have been without the cache.
 func (c *Session) rerunLastHit() error {
-	p := c.lastHit
+	p, sql := c.lastHit, c.lastHitSQL
 	c.lastHit = nil
+	w := discard()
+	defer putDiscard(w)
+	if p[0] == mysql.COM_STMT_EXECUTE {
+		return c.s.ReplayExecute(sql, p, w)
+	}
 	if err := c.s.Forward(p); err != nil {
 		return err
 	}
-	w := discard()
-	defer putDiscard(w)
 	r := relay.Relayer{S: c.s, Dst: w}
-	return r.Relay(relay.ModeResult)
+	err := r.Relay(relay.ModeResult)
+	c.s.Done(&r)
+	return err
 }
 
 // Prepare relays a COM_STMT_PREPARE and notes the statement's analysis on
@@ -107,14 +112,61 @@ func (c *Session) Execute(p []byte, st *relay.Stmt) error {
 	}
 	p = relay.WithTypes(st, p)
 	defer func() { st.LongData = false }()
+	if c.lastHit != nil && readsDiagnostics(st.SQL) {
+		if err := c.rerunLastHit(); err != nil {
+			return err
+		}
+	}
 	if info.Kind == sqlinfo.Select && info.Cacheable && (st.Params == 0 || st.Types != nil) {
-		return c.cacheRead(p, info, st.SQL, st)
+		return c.read(p, info, st.SQL, st)
 	}
 	var params []wire.Param
 	if info.Point != nil || info.Insert != nil {
 		params = wire.DecodeParams(p, int(st.Params), st.Types)
 	}
 	return c.executeParams(p, info, st.SQL, params)
+}
+
+// read handles a cacheable read, and follows the transaction it may have
+// begun or joined on the server.
+func (c *Session) read(p []byte, info *sqlinfo.Info, sql string, st *relay.Stmt) error {
+	before := c.s.Status
+	c.hitServed = false
+	err := c.cacheRead(p, info, sql, st)
+	if !c.hitServed {
+		c.ran(before)
+	}
+	return err
+}
+
+// ran follows the session's transaction across a read the server ran.
+func (c *Session) ran(before uint16) {
+	wasIn := before&mysql.SERVER_STATUS_IN_TRANS != 0
+	isIn := c.s.InTransaction()
+	switch {
+	case wasIn && !isIn:
+		c.endTransaction()
+	case isIn && !wasIn:
+		c.beginTransaction()
+	case !isIn:
+		// It ran as a transaction of its own, which took a one-shot
+		// isolation level.
+		c.nextTxUnknown = false
+	}
+	if isIn {
+		c.txSnap = true
+	}
+}
+
+// beginTransaction notes that a transaction began with the statement
+// just run.
+func (c *Session) beginTransaction() {
+	c.txStart = c.started
+	c.txUnknownIsolation = c.nextTxUnknown
+	c.nextTxUnknown = false
+	// Its isolation is the session's now; a SET SESSION TRANSACTION inside
+	// it is for the next one.
+	c.txIsolation = c.sessionIsolation()
 }
 
 // execute relays a statement that is not served from the cache, and then
@@ -245,12 +297,15 @@ func (c *Session) transition(info *sqlinfo.Info, sql string, before uint16, ok b
 		}
 	}
 	if isIn && !wasIn {
-		c.txStart = c.started
-		c.txUnknownIsolation = c.nextTxUnknown
+		c.beginTransaction()
+	}
+	switch {
+	case !isIn && !wasIn && info.Kind != sqlinfo.Set && info.Kind != sqlinfo.Use:
+		// A statement that ran as a transaction of its own took a
+		// one-shot isolation level.
 		c.nextTxUnknown = false
-		// Its isolation is the session's now; a SET SESSION TRANSACTION
-		// inside it is for the next one.
-		c.txIsolation = c.sessionIsolation()
+	case isIn && takesSnapshot(info, sql):
+		c.txSnap = true
 	}
 }
 
@@ -377,7 +432,20 @@ func (c *Session) TxEnded() { c.endTransaction() }
 func (c *Session) endTransaction() {
 	c.bumpTx()
 	clear(c.txDeps)
-	c.txWrote, c.xa = false, false
+	c.txWrote, c.xa, c.txSnap = false, false, false
+}
+
+// takesSnapshot reports whether a statement run in a transaction may
+// have taken its consistent-read snapshot: anything that reads, and
+// START TRANSACTION WITH CONSISTENT SNAPSHOT.
+func takesSnapshot(info *sqlinfo.Info, sql string) bool {
+	switch info.Kind {
+	case sqlinfo.Begin:
+		return containsFold(sql, "snapshot")
+	case sqlinfo.Set, sqlinfo.Use, sqlinfo.Savepoint, sqlinfo.Commit, sqlinfo.Rollback:
+		return false
+	}
+	return true
 }
 
 // bumpTx bumps everything the open transaction wrote so far.

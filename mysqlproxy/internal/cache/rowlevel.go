@@ -203,6 +203,11 @@ func (c *Session) writeDeps(info *sqlinfo.Info, t sqlinfo.Table, resp *relay.Res
 	if c.e.cfg.TableLevel || pk == nil || len(info.Writes) != 1 || len(all) > 2 {
 		return all
 	}
+	if resp != nil && resp.Warnings > 0 {
+		// The server may have read a key otherwise than its text says:
+		// out of range and clipped, truncated, converted.
+		return all
+	}
 	switch info.Kind {
 	case sqlinfo.Update, sqlinfo.Delete:
 		if info.Point == nil {
@@ -258,7 +263,11 @@ func (c *Session) writeDeps(info *sqlinfo.Info, t sqlinfo.Table, resp *relay.Res
 func (c *Session) autoIncrement() (incr uint64, consecutive bool) {
 	f := c.e.meta().Facts()
 	incr = f.AutoIncIncrement
-	if v, ok := c.state.vars["auto_increment_increment"]; ok {
+	v, ok := c.s.Vars["auto_increment_increment"]
+	if !c.s.Track {
+		v, ok = c.state.vars["auto_increment_increment"]
+	}
+	if ok {
 		n, err := strconv.ParseUint(strings.Trim(v, "'"), 10, 64)
 		if err != nil {
 			return 0, false

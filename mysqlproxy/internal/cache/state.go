@@ -24,6 +24,7 @@ var digestFree = map[string]bool{
 	"session_track_state_change": true, "session_track_transaction_info": true,
 	"session_track_user_variables": true, "gtid_seq_no": true, "insert_id": true,
 	"last_insert_id": true, "identity": true, "pseudo_thread_id": true,
+	"auto_increment_increment": true, "auto_increment_offset": true,
 }
 
 // sessState is the part of a session's state that can change a read's

@@ -1,6 +1,13 @@
 package relay
 
-import "github.com/mycached/mycached/mysqlproxy/internal/wire"
+import (
+	"bufio"
+	"encoding/binary"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/wire"
+)
 
 // Stmt is a prepared statement as the client and the backend know it.
 type Stmt struct {
@@ -79,4 +86,51 @@ func WithTypes(st *Stmt, p []byte) []byte {
 	q = append(q, 1)
 	q = append(q, st.Types...)
 	return append(q, p[at+1:]...)
+}
+
+// ReplayExecute runs exec, a COM_STMT_EXECUTE of the statement sql, on
+// the backend with its response discarded into dst: on the statement
+// itself while the client has it prepared, or else on one prepared for
+// the purpose and closed after. A cache hit that the session's next
+// statement looks behind (ROW_COUNT(), warnings) is replayed so.
+func (s *Session) ReplayExecute(sql string, exec []byte, dst *bufio.Writer) error {
+	if s.Stmt(exec) != nil {
+		return s.discard(exec, dst)
+	}
+	if err := s.Forward(append([]byte{mysql.COM_STMT_PREPARE}, sql...)); err != nil {
+		return err
+	}
+	r := Relayer{S: s, Dst: dst}
+	sp, err := r.relayPrepare()
+	s.Done(&r)
+	if err != nil || r.Resp.Kind != RespOK {
+		return err
+	}
+	q := append([]byte(nil), exec...)
+	binary.LittleEndian.PutUint32(q[1:], sp.id)
+	if err := s.discard(q, dst); err != nil {
+		return err
+	}
+	// COM_STMT_CLOSE has no response.
+	var c [5]byte
+	c[0] = mysql.COM_STMT_CLOSE
+	binary.LittleEndian.PutUint32(c[1:], sp.id)
+	if _, err := s.Backend.WritePacket(c[:], 0); err != nil {
+		return BackendError{err}
+	}
+	if err := s.Backend.W.Flush(); err != nil {
+		return BackendError{err}
+	}
+	return nil
+}
+
+// discard forwards a command and relays its response into dst.
+func (s *Session) discard(p []byte, dst *bufio.Writer) error {
+	if err := s.Forward(p); err != nil {
+		return err
+	}
+	r := Relayer{S: s, Dst: dst}
+	err := r.Relay(ModeResult)
+	s.Done(&r)
+	return err
 }

@@ -345,10 +345,20 @@ func (s *Session) restoreTrackers() error {
 // server's Com_select counts only the client's statements.
 const showGrants = "SHOW GRANTS"
 
-// isolationSQL reads the session's isolation level, sql_mode and client
-// character set, which the trackers report only when they change, and
+// isolationSQL reads, when a session begins, the values it starts with
+// of the variables that can change what a read returns (the trackers
+// report only changes, and a session started after a SET GLOBAL starts
+// with other values than one started before), its isolation level, and
 // the largest packet the server accepts.
-const isolationSQL = "SHOW VARIABLES WHERE Variable_name IN ('tx_isolation', 'transaction_isolation', 'sql_mode', 'character_set_client', 'max_allowed_packet')"
+const isolationSQL = "SHOW VARIABLES WHERE Variable_name IN (" +
+	"'tx_isolation', 'transaction_isolation', 'max_allowed_packet', " +
+	"'sql_mode', 'time_zone', 'character_set_client', 'character_set_connection', " +
+	"'character_set_results', 'collation_connection', 'default_week_format', " +
+	"'div_precision_increment', 'lc_time_names', 'max_sort_length', " +
+	"'group_concat_max_len', 'sql_select_limit', 'sql_auto_is_null', " +
+	"'explicit_defaults_for_timestamp', 'old_mode', 'default_regex_flags', " +
+	"'auto_increment_increment', 'auto_increment_offset', " +
+	"'optimizer_switch', 'in_predicate_conversion_threshold')"
 
 func (s *Session) noteIsolation(r ownResult) {
 	for _, row := range r.rows {

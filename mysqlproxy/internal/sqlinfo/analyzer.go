@@ -307,7 +307,10 @@ func fallback(sql string) *Info {
 		case "START", "BEGIN":
 			info.Kind = Begin
 		case "COMMIT":
+			// It may commit a transaction another session prepared, whose
+			// writes mycached did not see: they may be anywhere.
 			info.Kind = Commit
+			unmappedGlobal(info)
 		case "ROLLBACK":
 			info.Kind = Rollback
 		default:

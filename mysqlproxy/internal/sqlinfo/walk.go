@@ -54,6 +54,10 @@ func (w *walker) Enter(n ast.Node) (ast.Node, bool) {
 		if x.With != nil {
 			w.enterWith(x.With)
 		}
+	case *ast.DefaultExpr:
+		// DEFAULT(col) evaluates the column's default, which may be
+		// CURRENT_TIMESTAMP or UUID().
+		w.reject("nondeterministic:default")
 	case *ast.UpdateStmt:
 		w.scopes = append(w.scopes, len(w.ctes))
 		if x.With != nil {
