@@ -142,3 +142,42 @@ end
 		t.Errorf("another client's read took %v while the hooks ran, want them unaffected", worst)
 	}
 }
+
+// TestRefusedStatementsInvalidateNothing: statements the server refuses
+// before running them (syntax errors, unknown tables) change nothing, so
+// a client cannot flush the cache by sending garbage; one that ran and
+// then failed still invalidates.
+func TestRefusedStatementsInvalidateNothing(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	c := openDB(t, rootDSN(p.addr, db, ""))
+	const read = "SELECT v FROM t WHERE id = 1"
+	dump(t, c, read)
+	for _, garbage := range []string{
+		`INSERT "k" = "v"`, "DELETE FROM t WHERE", "UPDATE no_such_table SET v = 2", "DROP TABLE t,", "GRANT nonsense",
+	} {
+		if _, err := c.Exec(garbage); err == nil {
+			t.Fatalf("%s: no error", garbage)
+		}
+		before := hits(t, c)
+		dump(t, c, read)
+		if hits(t, c) == before {
+			t.Errorf("after the refused %q, the read was not served from the cache", garbage)
+		}
+	}
+	// A duplicate key: the server ran the INSERT and refused it; that
+	// counts as a write (a multi-row INSERT into MyISAM keeps its first
+	// rows).
+	if _, err := c.Exec("INSERT INTO t VALUES (1, 5)"); err == nil {
+		t.Fatal("duplicate INSERT: no error")
+	}
+	before := hits(t, c)
+	dump(t, c, read)
+	if hits(t, c) != before {
+		t.Error("after a write that ran and failed, the read was still served from the cache")
+	}
+}

@@ -242,7 +242,7 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 			c.temps[t.String()] = struct{}{}
 		}
 	}
-	if info.MayWrite {
+	if info.MayWrite && !(refusedBeforeRunning(resp) && !runsRoutines(info, sql)) {
 		c.invalidate(info, sql, resp, params)
 	}
 	c.transition(info, sql, before, ok)
@@ -251,6 +251,31 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		// must not store what it has not committed.
 		c.txWrote = true
 	}
+}
+
+// refusedBeforeRunning reports whether the server refused a statement
+// before running any of it: its first answer is an error the server
+// raises before it executes anything (syntax, unknown table or column,
+// access denied). Nothing changed, so there is nothing to invalidate: a
+// typo does not flush the fleet's cache.
+func refusedBeforeRunning(resp *relay.Response) bool {
+	if resp.Kind != relay.RespErr {
+		return false
+	}
+	switch resp.ErrCode {
+	case mysql.ER_PARSE_ERROR, mysql.ER_SYNTAX_ERROR, mysql.ER_NO_SUCH_TABLE, mysql.ER_BAD_FIELD_ERROR,
+		mysql.ER_BAD_DB_ERROR, mysql.ER_NO_DB_ERROR, mysql.ER_TABLEACCESS_DENIED_ERROR,
+		mysql.ER_COLUMNACCESS_DENIED_ERROR, mysql.ER_DBACCESS_DENIED_ERROR, mysql.ER_ACCESS_DENIED_ERROR,
+		mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, mysql.ER_UNKNOWN_STMT_HANDLER:
+		return true
+	}
+	return false
+}
+
+// runsRoutines reports whether a statement may run stored code, which
+// may write before it fails.
+func runsRoutines(info *sqlinfo.Info, sql string) bool {
+	return info.Kind == sqlinfo.Call || info.CallsRoutine || sqlinfo.FirstKeyword(sql) == "EXECUTE"
 }
 
 // unseenMatters reports whether a state change no tracker shows may
