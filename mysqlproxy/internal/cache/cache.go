@@ -386,6 +386,8 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 	switch {
 	case c.CacheOff:
 		return whySessionOff
+	case c.lockedTables:
+		return "lock-tables"
 	case c.tainted:
 		return whyTainted
 	case info.NoCacheHint:

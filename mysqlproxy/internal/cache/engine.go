@@ -171,6 +171,8 @@ type Session struct {
 	txUnknownIsolation, nextTxUnknown bool
 	// txIsolation is the open transaction's isolation level, as it began.
 	txIsolation string
+	// lockedTables says the session holds LOCK TABLES.
+	lockedTables bool
 	// txSnap says the open transaction may have taken its snapshot.
 	txSnap bool
 	// hitServed says the read being handled was answered from the cache.

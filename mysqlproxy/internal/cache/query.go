@@ -233,6 +233,15 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		c.tainted = true
 		c.s.IdentityStale = true
 	}
+	switch kw := sqlinfo.FirstKeyword(sql); {
+	case !ok:
+	case kw == "LOCK" && (strings.EqualFold(secondWord(sql), "TABLE") || strings.EqualFold(secondWord(sql), "TABLES")):
+		// Under LOCK TABLES the server refuses reads of other tables;
+		// the cache must not answer them.
+		c.lockedTables = true
+	case kw == "UNLOCK", info.Kind == sqlinfo.Begin:
+		c.lockedTables = false
+	}
 	if info.Temporary && ok {
 		c.noteTemporary(info)
 	} else if info.Kind == sqlinfo.DDL && ok && c.namesTemporary(info.Writes) {
@@ -499,6 +508,15 @@ func (c *Session) noteTemporary(info *sqlinfo.Info) {
 	}
 }
 
+// secondWord returns the word after the first keyword of sql.
+func secondWord(sql string) string {
+	f := strings.Fields(sql)
+	if len(f) < 2 {
+		return ""
+	}
+	return f[1]
+}
+
 // namesTemporary reports whether ts name a temporary table of the
 // session.
 func (c *Session) namesTemporary(ts []sqlinfo.Table) bool {
@@ -521,6 +539,6 @@ func (c *Session) Reset() {
 	c.lastHit = nil
 	c.nextTxUnknown, c.txUnknownIsolation = false, false
 	c.state.reset(c.s.Hello.Charset)
-	c.CacheOff, c.tainted = false, false
+	c.CacheOff, c.tainted, c.lockedTables = false, false, false
 	c.endTransaction()
 }

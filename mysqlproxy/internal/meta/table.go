@@ -5,7 +5,6 @@ import (
 	"errors"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -234,6 +233,8 @@ var (
 	engineRe = regexp.MustCompile(`\)\s*ENGINE=(\w+)`)
 	unionRe  = regexp.MustCompile(`UNION=\(([^)]*)\)`)
 	fkRe     = regexp.MustCompile("FOREIGN KEY \\([^)]*\\) REFERENCES (?:`((?:[^`]|``)+)`\\.)?`((?:[^`]|``)+)` \\([^)]*\\)(.*)$")
+	pkRe     = regexp.MustCompile("^\\s*PRIMARY KEY \\(((?:`(?:[^`]|``)+`(?:\\(\\d+\\))?(?: (?:ASC|DESC))?,?)+)\\)")
+	keyColRe = regexp.MustCompile("`((?:[^`]|``)+)`")
 	identRe  = regexp.MustCompile("`((?:[^`]|``)+)`(?:\\.`((?:[^`]|``)+)`)?")
 )
 
@@ -289,23 +290,25 @@ func (m *Meta) learnTable(ctx context.Context, t *Table, qname string, depth int
 		}
 	}
 	t.Columns = len(cols)
-	keys, err := m.query(ctx, "SHOW KEYS FROM "+qname+" WHERE Key_name = 'PRIMARY'")
-	if err != nil {
-		return err
-	}
-	slices.SortFunc(keys, func(a, b map[string]string) int {
-		x, _ := strconv.Atoi(a["seq_in_index"])
-		y, _ := strconv.Atoi(b["seq_in_index"])
-		return x - y
-	})
-	for _, k := range keys {
-		f := strings.ToLower(k["column_name"])
-		p, ok := pos[f]
-		if !ok {
-			return errors.New("meta: primary key column " + f + " of " + qname + " not among its columns")
+	// The key comes from SHOW CREATE TABLE, not SHOW KEYS: SHOW KEYS
+	// asks the engine for each index's cardinality, which makes InnoDB
+	// compute statistics that the optimizer would otherwise not have yet,
+	// and changes the plans (and EXPLAIN) of the application's queries.
+	for _, line := range strings.Split(create, "\n") {
+		mm := pkRe.FindStringSubmatch(line)
+		if mm == nil {
+			continue
 		}
-		typ := types[f]
-		t.PK = append(t.PK, Column{Name: f, Pos: p, Int: intType(typ), Unsigned: strings.Contains(typ, "unsigned")})
+		for _, id := range keyColRe.FindAllStringSubmatch(mm[1], -1) {
+			f := strings.ToLower(unquote(id[1]))
+			p, ok := pos[f]
+			if !ok {
+				return errors.New("meta: primary key column " + f + " of " + qname + " not among its columns")
+			}
+			typ := types[f]
+			t.PK = append(t.PK, Column{Name: f, Pos: p, Int: intType(typ), Unsigned: strings.Contains(typ, "unsigned")})
+		}
+		break
 	}
 	return nil
 }

@@ -238,7 +238,14 @@ func (s *Session) clientEvent(err error) {
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		return // a drain's deadline, not the client
 	}
-	_ = s.Backend.NetConn.Close()
+	c := s.Backend.NetConn
+	if tc, ok := c.(*tls.Conn); ok {
+		// Closed in order, TLS would first send a close_notify alert:
+		// bytes the server finds waiting on the socket, which tell it the
+		// client is still there. A dropped socket tells it the truth.
+		c = tc.NetConn()
+	}
+	_ = c.Close()
 }
 
 // endDead tells the client what the backend said when it closed the
