@@ -41,7 +41,7 @@ const (
 // Decision is what a policy says about one cacheable statement.
 type Decision struct {
 	TTL         time.Duration // how long an entry lives; > 0
-	SoftTTL     time.Duration // past it one request refreshes in the background; 0 = none
+	SoftTTL     time.Duration // past it one read per key reads afresh and replaces the entry, the others are served it meanwhile; 0 = none
 	Scope       Scope
 	MaxBytes    int64       // the largest response to store; 0 = the server's limit
 	CacheEmpty  bool        // store results with no rows

@@ -26,11 +26,14 @@
 --
 -- The decision table, every field optional:
 --   ttl          seconds the entry lives (default 60; fractions allowed)
---   soft_ttl     seconds after which one request refreshes in the background
+--   soft_ttl     seconds after which one read reads afresh and replaces the entry,
+--                while the others are still served it
 --   scope        "user" (default) or "shared": who may read the entry
 --   max_bytes    the largest result to store (0 = the server's limit)
 --   cache_empty  store results with no rows (default true)
 --   depends      {"db.table", ...} whose writes also invalidate the entry
+--   consistency  "strict" or "bounded" (default: --consistency)
+--   admit        "always" or "never": override adaptive admission
 --
 -- Scripts run sandboxed: base (without load, loadstring, loadfile, dofile),
 -- table, string, math, os.time and os.date. require("mycached") gives

@@ -120,20 +120,21 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	start := time.Now()
 	ent, tier, cur, status := e.Store.LookupMode(context.Background(), key, check, all, mode)
 	switch status {
-	case store.Hit, store.Stale:
+	case store.Hit:
 		adm.looked(true, true, ghost, 0)
 		e.Stats.hit(tier, time.Since(start))
 		qs.note("", 1)
 		c.lastHit = append(c.lastHit[:0], p...)
 		c.lastHitSQL = sql
 		c.hitServed = true
-		if err := c.replay(ent.Payload, p); err != nil || status != store.Stale || st != nil {
-			// Prepared statements are refreshed at the hard ttl instead:
-			// their parameters are not a COM_QUERY to re-run.
-			return err
-		}
-		c.refresh(key, check, all, cur, dec, p)
-		return nil
+		return c.replay(ent.Payload, p)
+	case store.Stale:
+		// The entry is past its soft ttl, and this is the one read (per
+		// key and process) told so: it reads afresh, as a miss, and its
+		// fill replaces the entry, while the others are served the entry
+		// meanwhile. The refresh rides on a read its client waits for
+		// anyway, never in front of the client's next command.
+		e.Stats.refreshes.Inc()
 	case store.Bypass:
 		e.Stats.bypass(whyPending)
 		qs.note(whyPending, 0)
@@ -360,24 +361,6 @@ func (c *Session) replay(payload, p []byte) error {
 	}
 	c.s.Last = relay.Response{Kind: relay.RespResultSet, Status: c.s.Status, Results: 1, Bytes: int64(len(raw))}
 	return c.s.Flush()
-}
-
-// refresh re-runs a read whose soft ttl has passed, after its client has
-// been served from the entry, and stores the fresh response; the other
-// clients go on being served the entry meanwhile. mycached holds no
-// passwords, so the refresh runs on this session's own backend
-// connection, and its response goes nowhere but the cache.
-func (c *Session) refresh(key string, check []byte, deps []string, gens store.Snap, dec cachepolicy.Decision, p []byte) {
-	// The store hands Stale to one lookup per key at a time, so one
-	// session refreshes while the others are served the entry.
-	if since, shared := c.snapshotRule(); !shared || !since.IsZero() {
-		return // its snapshot may be old, or uncommitted
-	}
-	discard := discard()
-	defer putDiscard(discard)
-	if payload, _, err := c.relayTee(p, dec, discard); err == nil && payload != nil {
-		c.put(key, check, deps, gens, dec, payload, time.Time{})
-	}
 }
 
 // bypassReason says why a cacheable read must not use the cache on this

@@ -20,6 +20,7 @@ type Stats struct {
 	bypasses      *metrics.CounterVec
 	stores        *metrics.Counter
 	shared        *metrics.Counter
+	refreshes     *metrics.Counter
 	invalidations *metrics.Counter
 	fallbacks     *metrics.Counter
 	hitLatency    *metrics.Histogram
@@ -36,6 +37,7 @@ func NewStats(reg *metrics.Registry, st *store.Store, sessions func() int) *Stat
 		bypasses:      reg.CounterVec("mycached_cache_bypass_total", "Reads that did not use the cache, by reason.", "reason"),
 		stores:        reg.Counter("mycached_cache_stores_total", "Responses stored in the cache."),
 		shared:        reg.Counter("mycached_cache_singleflight_shared_total", "Misses answered by another client's concurrent fill."),
+		refreshes:     reg.Counter("mycached_cache_refreshes_total", "Reads that refreshed an entry past its soft ttl (read afresh while others were served the entry)."),
 		invalidations: reg.Counter("mycached_invalidations_total", "Generation bumps requested by writes."),
 		fallbacks:     reg.Counter("mycached_bounded_fallbacks_total", "Bounded reads checked as strict (or not cached) because the binlog follower was not current."),
 		hitLatency:    reg.Histogram("mycached_hit_latency_seconds", "Time from lookup to replay of a hit.", metrics.DefaultLatencyBuckets()),
