@@ -53,6 +53,10 @@ type admission struct {
 	missNanos, relayNanos atomic.Int64
 	relays                atomic.Int64
 
+	// ghostless says the last window's real hits were most of its reads:
+	// the ghosts cannot tell more, and are not kept.
+	ghostless atomic.Bool
+
 	mu sync.Mutex
 	// The costs last measured, kept across windows that measure none.
 	missCost, relayCost time.Duration
@@ -123,6 +127,7 @@ func (a *admission) verdict() {
 	a.missNanos.Store(0)
 	a.relayNanos.Store(0)
 	a.relays.Store(0)
+	a.ghostless.Store(hits*4 >= execs*3)
 	h := max(hits, ghosts)
 	saved := time.Duration(h) * a.relayCost
 	spent := time.Duration(execs-h) * a.missCost
@@ -142,6 +147,10 @@ func (a *admission) verdict() {
 		a.state.Store(admRejected)
 	}
 }
+
+// wantsGhosts reports whether the shape's reads should be checked
+// against the ghosts.
+func (a *admission) wantsGhosts() bool { return a != nil && !a.ghostless.Load() }
 
 // describe returns the state and the last verdict's numbers.
 func (a *admission) describe() (string, string) {

@@ -106,7 +106,9 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	ghost := false
 	if dec.Admit != cachepolicy.AdmitAlways {
 		adm = qs.admission()
-		ghost = e.ghosts.seen(kh, e.Store.LocalHash(all))
+		if adm.wantsGhosts() {
+			ghost = e.ghosts.seen(kh, e.Store.LocalHash(all))
+		}
 		if !adm.admit(dec.Admit) {
 			adm.looked(false, false, ghost, 0)
 			e.Stats.bypass(whyNotPaying)
