@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
@@ -231,6 +232,8 @@ func (s *Session) handshake() (bool, error) {
 		return false, err
 	}
 	s.ConnID = g.connID
+	// The analysis reads executable comments by the server's version.
+	sqlinfo.SetServerVersion(g.version)
 	backendOffersTLS := g.caps&mysql.CLIENT_SSL != 0
 	g.mask(s.opts.ClientTLS != nil)
 	if _, err := s.Client.WritePacket(g.payload, seq); err != nil {

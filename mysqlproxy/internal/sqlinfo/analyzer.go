@@ -101,6 +101,12 @@ func cloneString(s string) string {
 }
 
 func (a *Analyzer) analyzeMiss(sql string) *Info {
+	if hasExecComment(sql) {
+		return analyzeExec(sql, true, func(view string) *Info {
+			info, _ := a.parse(view, "")
+			return info
+		})
+	}
 	sc := a.scans.Get().(*textScan)
 	defer a.scans.Put(sc)
 	scanned := scanText(sc, sql)

@@ -223,6 +223,16 @@ func unreadable(sql, why string) *Info {
 // parseIn parses sql with the sql_mode flags of d, without the memos,
 // which hold analyses of default-dialect texts.
 func (a *Analyzer) parseIn(sql string, d Dialect) *Info {
+	if hasExecComment(sql) {
+		return analyzeExec(sql, !d.NoBackslashEscapes, func(view string) *Info {
+			return a.parseView(view, d)
+		})
+	}
+	return a.parseView(sql, d)
+}
+
+// parseView is parseIn for a text without executable comments.
+func (a *Analyzer) parseView(sql string, d Dialect) *Info {
 	i := modeIndex(d)
 	p, _ := modeParsers[i].Get().(*parser.Parser)
 	if p == nil {
