@@ -446,6 +446,11 @@ for round in $(seq "$RW_ROUNDS"); do
 	measure rw "$cs" passthrough passthrough sbrw_stats oltp_point_select "$MYPASS_PORT" disable 8 "" --rand-type=uniform
 	measure rw "$cs" cold passthrough sbrw_stats oltp_point_select "$MYCOLD_PORT" disable 8 "$MYCOLD_PORT" --rand-type=uniform
 done
+# What each sidecar decided about the shapes it saw, for the log.
+for port in "$MYRW_PORT" "$MYCOLD_PORT"; do
+	echo "  admission on :$port (SHOW MYCACHED QUERIES):"
+	mc_sql "$port" -e "SHOW MYCACHED QUERIES" 2>&1 | head -12 | cut -c1-400 | sed 's/^/    /' || true
+done
 fi
 
 # ---------------------------------------------------------------------------
