@@ -20,8 +20,13 @@ import (
 // A rejected shape stores nothing, so its own hits cannot tell when it
 // would pay again; nor can a cold cache's. Both are judged by their
 // ghosts as well (see ghosts): the reads that would have hit an entry
-// stored by an earlier read, had it been stored. A window's hit ratio is
-// the larger of the real and the ghost one.
+// stored by an earlier read, had it been stored. A rejected read counts
+// as a hit when its ghost does. An admitted shape is judged by its real
+// hits once it has been admitted for a window before the one judged, so
+// that its entries had the time to be stored: ghosts then overstate what
+// the cache can serve (reads that may not store, such as those inside a
+// snapshot, entries evicted or expired). Until then, a window's hit
+// ratio is the larger of the real and the ghost one.
 
 // Admission states.
 const (
@@ -47,7 +52,9 @@ type admission struct {
 	execs  atomic.Int64 // in the window
 	hits   atomic.Int64 // real hits in the window
 	ghosts atomic.Int64 // ghost hits in the window
-	misses atomic.Int64 // real misses in the window
+	// ghost hits of reads that were not looked up (rejected)
+	ghostsRelayed atomic.Int64
+	misses        atomic.Int64 // real misses in the window
 	// Sums over the window, in nanoseconds: the lookup time of misses,
 	// and the backend time of reads relayed.
 	missNanos, relayNanos atomic.Int64
@@ -61,6 +68,7 @@ type admission struct {
 	// The costs last measured, kept across windows that measure none.
 	missCost, relayCost time.Duration
 	windows             int // judged so far, up to admProbationWindows
+	admittedWindows     int // consecutive windows read through the cache
 	why                 atomic.Pointer[string]
 }
 
@@ -92,6 +100,9 @@ func (a *admission) looked(lookedUp, hit, ghost bool, took time.Duration) {
 	}
 	if ghost {
 		a.ghosts.Add(1)
+		if !lookedUp {
+			a.ghostsRelayed.Add(1)
+		}
 	}
 	if a.execs.Add(1) == admWindow {
 		a.verdict()
@@ -114,6 +125,7 @@ func (a *admission) verdict() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	execs, hits, ghosts, misses := a.execs.Load(), a.hits.Load(), a.ghosts.Load(), a.misses.Load()
+	relayedGhosts := a.ghostsRelayed.Load()
 	if m := a.missNanos.Load(); misses > 0 {
 		a.missCost = time.Duration(m / misses)
 	}
@@ -123,12 +135,22 @@ func (a *admission) verdict() {
 	a.execs.Store(0)
 	a.hits.Store(0)
 	a.ghosts.Store(0)
+	a.ghostsRelayed.Store(0)
 	a.misses.Store(0)
 	a.missNanos.Store(0)
 	a.relayNanos.Store(0)
 	a.relays.Store(0)
 	a.ghostless.Store(hits*4 >= execs*3)
+	if a.state.Load() != admRejected {
+		a.admittedWindows++
+	} else {
+		a.admittedWindows = 0
+	}
 	h := max(hits, ghosts)
+	if a.admittedWindows >= 2 {
+		// Warm: what was looked up is judged by its real hits.
+		h = hits + relayedGhosts
+	}
 	saved := time.Duration(h) * a.relayCost
 	spent := time.Duration(execs-h) * a.missCost
 	why := fmt.Sprintf("%d of %d reads hit (%d would have); a hit saves %v, a miss costs %v",

@@ -66,6 +66,21 @@ func TestAdmission(t *testing.T) {
 	if st, why := b.describe(); st != "admitted" {
 		t.Fatalf("L1 lookups with 3/128 hits: %s (%s), want admitted", st, why)
 	}
+	// Warm, it is judged by its real hits: ghosts that say most reads
+	// would hit cannot keep a shape whose entries do not serve them
+	// (reads inside a snapshot store nothing, for one).
+	var w admission
+	for range admProbationWindows {
+		run(&w, 10, 100, miss, relay)
+	}
+	if st, why := w.describe(); st != "rejected" {
+		t.Fatalf("warm, 10/128 real hits and 100/128 ghost ones: %s (%s), want rejected", st, why)
+	}
+	// Rejected, its ghosts still bring it back.
+	run(&w, 0, 100, miss, relay)
+	if st, why := w.describe(); st != "admitted" {
+		t.Fatalf("rejected, 100/128 ghost hits: %s (%s), want admitted", st, why)
+	}
 	var n *admission
 	if !n.admit("") || n.admit(cachepolicy.AdmitNever) {
 		t.Error("an untracked shape: admit must follow the override alone")
