@@ -141,8 +141,8 @@ func TestStatusJSON(t *testing.T) {
 	if err := r.p.srv.WaitBinlog(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The rates need two samples taken a second apart.
-	time.Sleep(2500 * time.Millisecond)
+	// The rates need samples taken after the reads, a second apart.
+	waitFor(t, 20*time.Second, "two points of history", func() bool { return len(r.status(t).History) >= 2 })
 
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(r.get(t, "/status.json"), &doc); err != nil {
@@ -203,6 +203,38 @@ func TestStatusJSON(t *testing.T) {
 	}
 	if m := string(r.get(t, "/metrics")); !strings.Contains(m, "mycached_cache_hits_total") {
 		t.Errorf("/metrics lacks mycached_cache_hits_total:\n%s", m)
+	}
+}
+
+// TestStatusJSONShowsAFailingServer: of two memcached servers, the one
+// that is down shows the errors, and the one that is up does not.
+func TestStatusJSONShowsAFailingServer(t *testing.T) {
+	m := testenvShared(t)
+	up, down := privateMemcached(t), privateMemcached(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Memcached: []string{up.Addr, down.Addr}, MemcachedTimeout: 5 * time.Second})
+	db := openDB(t, rootDSN(p.addr, m.NewDatabase(t), "interpolateParams=true"))
+	mustExec(t, db, "CREATE TABLE items (id INT PRIMARY KEY, v INT NOT NULL)")
+	if err := down.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	admin := httptest.NewServer(p.srv.AdminHandler())
+	defer admin.Close()
+	r := &statusRig{p: p, db: db, admin: admin}
+	for id := range 40 {
+		var n int
+		if err := db.QueryRow(fmt.Sprintf("SELECT COUNT(*) FROM items WHERE id = %d", id)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]statuspage.Server{}
+	for _, s := range r.status(t).Memcached {
+		got[s.Addr] = s
+	}
+	if s := got[down.Addr]; s.Errors == 0 || s.Errors > s.Gets {
+		t.Errorf("server down (%s): got %+v, want errors among its gets", down.Addr, s)
+	}
+	if s := got[up.Addr]; s.Errors != 0 || s.Gets == 0 {
+		t.Errorf("server up (%s): got %+v, want gets and no errors", up.Addr, s)
 	}
 }
 
