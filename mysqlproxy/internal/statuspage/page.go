@@ -128,13 +128,9 @@ func (p *Page) Status() Status {
 		st.Rates = st.History[n-1]
 	}
 	st.Invalidation.BumpsPerS = st.Rates.Bumps
-	var prev *sample
+	var prev, last *sample // the last two samples, for the servers' recent rates
 	if n := len(samples); n >= 2 {
-		prev = &samples[n-2]
-	}
-	var last *sample
-	if n := len(samples); n >= 1 {
-		last = &samples[n-1]
+		prev, last = &samples[n-2], &samples[n-1]
 	}
 	for _, sc := range c.Servers {
 		srv := Server{Addr: sc.Addr, Gets: sc.Gets, Errors: sc.Errors, IdleConns: sc.Idle, AvgLatencyMs: avgMs(sc.Time, sc.Gets)}
