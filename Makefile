@@ -28,7 +28,8 @@ DEPS_CHECKS := \
 	'ruby-mysql2=ruby -rmysql2 -e 1' \
 	'libdbd-mariadb-perl=perl -MDBD::MariaDB -e 1' \
 	'node-mysql=command -v node && test -f /usr/share/nodejs/mysql/index.js' \
-	'mariadb-test=test -f /usr/share/mysql/mysql-test/mariadb-test-run.pl'
+	'mariadb-test=test -f /usr/share/mysql/mysql-test/mariadb-test-run.pl' \
+	'chromium=command -v chromium'
 
 .PHONY: deps test lint build
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,6 +97,7 @@ type Engine struct {
 	cur atomic.Pointer[scriptSet] // swapped whole by Reload
 
 	calls, memoHits, kills, errs, bad atomic.Uint64
+	blamed                            map[string]*scriptCounts // by script name; read-only after Load
 
 	logMu   sync.Mutex           // protects logged
 	logged  map[string]time.Time // site -> last time it was logged
@@ -131,6 +133,10 @@ func Load(files []string, opts Options) (*Engine, error) {
 		files:   append([]string(nil), files...),
 		logged:  make(map[string]time.Time),
 		builtin: Default{TTL: opts.DefaultTTL},
+	}
+	e.blamed = make(map[string]*scriptCounts)
+	for _, f := range e.Files() {
+		e.blamed[f] = &scriptCounts{}
 	}
 	e.ctx, e.stop = context.WithCancel(context.Background())
 	set, err := e.compile()
@@ -202,6 +208,45 @@ func (e *Engine) Stats() Stats {
 		Kills:      e.kills.Load(),
 		Errors:     e.errs.Load(),
 		BadResults: e.bad.Load(),
+	}
+}
+
+// ScriptStats are one script's share of the engine's errors and kills:
+// those whose site, file:line, is in the script. A kill is blamed on the
+// line it stopped in, or else on the outermost hook, which is the last
+// script's that defines it.
+type ScriptStats struct {
+	Name   string // as given to Load, or the embedded default's name
+	Errors uint64
+	Kills  uint64
+}
+
+type scriptCounts struct{ errs, kills atomic.Uint64 }
+
+// ScriptStats returns each script's counts, in load order.
+func (e *Engine) ScriptStats() []ScriptStats {
+	var out []ScriptStats
+	for _, f := range e.Files() {
+		c := e.blamed[f]
+		out = append(out, ScriptStats{Name: f, Errors: c.errs.Load(), Kills: c.kills.Load()})
+	}
+	return out
+}
+
+// blame counts a failed call against the script that site is in.
+func (e *Engine) blame(site string, killed bool) {
+	i := strings.LastIndexByte(site, ':')
+	if i < 0 {
+		return
+	}
+	c := e.blamed[site[:i]]
+	if c == nil {
+		return
+	}
+	if killed {
+		c.kills.Add(1)
+	} else {
+		c.errs.Add(1)
 	}
 }
 

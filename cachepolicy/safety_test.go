@@ -419,3 +419,27 @@ func TestHugeErrorIsTruncated(t *testing.T) {
 		t.Errorf("got a log of %d bytes, want the error's start with its position:\n%.300s", n, logs.String())
 	}
 }
+
+// TestScriptStatsBlameTheScript: each script's errors and kills count
+// against that script, in a chain where one wraps the other.
+func TestScriptStatsBlameTheScript(t *testing.T) {
+	dir := t.TempDir()
+	base := writeScript(t, dir, "base.lua", "function cache(q)\n  if q.sql:find(\"boom\") then error(\"boom\") end\n  return { ttl = 1 }\nend\n")
+	wrap := writeScript(t, dir, "wrap.lua", "function cache(q, next)\n  if q.sql:find(\"loop\") then while true do end end\n  return next(q)\nend\n")
+	e := mustLoad(t, []string{base, wrap}, Options{Timeout: 50 * time.Millisecond})
+	for range 3 {
+		e.Cache(selectQ("SELECT 'boom'", "select ?"))
+	}
+	e.Cache(selectQ("SELECT 'loop'", "select ?"))
+	e.Cache(selectQ("SELECT 1", "select ?"))
+	got := e.ScriptStats()
+	want := []ScriptStats{{Name: base, Errors: 3}, {Name: wrap, Kills: 1}}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("script %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}

@@ -269,6 +269,7 @@ func (st *state) call(h hook) (lua.LValue, string, error) {
 	if err != nil {
 		L.SetTop(0)
 		site := errSite(err, st.site[h])
+		e.blame(site, reason != notKilled)
 		switch reason {
 		case notKilled:
 			e.errs.Add(1)

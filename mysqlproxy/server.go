@@ -27,6 +27,7 @@ import (
 	"github.com/mycached/mycached/mysqlproxy/internal/relay"
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 	"github.com/mycached/mycached/mysqlproxy/internal/statedir"
+	"github.com/mycached/mycached/mysqlproxy/internal/statuspage"
 	"github.com/mycached/mycached/mysqlproxy/internal/store"
 )
 
@@ -54,6 +55,7 @@ type Server struct {
 	hook   *hook.Hook
 	reg    *metrics.Registry
 	coh    *coherence
+	status *statuspage.Page
 
 	mu        sync.Mutex // protects listeners and sessions
 	listeners map[net.Listener]struct{}
@@ -160,6 +162,7 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s.startCoherence(dir)
 	s.followerMetrics()
+	s.startStatusPage()
 	return s, nil
 }
 
@@ -292,6 +295,7 @@ func (s *Server) stopAccepting() {
 func (s *Server) Close() error {
 	defer s.store.Close()
 	defer s.coh.close()
+	defer s.status.Close()
 	s.stopAccepting()
 	if s.engine != nil {
 		// Statements still running get no policy decision (they are served
@@ -325,6 +329,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		s.status.Close()
 		s.coh.close()
 		s.store.Close()
 		return nil
@@ -335,14 +340,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// AdminHandler serves the admin endpoints: /metrics, /healthz and
-// /debug/pprof/.
+// AdminHandler serves the admin endpoints: the status page at / and its
+// data at /status.json, /metrics, /healthz and /debug/pprof/.
 func (s *Server) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.Handle("/metrics", s.reg)
+	mux.Handle("/{$}", s.status)
+	mux.Handle("/status.json", s.status)
 	// Profiles, for finding where a slow deployment spends its time; the
 	// admin listener is meant for loopback or an operator network only.
 	mux.HandleFunc("/debug/pprof/", pprof.Index)

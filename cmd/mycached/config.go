@@ -118,7 +118,7 @@ func defaultOptions() options {
 func flagDefs(o *options) []flagDef {
 	return []flagDef{
 		{"Listeners", "listen", "ADDR", stringValue{&o.listen}, "accept MySQL clients on this host:port", ""},
-		{"Listeners", "admin", "ADDR", stringValue{&o.admin}, "serve /metrics and /healthz over HTTP on this host:port", "off"},
+		{"Listeners", "admin", "ADDR", stringValue{&o.admin}, "serve the status page (/), /status.json, /metrics and /healthz over HTTP on this host:port", "off"},
 		{"Listeners", "kv-listen", "ADDR", stringValue{&o.kvListen}, "serve only the key/value pseudo-queries over the MySQL protocol, with no backend; needs user:password lines in --kv-users-file", "off"},
 
 		{"Backend", "backend", "ADDR", stringValue{&o.backend}, "the MySQL or MariaDB server, host:port", ""},

@@ -64,6 +64,22 @@ func (s *Stats) PolicyMetrics(e *cachepolicy.Engine) {
 	s.reg.GaugeFunc("mycached_policy_bad_results", "Policy hook calls that returned a result of the wrong shape.", func() float64 { return float64(e.Stats().BadResults) })
 }
 
+// Reads are the read counters since start: hits by tier, misses (relayed
+// to fill an entry) and bypasses (relayed without using the cache).
+type Reads struct {
+	L1Hits, MemcachedHits, Misses, Bypasses uint64
+}
+
+// Reads returns the read counters now.
+func (s *Stats) Reads() Reads {
+	return Reads{
+		L1Hits:        s.hits.With("l1").Value(),
+		MemcachedHits: s.hits.With("memcached").Value(),
+		Misses:        s.misses.Value(),
+		Bypasses:      s.bypasses.Sum(),
+	}
+}
+
 func (s *Stats) hit(t store.Tier, d time.Duration) {
 	if t == store.TierMemcached {
 		s.hits.With("memcached").Inc()

@@ -222,6 +222,16 @@ func (v *CounterVec) With(value string) *Counter {
 	return c.(*Counter)
 }
 
+// Sum returns the total over every label value.
+func (v *CounterVec) Sum() uint64 {
+	var n uint64
+	v.children.Range(func(_, c any) bool {
+		n += c.(*Counter).Value()
+		return true
+	})
+	return n
+}
+
 func (v *CounterVec) typeName() string { return "counter" }
 
 func (v *CounterVec) writeSamples(b []byte, name string) []byte {

@@ -276,3 +276,16 @@ func BenchmarkCounterByName(b *testing.B) {
 		}
 	})
 }
+
+func TestCounterVecSum(t *testing.T) {
+	v := NewRegistry().CounterVec("bypass_total", "", "reason")
+	if got := v.Sum(); got != 0 {
+		t.Errorf("empty: got %d, want 0", got)
+	}
+	v.With("a").Add(2)
+	v.With("b").Add(5)
+	v.With("a").Inc()
+	if got := v.Sum(); got != 8 {
+		t.Errorf("got %d, want 8", got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,6 +55,11 @@ type connPool struct {
 
 	batchers map[time.Duration]*batcher // by timeout; read-only after newConnPool
 	stats    *counters
+
+	// This server's get round trips, those that failed, and the time
+	// they took, for the status page's per-server view.
+	gets, getErrs atomic.Uint64
+	getNanos      atomic.Int64
 
 	mu     sync.Mutex // protects idle and closed
 	idle   []*mcConn
@@ -149,6 +155,17 @@ func (p *connPool) getMultiSeparate(keys []string, vals [][]byte, deadline time.
 }
 
 func (p *connPool) get(ctx context.Context, keys []string, vals [][]byte, deadline time.Time, separate bool) error {
+	start := time.Now()
+	err := p.getRetry(ctx, keys, vals, deadline, separate)
+	p.gets.Add(1)
+	p.getNanos.Add(int64(time.Since(start)))
+	if err != nil {
+		p.getErrs.Add(1)
+	}
+	return err
+}
+
+func (p *connPool) getRetry(ctx context.Context, keys []string, vals [][]byte, deadline time.Time, separate bool) error {
 	fresh := false
 	for {
 		c, reused, err := p.conn(ctx, deadline, fresh)

@@ -438,10 +438,32 @@ func TestGetMultiSpreadOverServers(t *testing.T) {
 			t.Errorf("key %s: got %q", k, v)
 		}
 	}
+	before := s.Servers()
+	for i, st := range before {
+		if st.Addr != s.pools[i].addr.String() || st.Gets == 0 || st.Errors != 0 || st.Time <= 0 {
+			t.Errorf("server %d before the kill: got %+v, want gets and time counted, no errors", i, st)
+		}
+	}
 	if err := mcs[1].Kill(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rawGet(ctx, s, keys...); err == nil {
 		t.Error("got no error with one server down, want an error")
+	}
+	// The failure is charged to the server that is down, and only to it.
+	downIdx := -1
+	for i, p := range s.pools {
+		if p.addr.String() == mcs[1].Addr {
+			downIdx = i
+		}
+	}
+	for i, st := range s.Servers() {
+		want := uint64(0)
+		if i == downIdx {
+			want = 1
+		}
+		if st.Errors != want || st.Gets != before[i].Gets+1 {
+			t.Errorf("server %d (%s) after the kill: got %d errors in %d gets, want %d in %d", i, st.Addr, st.Errors, st.Gets, want, before[i].Gets+1)
+		}
 	}
 }

@@ -334,3 +334,31 @@ func (s *Store) Stats() Stats {
 // Shared reports whether memcached is configured: a tier every sidecar
 // shares, whose generations every write through a sidecar bumps.
 func (s *Store) Shared() bool { return s.mc != nil }
+
+// ServerStats are one memcached server's counters. They count the get
+// round trips of lookups and kv reads, the traffic a client waits on;
+// writes, bumps and deletes go through gomemcache, which does not say
+// which server failed, and count in Stats.MemcachedErrors only.
+type ServerStats struct {
+	Addr   string
+	Gets   uint64        // get round trips
+	Errors uint64        // of which failed (timeouts, refused connections, bad replies)
+	Time   time.Duration // the time those round trips took, summed
+	Idle   int           // pooled idle connections now
+}
+
+// Servers returns each memcached server's counters, in ring order; none
+// in L1-only mode.
+func (s *Store) Servers() []ServerStats {
+	out := make([]ServerStats, 0, len(s.pools))
+	for _, p := range s.pools {
+		out = append(out, ServerStats{
+			Addr:   p.addr.String(),
+			Gets:   p.gets.Load(),
+			Errors: p.getErrs.Load(),
+			Time:   time.Duration(p.getNanos.Load()),
+			Idle:   p.idleCount(),
+		})
+	}
+	return out
+}
