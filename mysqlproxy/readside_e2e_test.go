@@ -606,17 +606,6 @@ func (tw *twin) executed() int64 {
 	return n
 }
 
-// mustHit reads q once and fails the test unless the sidecar answered it
-// from its cache, and as MariaDB does.
-func (tw *twin) mustHit(q string, args ...any) {
-	tw.x.t.Helper()
-	before := tw.executed()
-	tw.same(q, args...)
-	if tw.executed() != before {
-		tw.x.t.Errorf("%s, %s (%s): MariaDB ran it; want a hit of the entry warmed before", tw.label, showArgs(q, args), tw.x.proto)
-	}
-}
-
 // twinStmt is a statement prepared on both sides of a twin, kept open.
 type twinStmt struct {
 	tw          *twin

@@ -153,7 +153,7 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"kv prefix empty", []string{"--kv-prefix="}, `--kv-prefix: kvproxy: unusable kv prefix "": it must not be empty`},
 		{"kv prefix in yaml", []string{"--config", reservedPrefix}, `--kv-prefix: kvproxy: unusable kv prefix "q:"`},
 		{"kv prefix with a space", []string{"--kv-prefix", "my kv:"}, "byte 0x20 at position 2"},
-		{"kv prefix with a control byte", []string{"--kv-prefix", "kv:"}, "byte 0x01 at position 2"},
+		{"kv prefix with a control byte", []string{"--kv-prefix", "kv\x01:"}, "byte 0x01 at position 2"},
 		{"kv prefix too long", []string{"--kv-prefix", strings.Repeat("k", 185)}, "185 bytes is more than 184"},
 		{"bad size", []string{"--cache-memory", "lots"}, `--cache-memory: "lots"`},
 		{"int below its minimum", []string{"--memcached-gets", "0"}, `--memcached-gets: "0" is not a whole number of at least 1`},

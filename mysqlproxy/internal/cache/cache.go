@@ -39,6 +39,17 @@ const (
 	whyNotPaying      = "admission-rejected"
 )
 
+// bypassReasons returns the reasons above, which NewStats shows on
+// /metrics from the start.
+func bypassReasons() []string {
+	return []string{
+		whyNotCacheable, whyWriteTx, whyTx, whyTooLarge, whyPolicy, whyCacheError,
+		whyPending, whySessionOff, whyHint, whyTemporary, whyCursor, whyLongData,
+		whyTainted, whyNotStored, whyUnknownTable, whyNoMetadata, whyFollowerBehind,
+		whyNotPaying,
+	}
+}
+
 // statusMask are the status flags a hit takes from the session rather than
 // from the response that filled the entry.
 const statusMask = mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_STATUS_AUTOCOMMIT | mysql.SERVER_STATUS_IN_TRANS_READONLY

@@ -15,7 +15,8 @@ import (
 // MYCACHED STATUS.
 type Stats struct {
 	reg           *metrics.Registry
-	hits          *metrics.CounterVec
+	hitsL1        *metrics.Counter // mycached_cache_hits_total{tier="l1"}
+	hitsMemcached *metrics.Counter // mycached_cache_hits_total{tier="memcached"}
 	misses        *metrics.Counter
 	bypasses      *metrics.CounterVec
 	stores        *metrics.Counter
@@ -30,9 +31,11 @@ type Stats struct {
 // NewStats registers the cache's metrics in reg, with gauges that read
 // the store's state and the count of open sessions.
 func NewStats(reg *metrics.Registry, st *store.Store, sessions func() int) *Stats {
+	hits := reg.CounterVec("mycached_cache_hits_total", "Reads served from the cache, by tier.", "tier")
 	s := &Stats{
 		reg:           reg,
-		hits:          reg.CounterVec("mycached_cache_hits_total", "Reads served from the cache, by tier.", "tier"),
+		hitsL1:        hits.With("l1"),
+		hitsMemcached: hits.With("memcached"),
 		misses:        reg.Counter("mycached_cache_misses_total", "Cacheable reads not found in the cache."),
 		bypasses:      reg.CounterVec("mycached_cache_bypass_total", "Reads that did not use the cache, by reason.", "reason"),
 		stores:        reg.Counter("mycached_cache_stores_total", "Responses stored in the cache."),
@@ -42,6 +45,12 @@ func NewStats(reg *metrics.Registry, st *store.Store, sessions func() int) *Stat
 		fallbacks:     reg.Counter("mycached_bounded_fallbacks_total", "Bounded reads checked as strict (or not cached) because the binlog follower was not current."),
 		hitLatency:    reg.Histogram("mycached_hit_latency_seconds", "Time from lookup to replay of a hit.", metrics.DefaultLatencyBuckets()),
 		missLatency:   reg.Histogram("mycached_miss_latency_seconds", "Time from lookup to stored response of a miss.", metrics.DefaultLatencyBuckets()),
+	}
+	// The reasons known here are created up front, so that /metrics lists
+	// them at 0 before the first bypass and a rate() over them starts from
+	// a real sample; reasons from statement analysis appear on first use.
+	for _, why := range bypassReasons() {
+		s.bypasses.With(why)
 	}
 	reg.GaugeFunc("mycached_sessions", "Open client sessions.", func() float64 { return float64(sessions()) })
 	reg.GaugeFunc("mycached_l1_bytes", "Bytes held by the in-process cache.", func() float64 { return float64(st.Stats().L1Bytes) })
@@ -73,8 +82,8 @@ type Reads struct {
 // Reads returns the read counters now.
 func (s *Stats) Reads() Reads {
 	return Reads{
-		L1Hits:        s.hits.With("l1").Value(),
-		MemcachedHits: s.hits.With("memcached").Value(),
+		L1Hits:        s.hitsL1.Value(),
+		MemcachedHits: s.hitsMemcached.Value(),
 		Misses:        s.misses.Value(),
 		Bypasses:      s.bypasses.Sum(),
 	}
@@ -82,9 +91,9 @@ func (s *Stats) Reads() Reads {
 
 func (s *Stats) hit(t store.Tier, d time.Duration) {
 	if t == store.TierMemcached {
-		s.hits.With("memcached").Inc()
+		s.hitsMemcached.Inc()
 	} else {
-		s.hits.With("l1").Inc()
+		s.hitsL1.Inc()
 	}
 	s.hitLatency.Observe(d.Seconds())
 }

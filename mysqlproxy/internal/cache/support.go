@@ -143,8 +143,8 @@ func (e *Engine) StatusRows(sessions int) [][2]string {
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
 	return [][2]string{
 		{"Sessions", strconv.Itoa(sessions)},
-		{"Hits_l1", u(e.Stats.hits.With("l1").Value())},
-		{"Hits_memcached", u(e.Stats.hits.With("memcached").Value())},
+		{"Hits_l1", u(e.Stats.hitsL1.Value())},
+		{"Hits_memcached", u(e.Stats.hitsMemcached.Value())},
 		{"Misses", u(e.Stats.misses.Value())},
 		{"Stores", u(e.Stats.stores.Value())},
 		{"Stores_queued", i(st.StoresQueued)},

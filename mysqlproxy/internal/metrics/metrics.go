@@ -1,19 +1,20 @@
-// Package metrics is a small, dependency-free registry of counters, gauges and
-// histograms that writes the Prometheus text exposition format 0.0.4.
+// Package metrics keeps mycached's counters, gauges and histograms on a
+// private prometheus/client_golang registry, next to the Go runtime and
+// process collectors, and serves them at /metrics.
 package metrics
 
 import (
 	"errors"
 	"fmt"
-	"math"
+	"io"
 	"net/http"
-	"sort"
 	"sync"
-	"sync/atomic"
-)
 
-// ContentType is the Content-Type of the text that WriteText produces.
-const ContentType = "text/plain; version=0.0.4; charset=utf-8"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
+)
 
 // DefaultMaxDynamic is how many metrics CounterByName may create in one
 // Registry unless SetMaxDynamic says otherwise.
@@ -30,20 +31,18 @@ var (
 type metric interface {
 	// typeName is the family's # TYPE, such as "counter".
 	typeName() string
-	// writeSamples appends the family's sample lines to b.
-	writeSamples(b []byte, name string) []byte
 }
 
-type entry struct {
-	name, help string
-	m          metric
-}
-
-// Registry holds named metrics and writes them in the Prometheus text format.
-// All methods are safe for concurrent use. Create one with NewRegistry.
+// Registry holds named metrics on a prometheus.Registry of its own, so that
+// nothing registered on the process-wide default registry by a library
+// leaks into /metrics. All methods are safe for concurrent use. Create one
+// with NewRegistry.
 type Registry struct {
+	prom    *prometheus.Registry
+	handler http.Handler
+
 	mu         sync.Mutex        // protects entries, dynamicN and maxDynamic
-	entries    map[string]*entry // by metric name
+	entries    map[string]metric // by metric name
 	dynamicN   int               // how many entries CounterByName created
 	maxDynamic int
 
@@ -52,10 +51,27 @@ type Registry struct {
 	dynamic sync.Map // name -> *Counter
 }
 
-// NewRegistry returns an empty Registry.
+// NewRegistry returns a Registry holding only the Go runtime collector
+// (go_*) and the process collector (process_*).
 func NewRegistry() *Registry {
-	return &Registry{entries: make(map[string]*entry), maxDynamic: DefaultMaxDynamic}
+	prom := prometheus.NewRegistry()
+	prom.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return &Registry{
+		prom: prom,
+		// ContinueOnError: one failing collector (say, /proc unreadable
+		// under a sandbox) must not hide every other metric.
+		handler:    promhttp.HandlerFor(prom, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}),
+		entries:    make(map[string]metric),
+		maxDynamic: DefaultMaxDynamic,
+	}
 }
+
+// Gatherer returns the underlying registry, for tests and for tools that
+// want the metric families rather than text.
+func (r *Registry) Gatherer() prometheus.Gatherer { return r.prom }
 
 // SetMaxDynamic changes the cap on metrics created by CounterByName. It does
 // not remove metrics created already.
@@ -65,42 +81,52 @@ func (r *Registry) SetMaxDynamic(n int) {
 	r.mu.Unlock()
 }
 
-// register returns the metric named name, creating it with mk when it does
-// not exist. Registering a name twice with the same type returns the first
-// metric, so independent packages can share one; a different type panics,
-// because that is a programming error that would corrupt the exposition.
-func (r *Registry) register(name, help string, mk func() metric) metric {
+// register returns the metric named name, creating and registering it with
+// mk when it does not exist. Registering a name twice with the same type
+// returns the first metric, so independent packages can share one; a
+// different type panics, because that is a programming error that would
+// corrupt the exposition.
+func (r *Registry) register(name, typ string, mk func() (metric, prometheus.Collector)) metric {
 	if !validName(name) {
 		panic(fmt.Sprintf("metrics: invalid metric name %q", name))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	m := mk()
-	if e, ok := r.entries[name]; ok {
-		if e.m.typeName() != m.typeName() {
-			panic(fmt.Sprintf("metrics: %q registered as %s and %s", name, e.m.typeName(), m.typeName()))
+	if m, ok := r.entries[name]; ok {
+		if m.typeName() != typ {
+			panic(fmt.Sprintf("metrics: %q registered as %s and %s", name, m.typeName(), typ))
 		}
-		return e.m
+		return m
 	}
-	r.entries[name] = &entry{name: name, help: help, m: m}
+	m, c := mk()
+	r.prom.MustRegister(c)
+	r.entries[name] = m
 	return m
 }
 
 // Counter returns the counter named name, creating it on first use.
 func (r *Registry) Counter(name, help string) *Counter {
-	return r.register(name, help, func() metric { return new(Counter) }).(*Counter)
+	return r.register(name, "counter", func() (metric, prometheus.Collector) {
+		c := newCounter(name, help)
+		return c, c.c
+	}).(*Counter)
 }
 
 // Gauge returns the gauge named name, creating it on first use.
 func (r *Registry) Gauge(name, help string) *Gauge {
-	return r.register(name, help, func() metric { return new(Gauge) }).(*Gauge)
+	return r.register(name, "gauge", func() (metric, prometheus.Collector) {
+		g := &Gauge{g: prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})}
+		return g, g.g
+	}).(*Gauge)
 }
 
-// GaugeFunc registers a gauge whose value is f's result at each WriteText.
+// GaugeFunc registers a gauge whose value is f's result at each scrape.
 // f must be safe for concurrent use and quick. A second GaugeFunc with the
 // same name keeps the first function.
 func (r *Registry) GaugeFunc(name, help string, f func() float64) {
-	r.register(name, help, func() metric { return gaugeFunc(f) })
+	r.register(name, "gauge", func() (metric, prometheus.Collector) {
+		return gaugeFunc{}, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	})
 }
 
 // CounterVec returns the counter family named name with one label, creating
@@ -109,7 +135,10 @@ func (r *Registry) CounterVec(name, help, labelName string) *CounterVec {
 	if !validLabelName(labelName) {
 		panic(fmt.Sprintf("metrics: invalid label name %q", labelName))
 	}
-	return r.register(name, help, func() metric { return &CounterVec{label: labelName} }).(*CounterVec)
+	return r.register(name, "counter", func() (metric, prometheus.Collector) {
+		v := &CounterVec{v: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{labelName})}
+		return v, v.v
+	}).(*CounterVec)
 }
 
 // Histogram returns the histogram named name with the given upper bounds, in
@@ -117,7 +146,10 @@ func (r *Registry) CounterVec(name, help, labelName string) *CounterVec {
 // and need not include +Inf. A second call with the same name returns the
 // first histogram, with its buckets.
 func (r *Registry) Histogram(name, help string, buckets []float64) *Histogram {
-	return r.register(name, help, func() metric { return newHistogram(buckets) }).(*Histogram)
+	return r.register(name, "histogram", func() (metric, prometheus.Collector) {
+		h := &Histogram{h: prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: bounds(buckets)})}
+		return h, h.h
+	}).(*Histogram)
 }
 
 // CounterByName returns the counter named name, creating it on first use, for
@@ -133,10 +165,10 @@ func (r *Registry) CounterByName(name, help string) (*Counter, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if e, ok := r.entries[name]; ok {
-		c, isCounter := e.m.(*Counter)
+	if m, ok := r.entries[name]; ok {
+		c, isCounter := m.(*Counter)
 		if !isCounter {
-			return nil, fmt.Errorf("%w: %q is a %s", ErrTypeClash, name, e.m.typeName())
+			return nil, fmt.Errorf("%w: %q is a %s", ErrTypeClash, name, m.typeName())
 		}
 		r.dynamic.Store(name, c)
 		return c, nil
@@ -144,124 +176,41 @@ func (r *Registry) CounterByName(name, help string) (*Counter, error) {
 	if r.dynamicN >= r.maxDynamic {
 		return nil, fmt.Errorf("%w: %q would exceed %d", ErrTooMany, name, r.maxDynamic)
 	}
-	c := new(Counter)
-	r.entries[name] = &entry{name: name, help: help, m: c}
+	c := newCounter(name, help)
+	if err := r.prom.Register(c.c); err != nil {
+		// A name the Go or process collector already exports.
+		return nil, fmt.Errorf("%w: %q: %v", ErrTypeClash, name, err)
+	}
+	r.entries[name] = c
 	r.dynamicN++
 	r.dynamic.Store(name, c)
 	return c, nil
 }
 
-// ServeHTTP writes the registry in the text format, for a /metrics endpoint.
-func (r *Registry) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", ContentType)
-	_ = r.WriteText(w) // the scraper has gone; nothing to tell it
+// ServeHTTP serves the registry in whichever exposition format the scraper
+// asks for, for a /metrics endpoint.
+func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.handler.ServeHTTP(w, req)
 }
 
-// Counter is a monotonically increasing count. The zero value is ready to use.
-type Counter struct {
-	n atomic.Uint64
-}
-
-// Inc adds one.
-func (c *Counter) Inc() { c.n.Add(1) }
-
-// Add adds n.
-func (c *Counter) Add(n uint64) { c.n.Add(n) }
-
-// Value returns the current count.
-func (c *Counter) Value() uint64 { return c.n.Load() }
-
-func (c *Counter) typeName() string { return "counter" }
-
-func (c *Counter) writeSamples(b []byte, name string) []byte {
-	return appendSample(b, name, "", "", "", float64(c.Value()))
-}
-
-// Gauge is a value that goes up and down. The zero value is ready to use.
-type Gauge struct {
-	bits atomic.Uint64 // math.Float64bits of the value
-}
-
-// Set sets the gauge to v.
-func (g *Gauge) Set(v float64) { g.bits.Store(math.Float64bits(v)) }
-
-// Add adds d, which may be negative.
-func (g *Gauge) Add(d float64) { addFloat(&g.bits, d) }
-
-// Value returns the current value.
-func (g *Gauge) Value() float64 { return math.Float64frombits(g.bits.Load()) }
-
-func (g *Gauge) typeName() string { return "gauge" }
-
-func (g *Gauge) writeSamples(b []byte, name string) []byte {
-	return appendSample(b, name, "", "", "", g.Value())
-}
-
-type gaugeFunc func() float64
-
-func (f gaugeFunc) typeName() string { return "gauge" }
-
-func (f gaugeFunc) writeSamples(b []byte, name string) []byte {
-	return appendSample(b, name, "", "", "", f())
-}
-
-// CounterVec is a family of counters told apart by one label. It is meant
-// for a small fixed set of label values, such as tier="l1" and tier="l2":
-// every value ever used stays in memory.
-type CounterVec struct {
-	label    string
-	children sync.Map // label value -> *Counter
-}
-
-// With returns the counter for the label value, creating it on first use.
-func (v *CounterVec) With(value string) *Counter {
-	if c, ok := v.children.Load(value); ok {
-		return c.(*Counter)
+// WriteText writes every metric in the Prometheus text exposition format,
+// sorted by name.
+func (r *Registry) WriteText(w io.Writer) error {
+	mfs, err := r.prom.Gather()
+	if err != nil {
+		return err
 	}
-	c, _ := v.children.LoadOrStore(value, new(Counter))
-	return c.(*Counter)
-}
-
-// Sum returns the total over every label value.
-func (v *CounterVec) Sum() uint64 {
-	var n uint64
-	v.children.Range(func(_, c any) bool {
-		n += c.(*Counter).Value()
-		return true
-	})
-	return n
-}
-
-func (v *CounterVec) typeName() string { return "counter" }
-
-func (v *CounterVec) writeSamples(b []byte, name string) []byte {
-	type child struct {
-		value string
-		c     *Counter
-	}
-	var kids []child
-	v.children.Range(func(k, c any) bool {
-		kids = append(kids, child{k.(string), c.(*Counter)})
-		return true
-	})
-	sort.Slice(kids, func(i, j int) bool { return kids[i].value < kids[j].value })
-	for _, k := range kids {
-		b = appendSample(b, name, "", v.label, k.value, float64(k.c.Value()))
-	}
-	return b
-}
-
-// addFloat adds d to the float64 stored as bits, lock-free.
-func addFloat(bits *atomic.Uint64, d float64) {
-	for {
-		old := bits.Load()
-		if bits.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+d)) {
-			return
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
-// validName reports whether s matches [a-zA-Z_:][a-zA-Z0-9_:]*.
+// validName reports whether s matches [a-zA-Z_:][a-zA-Z0-9_:]*: the classic
+// Prometheus name, which every scraper and PromQL accept unquoted.
 func validName(s string) bool {
 	if s == "" {
 		return false

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -192,49 +191,6 @@ func (c *lruCache) deleteIf(key string, e *Entry) bool {
 		return true
 	}
 	return false
-}
-
-// purge removes every key for which match is true.
-func (c *lruCache) purge(match func(key string) bool) {
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		for k, n := range s.m {
-			if match(k) {
-				c.remove(s, n)
-			}
-		}
-		s.mu.Unlock()
-	}
-}
-
-// keys returns the keys for which match is true and whose entry has not
-// expired at now.
-func (c *lruCache) keys(now time.Time, match func(key string) bool) []string {
-	var out []string
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		for k, n := range s.m {
-			if match(k) && !expired(n.e, now) {
-				out = append(out, k)
-			}
-		}
-		s.mu.Unlock()
-	}
-	return out
-}
-
-// usage returns the bytes and entries held.
-func (c *lruCache) usage() (bytes, entries int64) {
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		bytes += s.bytes
-		entries += int64(len(s.m))
-		s.mu.Unlock()
-	}
-	return bytes, entries
 }
 
 // remove unlinks n from s and gives its bytes back. s.mu is held.
