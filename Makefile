@@ -77,7 +77,7 @@ test: deps lint
 
 # lint fails on an unformatted file (gofmt -l), an untidy go.mod or go.sum
 # (go mod tidy -diff), a go vet finding or a staticcheck finding
-# (.ci/lint.sh; internal/citest shows that each of them fails it).
+# (.ci/lint.sh; mysqlproxy/internal/citest shows that each of them fails it).
 lint: tools
 	GO="$(GO)" STATICCHECK="$(STATICCHECK)" .ci/lint.sh
 

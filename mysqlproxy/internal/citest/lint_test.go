@@ -88,7 +88,7 @@ func writeModule(t *testing.T, files map[string]string) string {
 
 func runLint(t *testing.T, dir, staticcheck string) (string, error) {
 	t.Helper()
-	script, err := filepath.Abs("../../.ci/lint.sh")
+	script, err := filepath.Abs("../../../.ci/lint.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
