@@ -30,7 +30,7 @@ DEPS_CHECKS := \
 	'node-mysql=command -v node && test -f /usr/share/nodejs/mysql/index.js' \
 	'mariadb-test=test -f /usr/share/mysql/mysql-test/mariadb-test-run.pl'
 
-.PHONY: deps test lint build
+.PHONY: deps test lint build fuzz
 
 # deps installs the missing packages when run as root on Debian; otherwise
 # it lists them and carries on, and the tests that need them fail clearly.
@@ -70,6 +70,21 @@ lint:
 
 build:
 	$(GO) build -o bin/ ./cmd/...
+
+# fuzz runs every native fuzz target in the repository (each `func Fuzz` in
+# a _test.go file) for FUZZTIME, one after another on one worker, so that
+# it shares a machine politely. `make test` already runs their seed corpora
+# (testdata/fuzz) as ordinary tests. A failure stops the run and leaves its
+# input in the package's testdata/fuzz: commit it with the fix.
+FUZZTIME ?= 5m
+fuzz:
+	@grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do
+		pkg=./$$(dirname "$${f#./}")
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$f"); do
+			echo "fuzz: $$t in $$pkg for $(FUZZTIME)"
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -parallel 1 "$$pkg"
+		done
+	done
 
 # demo, bench-relay and bench-cache start their own throwaway MariaDB,
 # memcached and mycached, and kill only the processes they started.
