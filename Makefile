@@ -31,7 +31,7 @@ DEPS_CHECKS := \
 	'mariadb-test=test -f /usr/share/mysql/mysql-test/mariadb-test-run.pl' \
 	'chromium=command -v chromium'
 
-.PHONY: deps tools test lint build
+.PHONY: deps tools test lint build fuzz
 
 # staticcheck is installed by `tools` (and so by `deps`) where `go install`
 # puts it: GOBIN, or GOPATH/bin. lint calls it by that path, so a PATH
@@ -83,6 +83,21 @@ lint: tools
 
 build:
 	$(GO) build -o bin/ ./cmd/...
+
+# fuzz runs every native fuzz target in the repository (each `func Fuzz` in
+# a _test.go file) for FUZZTIME, one after another on one worker, so that
+# it shares a machine politely. `make test` already runs their seed corpora
+# (testdata/fuzz) as ordinary tests. A failure stops the run and leaves its
+# input in the package's testdata/fuzz: commit it with the fix.
+FUZZTIME ?= 5m
+fuzz:
+	@grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do
+		pkg=./$$(dirname "$${f#./}")
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$f"); do
+			echo "fuzz: $$t in $$pkg for $(FUZZTIME)"
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -parallel 1 "$$pkg"
+		done
+	done
 
 # demo, bench-relay and bench-cache start their own throwaway MariaDB,
 # memcached and mycached, and kill only the processes they started.

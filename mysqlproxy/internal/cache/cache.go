@@ -73,7 +73,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	}
 	var params []wire.Param
 	if st != nil && info.Point != nil {
-		params = wire.DecodeParams(p, int(st.Params), st.Types)
+		params = relay.ExecuteParams(st, p)
 	}
 	deps := c.readDepsFor(info, params)
 	if deps.why != "" {

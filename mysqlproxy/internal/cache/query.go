@@ -99,6 +99,8 @@ func (c *Session) Prepare(p []byte) (*relay.Stmt, error) {
 // prepared SQL and the bound parameters. Its parameter types have been
 // noted (relay.NoteParamTypes).
 func (c *Session) Execute(p []byte, st *relay.Stmt) error {
+	// Whatever answers it, an execute ends the long data sent before it.
+	defer func() { st.LongData = false }()
 	note, _ := st.Ext.(*stmtNote)
 	if note == nil {
 		return c.s.RelayMode(p, relay.ModeResult)
@@ -111,7 +113,6 @@ func (c *Session) Execute(p []byte, st *relay.Stmt) error {
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	p = relay.WithTypes(st, p)
-	defer func() { st.LongData = false }()
 	if c.lastHit != nil && readsDiagnostics(st.SQL) {
 		if err := c.rerunLastHit(); err != nil {
 			return err
@@ -122,7 +123,7 @@ func (c *Session) Execute(p []byte, st *relay.Stmt) error {
 	}
 	var params []wire.Param
 	if info.Point != nil || info.Insert != nil {
-		params = wire.DecodeParams(p, int(st.Params), st.Types)
+		params = relay.ExecuteParams(st, p)
 	}
 	return c.executeParams(p, info, st.SQL, params)
 }

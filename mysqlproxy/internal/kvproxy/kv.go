@@ -59,6 +59,7 @@ type Session struct {
 	local     map[uint32]*kv.Stmt // kv pseudo-queries mycached prepared itself
 	nextLocal uint32
 	dual      map[uint32]*kv.Stmt // SQL statements that are kv SELECTs too, by backend statement id
+	long      map[uint32]bool     // local statements sent COM_STMT_SEND_LONG_DATA since their last execute
 }
 
 // NewSession returns the kv state of the session s.
@@ -70,6 +71,27 @@ func (srv *Server) NewSession(s *relay.Session) *Session {
 func (k *Session) Reset() {
 	clear(k.local)
 	clear(k.dual)
+	clear(k.long)
+}
+
+// noteLongData remembers a COM_STMT_SEND_LONG_DATA of the local
+// statement id: its execute will lack that parameter.
+func (k *Session) noteLongData(id uint32) {
+	if k.long == nil {
+		k.long = make(map[uint32]bool)
+	}
+	k.long[id] = true
+}
+
+// executeLocal runs an execute of the local statement id. One that follows
+// COM_STMT_SEND_LONG_DATA is refused: the parameter sent so is not in the
+// execute, and the values after it would be misread as other keys.
+func (k *Session) executeLocal(id uint32, st *kv.Stmt, p []byte) error {
+	if k.long[id] {
+		delete(k.long, id)
+		return k.s.WriteErr(mysql.ER_WRONG_ARGUMENTS, "HY000", "mycached: key/value parameters must be bound in the execute, not sent by COM_STMT_SEND_LONG_DATA")
+	}
+	return k.kvExecute(st, p)
 }
 
 // kvStore adapts the cache tiers' raw namespace to the kv language.
@@ -274,13 +296,16 @@ func (k *Session) Command(p []byte) (bool, error) {
 	}
 	switch p[0] {
 	case mysql.COM_STMT_EXECUTE:
-		return true, k.kvExecute(st, p)
+		return true, k.executeLocal(id, st, p)
 	case mysql.COM_STMT_CLOSE:
 		delete(k.local, id)
+		delete(k.long, id)
 		return true, nil // no response
 	case mysql.COM_STMT_SEND_LONG_DATA:
-		return true, nil // no response; kv parameters come inline, and the execute says so
+		k.noteLongData(id)
+		return true, nil // no response
 	case mysql.COM_STMT_RESET:
+		delete(k.long, id)
 		return true, k.s.WriteOK(0)
 	}
 	return false, nil
@@ -291,7 +316,8 @@ func (k *Session) Command(p []byte) (bool, error) {
 // otherwise it reports false and the execute is SQL.
 func (k *Session) ExecuteDual(p []byte, st *relay.Stmt) (bool, error) {
 	ks := k.dual[st.ID]
-	if ks == nil || !stringParams(p, int(st.Params), st.Types) || !k.kvKeysValid(p, int(st.Params), st.Types) {
+	// After COM_STMT_SEND_LONG_DATA the execute lacks a parameter: SQL.
+	if ks == nil || st.LongData || !stringParams(p, int(st.Params), st.Types) || !k.kvKeysValid(p, int(st.Params), st.Types) {
 		return false, nil
 	}
 	relay.NoteParamTypes(st, p)
@@ -312,7 +338,7 @@ func stringParams(p []byte, n int, types []byte) bool {
 			return false
 		}
 	}
-	if p[at] == 1 {
+	if p[at] != 0 { // the types follow, as the server reads the flag
 		if len(p) < at+1+2*n {
 			return false
 		}
@@ -359,7 +385,11 @@ func (k *Session) kvExecute(st *kv.Stmt, p []byte) error {
 // formatted time with its space, say) is SQL.
 func (k *Session) kvKeysValid(p []byte, n int, types []byte) bool {
 	room := 250 - len(k.srv.cfg.Prefix) - len(k.kvNamespace())
-	for _, pv := range wire.DecodeParams(p, n, types) {
+	params := wire.DecodeParams(p, n, types)
+	if n > 0 && params == nil {
+		return false
+	}
+	for _, pv := range params {
 		if !pv.OK || pv.Text == "" || len(pv.Text) > room {
 			return false
 		}

@@ -256,20 +256,25 @@ func (k *Session) dispatchKV(p []byte) error {
 		return k.kvPrepareLocal(st)
 	case mysql.COM_STMT_EXECUTE:
 		if len(p) >= 10 {
-			if st := k.local[wire.Le32(p[1:])]; st != nil {
-				return k.kvExecute(st, p)
+			if id := wire.Le32(p[1:]); k.local[id] != nil {
+				return k.executeLocal(id, k.local[id], p)
 			}
 		}
 		return k.s.WriteErr(mysql.ER_UNKNOWN_STMT_HANDLER, "HY000", "mycached: unknown prepared statement handler")
 	case mysql.COM_STMT_CLOSE:
 		if len(p) >= 5 {
 			delete(k.local, wire.Le32(p[1:]))
+			delete(k.long, wire.Le32(p[1:]))
 		}
 		return nil // no response
 	case mysql.COM_STMT_SEND_LONG_DATA:
-		return nil // no response; kv parameters come inline, and the execute says so
+		if len(p) >= 5 && k.local[wire.Le32(p[1:])] != nil {
+			k.noteLongData(wire.Le32(p[1:]))
+		}
+		return nil // no response
 	case mysql.COM_STMT_RESET:
 		if len(p) >= 5 && k.local[wire.Le32(p[1:])] != nil {
+			delete(k.long, wire.Le32(p[1:]))
 			return k.s.WriteOK(0)
 		}
 		return k.s.WriteErr(mysql.ER_UNKNOWN_STMT_HANDLER, "HY000", "mycached: unknown prepared statement handler")

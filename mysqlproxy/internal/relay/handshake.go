@@ -167,6 +167,9 @@ func ParseHandshakeResponse(p []byte) (Hello, error) {
 // are the connection's.
 func parseChangeUser(p []byte, caps uint32) (Hello, error) {
 	h := Hello{Caps: caps}
+	if len(p) < 1 {
+		return h, errBadHandshake
+	}
 	user, rest, ok := wire.CString(p[1:])
 	if !ok {
 		return h, errBadHandshake

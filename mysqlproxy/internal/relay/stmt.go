@@ -59,7 +59,7 @@ func NoteParamTypes(st *Stmt, p []byte) {
 	}
 	nb := (int(st.Params) + 7) / 8
 	at := 10 + nb
-	if len(p) <= at || p[at] != 1 {
+	if len(p) <= at || p[at] == 0 { // any other flag sends the types, as the server reads it
 		return
 	}
 	end := at + 1 + 2*int(st.Params)
@@ -67,6 +67,18 @@ func NoteParamTypes(st *Stmt, p []byte) {
 		return
 	}
 	st.Types = append(st.Types[:0], p[at+1:end]...)
+}
+
+// ExecuteParams decodes the parameters an execute of st binds, or returns
+// nil when it cannot. A parameter sent by COM_STMT_SEND_LONG_DATA since
+// the last execute has no value (nor a meaningful null bit) in the
+// execute, so every value after it would be misread as another: rows
+// keyed or invalidated by such values would be the wrong ones.
+func ExecuteParams(st *Stmt, p []byte) []wire.Param {
+	if st.LongData {
+		return nil
+	}
+	return wire.DecodeParams(p, int(st.Params), st.Types)
 }
 
 // WithTypes returns an execute that carries its parameter types. A client

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"encoding/binary"
+	"hash/crc32"
 	"io"
 	"math"
 	"time"
@@ -59,18 +60,32 @@ const entryOverhead = 256
 //	uvarint ndeps, ndeps * (uvarint len, name, uvarint gen)
 //	uvarint len(check), check
 //	payload (raw, or flate when flagCompressed)
+//	4-byte CRC-32C (Castagnoli) of all the bytes before it
+//
+// The checksum is what makes a corrupt value a miss: without it a flipped
+// byte in the payload decodes to other rows, which a hit would serve.
+// Version 1 values had none; they are misses now.
 //
 // A chunked entry's header item:
 //
 //	magic version flagChunked uvarint nchunks uvarint total
 //	8-byte xxhash of the whole value, 8-byte nonce
+//
+// The header needs no checksum of its own: any change to it names other
+// chunks or another hash, and the assembled value fails the xxhash.
 const (
 	wireMagic   = 0xC7
-	wireVersion = 1
+	wireVersion = 2
 
 	flagCompressed = 1 << 0
 	flagChunked    = 1 << 1
 )
+
+// crcLen is the length of the checksum that ends a plain value.
+const crcLen = 4
+
+// castagnoli is CRC-32C, which amd64 and arm64 compute in hardware.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // maxDeps bounds the dependency count accepted when decoding, so that a
 // corrupt count cannot make the decoder allocate wildly.
@@ -93,7 +108,7 @@ func nanosTime(n int64) time.Time {
 // encodeEntry serializes e. Payloads of at least compressMin bytes
 // (compressMin > 0) are flate-compressed when that makes them smaller.
 func encodeEntry(e *Entry, compressMin int) []byte {
-	n := 3 + 2*binary.MaxVarintLen64 + binary.MaxVarintLen64 + binary.MaxVarintLen64 + len(e.Check) + len(e.Payload)
+	n := 3 + 2*binary.MaxVarintLen64 + binary.MaxVarintLen64 + binary.MaxVarintLen64 + len(e.Check) + len(e.Payload) + crcLen
 	for _, d := range e.Deps {
 		n += 2*binary.MaxVarintLen64 + len(d)
 	}
@@ -122,10 +137,14 @@ func encodeEntry(e *Entry, compressMin int) []byte {
 		if buf.Len() < len(b)+len(e.Payload) {
 			out := buf.Bytes()
 			out[2] |= flagCompressed
-			return out
+			return appendCRC(out)
 		}
 	}
-	return append(b, e.Payload...)
+	return appendCRC(append(b, e.Payload...))
+}
+
+func appendCRC(b []byte) []byte {
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
 // reader is a bounds-checked cursor over an encoded value.
@@ -167,10 +186,24 @@ func (r *reader) bytes(n uint64) []byte {
 	return v
 }
 
-// decodeEntry parses a plain (not chunked) value. Any inconsistency is
-// errCorrupt: a corrupt value is a miss, never a panic. maxPayload bounds
-// the decompressed size.
+// decodeEntry parses a plain (not chunked) value. Any inconsistency,
+// a checksum that does not match first, is errCorrupt: a corrupt value is
+// a miss, never a panic and never other rows. maxPayload bounds the
+// decompressed size.
 func decodeEntry(b []byte, maxPayload int) (*Entry, error) {
+	if len(b) < 3+crcLen {
+		return nil, errCorrupt
+	}
+	body := b[:len(b)-crcLen]
+	if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(b[len(body):]) {
+		return nil, errCorrupt
+	}
+	return parseEntry(body, maxPayload)
+}
+
+// parseEntry parses a plain value whose checksum has been checked and
+// cut off.
+func parseEntry(b []byte, maxPayload int) (*Entry, error) {
 	if len(b) < 3 || b[0] != wireMagic || b[1] != wireVersion || b[2]&^flagCompressed != 0 {
 		return nil, errCorrupt
 	}

@@ -43,17 +43,123 @@ func TestChunkHeaderRoundTrip(t *testing.T) {
 	}
 }
 
+// corruptSamples are real encoded entries: plain, compressed, and one
+// with no deps and an empty check.
+func corruptSamples() map[string][]byte {
+	exp := time.Unix(1800000000, 123)
+	rows := []byte("\x01\x00\x00\x01\x01\x1b\x00\x00\x02\x03def\x02db\x01t\x01t\x02id\x02id\x0c?\x00\x0b\x00\x00\x00\x03\x03P\x00\x00\x00\x02\x00\x00\x03\x0142\x05\x00\x00\x04\xfe\x00\x00\x02\x00")
+	return map[string][]byte{
+		"plain": encodeEntry(&Entry{Check: []byte("app|SELECT * FROM t WHERE id=42"), Payload: rows,
+			Deps: []string{"db.t", "db.*", "*"}, Gens: []uint64{7, 1 << 40, 3}, Expires: exp, Soft: exp.Add(-time.Minute)}, 0),
+		"compressed": encodeEntry(&Entry{Check: []byte("app|SELECT * FROM t"), Payload: bytes.Repeat(rows, 40),
+			Deps: []string{"db.t"}, Gens: []uint64{1}, Expires: exp}, 64),
+		"bare": encodeEntry(&Entry{Check: []byte{}, Payload: []byte("r")}, 0),
+	}
+}
+
+// sameEntry reports whether two decoded entries would answer alike.
+func sameEntry(a, b *Entry) bool {
+	return bytes.Equal(a.Check, b.Check) && bytes.Equal(a.Payload, b.Payload) &&
+		reflect.DeepEqual(a.Deps, b.Deps) && reflect.DeepEqual(a.Gens, b.Gens) &&
+		a.Expires.Equal(b.Expires) && a.Soft.Equal(b.Soft)
+}
+
+// TestCorruptEntryIsMiss changes every byte of real encoded entries to
+// every other value, and cuts them at every length: each is a miss (or,
+// were the change meaningless, the same entry), never other rows.
+func TestCorruptEntryIsMiss(t *testing.T) {
+	for name, val := range corruptSamples() {
+		t.Run(name, func(t *testing.T) {
+			want, err := decodeEntry(val, maxValue)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name == "compressed" && val[2]&flagCompressed == 0 {
+				t.Fatal("sample is not compressed")
+			}
+			b := make([]byte, len(val))
+			for i := range val {
+				for x := 1; x < 256; x++ {
+					copy(b, val)
+					b[i] ^= byte(x)
+					if got, err := decodeEntry(b, maxValue); err == nil && !sameEntry(got, want) {
+						t.Fatalf("byte %d xor %#x: decoded a different entry %+v", i, x, got)
+					}
+				}
+			}
+			for n := range len(val) {
+				if got, err := decodeEntry(val[:n], maxValue); err == nil && !sameEntry(got, want) {
+					t.Fatalf("cut at %d: decoded a different entry %+v", n, got)
+				}
+			}
+		})
+	}
+}
+
+// TestOldEntryVersionIsMiss reads a version 1 value, which had no
+// checksum, as a miss.
+func TestOldEntryVersionIsMiss(t *testing.T) {
+	v2 := encodeEntry(&Entry{Check: []byte("c"), Payload: []byte("rows"), Deps: []string{"db.t"}, Gens: []uint64{1}}, 0)
+	v1 := append([]byte(nil), v2[:len(v2)-crcLen]...)
+	v1[1] = 1
+	if e, err := decodeEntry(v1, maxValue); err == nil {
+		t.Errorf("got %+v from a version 1 value, want a miss", e)
+	}
+	h := encodeChunkHeader(chunkHeader{n: 2, total: 10, sum: 1, nonce: 2})
+	h[1] = 1
+	if isChunkHeader(h) {
+		t.Error("a version 1 chunk header is still read as one")
+	}
+}
+
 // FuzzDecodeEntry checks that garbage never panics: a corrupt value is a
-// miss.
+// miss. parseEntry is fuzzed too, since few mutations get past the
+// checksum in front of it.
 func FuzzDecodeEntry(f *testing.F) {
 	f.Add(encodeEntry(&Entry{Check: []byte("c"), Payload: []byte("p"), Deps: []string{"a"}, Gens: []uint64{1}}, 0))
 	f.Add(encodeEntry(&Entry{Check: []byte("c"), Payload: bytes.Repeat([]byte("p"), 500), Deps: []string{"a"}, Gens: []uint64{1}}, 1))
 	f.Add(encodeChunkHeader(chunkHeader{n: 2, total: 10, sum: 1, nonce: 2}))
 	f.Add([]byte{wireMagic, wireVersion, 0, 0xff, 0xff, 0xff})
+	for _, v := range corruptSamples() {
+		f.Add(v)
+		f.Add(v[:len(v)-crcLen])
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if e, err := decodeEntry(b, 1<<20); err == nil && len(e.Gens) != len(e.Deps) {
 			t.Errorf("decoded %d deps with %d gens", len(e.Deps), len(e.Gens))
 		}
+		if e, err := parseEntry(b, 1<<20); err == nil {
+			if len(e.Gens) != len(e.Deps) {
+				t.Errorf("parsed %d deps with %d gens", len(e.Deps), len(e.Gens))
+			}
+			if len(e.Payload) > 1<<20 && b[2]&flagCompressed != 0 {
+				t.Errorf("inflated %d bytes, limit %d", len(e.Payload), 1<<20)
+			}
+		}
 		decodeChunkHeader(b)
+	})
+}
+
+// FuzzCorruptEntry damages a real encoded entry where and as the fuzzer
+// says: the result is a miss or the same entry, never other rows.
+func FuzzCorruptEntry(f *testing.F) {
+	samples := corruptSamples()
+	names := []string{"plain", "compressed", "bare"}
+	f.Add(uint8(0), uint16(20), []byte{0x01})
+	f.Add(uint8(1), uint16(40), []byte{0xff, 0x00, 0x10})
+	f.Add(uint8(0), uint16(90), []byte{0x00, 0x00, 0x00, 0x80})
+	f.Fuzz(func(t *testing.T, which uint8, at uint16, mask []byte) {
+		val := samples[names[int(which)%len(names)]]
+		want, err := decodeEntry(val, maxValue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := append([]byte(nil), val...)
+		for i, m := range mask {
+			b[(int(at)+i)%len(b)] ^= m
+		}
+		if got, err := decodeEntry(b, maxValue); err == nil && !sameEntry(got, want) {
+			t.Fatalf("decoded a different entry %+v", got)
+		}
 	})
 }

@@ -596,3 +596,28 @@ func TestBumpPipelined(t *testing.T) {
 		t.Errorf("%d pending of %d deps over two servers, one down; want some", n, len(deps))
 	}
 }
+
+// TestCorruptValueIsMiss damages a cached value in memcached, a byte of
+// its rows, and reads it back: a miss, never the damaged rows.
+func TestCorruptValueIsMiss(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	s := newStore(t, Options{Servers: []string{mc.Addr}, L1Bytes: -1})
+	payload := []byte("\x01\x00\x00\x01\x01rows of the result")
+	fill(t, s, qkey(1), []byte("c"), payload, deps1)
+	wantLookup(t, s, qkey(1), []byte("c"), deps1, Hit, payload)
+
+	c := memcache.New(mc.Addr)
+	it, err := c.Get(qkey(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(it.Value, []byte("rows"))
+	if i < 0 {
+		t.Fatalf("rows not found in the stored value %q", it.Value)
+	}
+	it.Value[i] = 'R'
+	if err := c.Set(it); err != nil {
+		t.Fatal(err)
+	}
+	wantLookup(t, s, qkey(1), []byte("c"), deps1, Miss, nil)
+}

@@ -120,12 +120,25 @@ func PayloadLen(h []byte) int { return int(h[0]) | int(h[1])<<8 | int(h[2])<<16 
 // (reused when large enough). It returns the payload and the sequence id of
 // the first wire packet; the last one's is in p.LastSeq.
 func (p *Conn) ReadPacket(buf []byte, limit int) ([]byte, byte, error) {
+	return p.readPacket(buf, limit, framing{full: MaxPayload, step: BufSize})
+}
+
+// framing is how ReadPacket reads: a wire packet of full bytes is continued
+// by the next one, and the buffer grows by at most step bytes (or by its
+// own length, whichever is more) ahead of the bytes that have arrived.
+// Tests shrink both to reach continuations and growth with small inputs.
+type framing struct{ full, step int }
+
+func (p *Conn) readPacket(buf []byte, limit int, f framing) ([]byte, byte, error) {
 	buf = buf[:0]
 	first := -1
 	for {
 		n, seq, err := p.ReadHeader()
 		if err != nil {
-			return buf, 0, err
+			if first >= 0 && err == io.EOF {
+				err = io.ErrUnexpectedEOF // the stream ended inside a packet
+			}
+			return buf, byte(max(first, 0)), err
 		}
 		p.LastSeq = seq
 		if first < 0 {
@@ -133,15 +146,26 @@ func (p *Conn) ReadPacket(buf []byte, limit int) ([]byte, byte, error) {
 		}
 		seq = byte(first)
 		if len(buf)+n > limit {
-			p.skip, p.skipMore = n, n == MaxPayload
+			p.skip, p.skipMore = n, n == f.full
 			return buf, seq, ErrPacketTooLarge
 		}
-		start := len(buf)
-		buf = grow(buf, n)
-		if _, err := io.ReadFull(p.R, buf[start:start+n]); err != nil {
-			return buf, seq, err
+		// The header alone commits nothing: the buffer grows with the
+		// bytes that arrive, so a client that announces a huge packet and
+		// sends little costs little.
+		for left := n; left > 0; {
+			k := min(left, max(f.step, len(buf)))
+			start := len(buf)
+			buf = grow(buf, k)
+			m, err := io.ReadFull(p.R, buf[start:])
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			if err != nil {
+				return buf[:start+m], seq, err
+			}
+			left -= k
 		}
-		if n < MaxPayload {
+		if n < f.full {
 			return buf, seq, nil
 		}
 	}
@@ -150,7 +174,9 @@ func (p *Conn) ReadPacket(buf []byte, limit int) ([]byte, byte, error) {
 // DiscardPacket reads and drops the rest of the logical packet that
 // ReadPacket refused as too large, and returns the sequence id of its
 // last part.
-func (p *Conn) DiscardPacket() (byte, error) {
+func (p *Conn) DiscardPacket() (byte, error) { return p.discardPacket(MaxPayload) }
+
+func (p *Conn) discardPacket(full int) (byte, error) {
 	for {
 		if _, err := p.R.Discard(p.skip); err != nil {
 			return p.LastSeq, err
@@ -164,15 +190,17 @@ func (p *Conn) DiscardPacket() (byte, error) {
 			return p.LastSeq, err
 		}
 		p.LastSeq = seq
-		p.skip, p.skipMore = n, n == MaxPayload
+		p.skip, p.skipMore = n, n == full
 	}
 }
 
+// grow extends b by n bytes. A new array is at most twice the new length,
+// so that reading a packet never holds much more than the packet.
 func grow(b []byte, n int) []byte {
 	if cap(b)-len(b) >= n {
 		return b[:len(b)+n]
 	}
-	nb := make([]byte, len(b)+n, 2*cap(b)+n)
+	nb := make([]byte, len(b)+n, max(2*len(b), len(b)+n))
 	copy(nb, b)
 	return nb
 }

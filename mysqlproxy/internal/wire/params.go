@@ -19,6 +19,9 @@ type Param struct {
 // DecodeParams reads the n parameter values of a COM_STMT_EXECUTE packet.
 // types are the types bound by an earlier execute, for packets that do not
 // send them again. It returns nil when the packet cannot be read.
+//
+// Any non-zero new-params-bound flag means the types follow, as MySQL and
+// MariaDB read it; the documented value is 1.
 func DecodeParams(p []byte, n int, types []byte) []Param {
 	if n == 0 {
 		return nil
@@ -30,7 +33,7 @@ func DecodeParams(p []byte, n int, types []byte) []Param {
 	}
 	nulls := p[at : at+nb]
 	at += nb
-	if p[at] == 1 {
+	if p[at] != 0 {
 		at++
 		if len(p) < at+2*n {
 			return nil
