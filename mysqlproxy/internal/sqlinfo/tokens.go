@@ -196,7 +196,7 @@ func (l *Lexer) skipSpace() error {
 			// The server needs whitespace or a control byte after "--".
 			l.pos = skipLine(s, i)
 		case c == '/' && i+1 < len(s) && s[i+1] == '*':
-			if i+2 < len(s) && s[i+2] == '+' || versionedCommentBody(s, i) > 0 {
+			if (i+2 < len(s) && s[i+2] == '+') || versionedCommentBody(s, i) > 0 {
 				return nil
 			}
 			end, ok := skipPlainComment(s, i)
@@ -259,20 +259,27 @@ func (l *Lexer) str(start, q int, intro string) (Token, error) {
 // unescape appends to dst the body of a string quoted by quote, with its
 // doubled quotes and, when bs is set, its backslash escapes resolved.
 func unescape(dst []byte, body string, quote byte, bs bool) []byte {
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		switch {
-		case c == '\\' && bs && i+1 < len(body):
-			i++
-			dst = appendEscape(dst, body[i])
-		case c == quote && i+1 < len(body) && body[i+1] == quote:
-			i++
-			dst = append(dst, quote)
-		default:
-			dst = append(dst, c)
-		}
+	stops := `"\`
+	if quote == '\'' {
+		stops = `'\`
 	}
-	return dst
+	if !bs {
+		stops = stops[:1]
+	}
+	for {
+		// Copy runs of plain bytes at once: values may be megabytes.
+		j := strings.IndexAny(body, stops)
+		if j < 0 || j+1 >= len(body) {
+			return append(dst, body...)
+		}
+		dst = append(dst, body[:j]...)
+		if body[j] == '\\' {
+			dst = appendEscape(dst, body[j+1])
+		} else {
+			dst = append(dst, quote) // doubled
+		}
+		body = body[j+2:]
+	}
 }
 
 // appendEscape appends what the server makes of backslash followed by c.
