@@ -88,7 +88,7 @@ func (p *parser) atEnd() bool {
 	if err != nil {
 		return false
 	}
-	if t.is(';') {
+	if t.Is(';') {
 		t, err = p.lx.next()
 	}
 	return err == nil && t.Kind == sqlinfo.TokEOF
@@ -101,13 +101,13 @@ func (p *parser) expectEnd(after string) error {
 	if err != nil {
 		return err
 	}
-	if t.is(';') {
+	if t.Is(';') {
 		if t, err = p.lx.next(); err != nil {
 			return err
 		}
 	}
 	if t.Kind != sqlinfo.TokEOF {
-		return fmt.Errorf("%w: unexpected %s after %s", ErrSyntax, t.describe(), after)
+		return fmt.Errorf("%w: unexpected %s after %s", ErrSyntax, describe(t), after)
 	}
 	return nil
 }
@@ -119,14 +119,14 @@ func (p *parser) selectStmt() bool {
 	if err != nil {
 		return false
 	}
-	if t.is('*') {
+	if t.Is('*') {
 		p.st.Op = OpSelectAll
 		return p.atEnd()
 	}
 	p.st.Op = OpSelect
 	for {
 		switch {
-		case t.plainDoubleQuoted():
+		case plainDoubleQuoted(t):
 			p.st.Keys = append(p.st.Keys, t.Value())
 		case t.Kind == sqlinfo.TokParam:
 			p.st.Keys = append(p.st.Keys, nil)
@@ -138,8 +138,8 @@ func (p *parser) selectStmt() bool {
 			return false
 		}
 		switch {
-		case t.is(','):
-		case t.is(';'):
+		case t.Is(','):
+		case t.Is(';'):
 			t, err = p.lx.next()
 			return err == nil && t.Kind == sqlinfo.TokEOF
 		case t.Kind == sqlinfo.TokEOF:
@@ -160,9 +160,9 @@ func (p *parser) insert() (ok bool, err error) {
 	if err != nil || !startsLiteral(t) {
 		return false, nil
 	}
-	if t.plainDoubleQuoted() {
+	if plainDoubleQuoted(t) {
 		// Under ANSI_QUOTES, INSERT "t" VALUES/SET/(...) is SQL.
-		if n, err := p.lx.peek(); err == nil && (n.Kind == sqlinfo.TokWord || n.Kind == sqlinfo.TokQuotedIdent || n.is('(') || n.is('.')) {
+		if n, err := p.lx.peek(); err == nil && (n.Kind == sqlinfo.TokWord || n.Kind == sqlinfo.TokQuotedIdent || n.Is('(') || n.Is('.')) {
 			return false, nil
 		}
 	}
@@ -175,8 +175,8 @@ func (p *parser) insert() (ok bool, err error) {
 	if t, err = p.lx.next(); err != nil {
 		return true, err
 	}
-	if !t.is('=') {
-		return true, fmt.Errorf("%w: expected = after the key, found %s", ErrSyntax, t.describe())
+	if !t.Is('=') {
+		return true, fmt.Errorf("%w: expected = after the key, found %s", ErrSyntax, describe(t))
 	}
 	if t, err = p.lx.next(); err != nil {
 		return true, err
@@ -215,10 +215,10 @@ func (p *parser) ttl() error {
 		text = t.Text
 	case t.Kind == sqlinfo.TokString:
 		text = string(t.Value())
-	case t.is('-'):
+	case t.Is('-'):
 		return fmt.Errorf("%w: TTL must not be negative", ErrSyntax)
 	default:
-		return fmt.Errorf("%w: TTL needs a number of seconds, found %s", ErrSyntax, t.describe())
+		return fmt.Errorf("%w: TTL needs a number of seconds, found %s", ErrSyntax, describe(t))
 	}
 	ttl, problem := parseTTL(text)
 	if problem != "" {
@@ -247,10 +247,10 @@ func (p *parser) delete() (ok bool, err error) {
 	if err != nil || !startsLiteral(t) {
 		return false, nil
 	}
-	if t.plainDoubleQuoted() {
+	if plainDoubleQuoted(t) {
 		// Under ANSI_QUOTES, DELETE "t1", "t2" FROM ... is SQL.
 		n, err := p.lx.peek()
-		if err != nil || (n.Kind != sqlinfo.TokEOF && !n.is(';')) {
+		if err != nil || (n.Kind != sqlinfo.TokEOF && !n.Is(';')) {
 			return false, nil
 		}
 	}
@@ -270,7 +270,7 @@ func startsLiteral(t token) bool {
 	case sqlinfo.TokString, sqlinfo.TokHex, sqlinfo.TokNumber, sqlinfo.TokParam:
 		return true
 	}
-	return t.is('-')
+	return t.Is('-')
 }
 
 // literal returns the bytes of a key or value token; what names it in
@@ -289,7 +289,7 @@ func (p *parser) literal(t token, kind slotKind, what string) ([]byte, error) {
 			return nil, fmt.Errorf("%w: the %s must not be NULL", ErrSyntax, what)
 		}
 	case sqlinfo.TokPunct:
-		if t.is('-') {
+		if t.Is('-') {
 			// A negative number, as drivers interpolate it.
 			n, err := p.lx.next()
 			if err != nil {
@@ -301,7 +301,7 @@ func (p *parser) literal(t token, kind slotKind, what string) ([]byte, error) {
 			t = n
 		}
 	}
-	return nil, fmt.Errorf("%w: expected a quoted %s, found %s", ErrSyntax, what, t.describe())
+	return nil, fmt.Errorf("%w: expected a quoted %s, found %s", ErrSyntax, what, describe(t))
 }
 
 // addParam records a placeholder of the given kind; index is its place

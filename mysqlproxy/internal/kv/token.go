@@ -7,21 +7,17 @@ import (
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 )
 
-// token is a token of the statement lexer kv shares with the analysis,
-// with the questions the kv parser asks of it.
-type token struct{ sqlinfo.Token }
-
-// is reports whether t is the punctuation byte c.
-func (t token) is(c byte) bool { return t.Is(c) }
+// token is a token of the statement lexer kv shares with the analysis.
+type token = sqlinfo.Token
 
 // plainDoubleQuoted reports whether t is a "..." literal with nothing
 // before it: the only literal the kv SELECT form accepts.
-func (t token) plainDoubleQuoted() bool {
+func plainDoubleQuoted(t token) bool {
 	return t.Kind == sqlinfo.TokString && t.Quote == '"' && t.Intro == ""
 }
 
 // describe names t for a syntax error message.
-func (t token) describe() string {
+func describe(t token) string {
 	if t.Kind == sqlinfo.TokEOF {
 		return "end of statement"
 	}
@@ -40,13 +36,19 @@ func newLexer(sql string, noBackslash bool) lexer {
 // lex is a syntax error.
 func (l *lexer) next() (token, error) {
 	t, err := l.lx.Next()
-	return token{t}, syntaxError(err)
+	if err != nil {
+		return t, syntaxError(err)
+	}
+	return t, nil
 }
 
 // peek returns the next token without consuming it.
 func (l *lexer) peek() (token, error) {
 	t, err := l.lx.Peek()
-	return token{t}, syntaxError(err)
+	if err != nil {
+		return t, syntaxError(err)
+	}
+	return t, nil
 }
 
 func syntaxError(err error) error {

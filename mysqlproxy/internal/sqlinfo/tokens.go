@@ -42,16 +42,16 @@ type LexOptions struct {
 // Token is one token of a statement text.
 type Token struct {
 	Kind TokenKind
-	Pos  int    // byte offset of the token in the text
-	Text string // the token as written, introducer included
 	// Quote is the quote character of a TokString or TokQuotedIdent.
 	Quote byte
+	esc   bool   // TokString: the body holds escapes or doubled quotes
+	bs    bool   // TokString: backslash escapes apply
+	body  int32  // offset in Text of the literal's opening quote or digits
+	Pos   int    // byte offset of the token in the text
+	Text  string // the token as written, introducer included
 	// Intro is the charset introducer (_binary) or N before a TokString,
 	// or the introducer before a TokHex; "" when there is none.
 	Intro string
-	body  int  // offset in Text of the literal's opening quote or digits
-	esc   bool // TokString: the body holds escapes or doubled quotes
-	bs    bool // TokString: backslash escapes apply
 }
 
 // Is reports whether t is the punctuation byte c.
@@ -250,7 +250,7 @@ func (l *Lexer) str(start, q int, intro string) (Token, error) {
 		}
 		l.pos = i + 1
 		return Token{Kind: TokString, Pos: start, Text: s[start:l.pos], Quote: quote,
-			Intro: intro, body: q - start, esc: esc, bs: bs}, nil
+			Intro: intro, body: int32(q - start), esc: esc, bs: bs}, nil
 	}
 	l.pos = len(s)
 	return Token{}, lexErrorf(start, "unterminated string starting at offset %d", start)
@@ -411,7 +411,8 @@ func (l *Lexer) wordOrLiteral(start int) (Token, error) {
 			}
 		}
 	}
-	return l.word(start), nil
+	l.pos, l.identEnd = i, i
+	return Token{Kind: TokWord, Pos: start, Text: w}, nil
 }
 
 // hexString lexes X'4142' whose opening quote is at q.
@@ -432,7 +433,7 @@ func (l *Lexer) hexString(start, q int, intro string) (Token, error) {
 			return Token{}, lexErrorf(start, "hex literal at offset %d has a non-hex digit", start)
 		}
 	}
-	return Token{Kind: TokHex, Pos: start, Text: s[start:l.pos], Intro: intro, body: q - start}, nil
+	return Token{Kind: TokHex, Pos: start, Text: s[start:l.pos], Intro: intro, body: int32(q - start)}, nil
 }
 
 // bitString lexes B'0101' whose opening quote is at q.
@@ -449,7 +450,7 @@ func (l *Lexer) bitString(start, q int) (Token, error) {
 			return Token{}, lexErrorf(start, "bit literal at offset %d has a digit other than 0 and 1", start)
 		}
 	}
-	return Token{Kind: TokBit, Pos: start, Text: s[start:l.pos], body: q - start}, nil
+	return Token{Kind: TokBit, Pos: start, Text: s[start:l.pos], body: int32(q - start)}, nil
 }
 
 // decodeHex decodes hex digits, read as if led by a 0 when their number
