@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 )
 
 // Parse parses sql as a kv pseudo-query, with backslash escapes in strings
@@ -36,22 +38,22 @@ type parser struct {
 func parse(sql string, noBackslash bool) (*Stmt, bool, error) {
 	// The parser stays on the stack: most statements are plain SQL and
 	// should cost no allocation on their way to MySQL.
-	p := parser{lx: lexer{src: sql, noBackslash: noBackslash}}
+	p := parser{lx: newLexer(sql, noBackslash)}
 	first, err := p.lx.next()
-	if err != nil || first.kind != tWord {
+	if err != nil || first.Kind != sqlinfo.TokWord {
 		return nil, false, nil
 	}
 	switch {
-	case strings.EqualFold(first.text, "SELECT"):
+	case strings.EqualFold(first.Text, "SELECT"):
 		if !p.selectStmt() {
 			return nil, false, nil
 		}
 		return p.stmt(), true, nil
-	case strings.EqualFold(first.text, "INSERT"):
+	case strings.EqualFold(first.Text, "INSERT"):
 		return p.finish(p.insert())
-	case strings.EqualFold(first.text, "DELETE"):
+	case strings.EqualFold(first.Text, "DELETE"):
 		return p.finish(p.delete())
-	case strings.EqualFold(first.text, "DROP"):
+	case strings.EqualFold(first.Text, "DROP"):
 		if !p.atEnd() {
 			return nil, false, nil
 		}
@@ -86,10 +88,10 @@ func (p *parser) atEnd() bool {
 	if err != nil {
 		return false
 	}
-	if t.is(';') {
+	if t.Is(';') {
 		t, err = p.lx.next()
 	}
-	return err == nil && t.kind == tEOF
+	return err == nil && t.Kind == sqlinfo.TokEOF
 }
 
 // expectEnd is atEnd for a kv-shaped statement, where leftovers are a
@@ -99,13 +101,13 @@ func (p *parser) expectEnd(after string) error {
 	if err != nil {
 		return err
 	}
-	if t.is(';') {
+	if t.Is(';') {
 		if t, err = p.lx.next(); err != nil {
 			return err
 		}
 	}
-	if t.kind != tEOF {
-		return fmt.Errorf("%w: unexpected %s after %s", ErrSyntax, t.describe(), after)
+	if t.Kind != sqlinfo.TokEOF {
+		return fmt.Errorf("%w: unexpected %s after %s", ErrSyntax, describe(t), after)
 	}
 	return nil
 }
@@ -117,16 +119,16 @@ func (p *parser) selectStmt() bool {
 	if err != nil {
 		return false
 	}
-	if t.is('*') {
+	if t.Is('*') {
 		p.st.Op = OpSelectAll
 		return p.atEnd()
 	}
 	p.st.Op = OpSelect
 	for {
 		switch {
-		case t.plainDoubleQuoted():
-			p.st.Keys = append(p.st.Keys, t.val)
-		case t.kind == tParam:
+		case plainDoubleQuoted(t):
+			p.st.Keys = append(p.st.Keys, t.Value())
+		case t.Kind == sqlinfo.TokParam:
 			p.st.Keys = append(p.st.Keys, nil)
 			p.addParam(slotKey, len(p.st.Keys)-1)
 		default:
@@ -136,11 +138,11 @@ func (p *parser) selectStmt() bool {
 			return false
 		}
 		switch {
-		case t.is(','):
-		case t.is(';'):
+		case t.Is(','):
+		case t.Is(';'):
 			t, err = p.lx.next()
-			return err == nil && t.kind == tEOF
-		case t.kind == tEOF:
+			return err == nil && t.Kind == sqlinfo.TokEOF
+		case t.Kind == sqlinfo.TokEOF:
 			return true
 		default:
 			return false
@@ -158,9 +160,9 @@ func (p *parser) insert() (ok bool, err error) {
 	if err != nil || !startsLiteral(t) {
 		return false, nil
 	}
-	if t.plainDoubleQuoted() {
+	if plainDoubleQuoted(t) {
 		// Under ANSI_QUOTES, INSERT "t" VALUES/SET/(...) is SQL.
-		if n, err := p.lx.peek(); err == nil && (n.kind == tWord || n.kind == tIdent || n.is('(') || n.is('.')) {
+		if n, err := p.lx.peek(); err == nil && (n.Kind == sqlinfo.TokWord || n.Kind == sqlinfo.TokQuotedIdent || n.Is('(') || n.Is('.')) {
 			return false, nil
 		}
 	}
@@ -173,8 +175,8 @@ func (p *parser) insert() (ok bool, err error) {
 	if t, err = p.lx.next(); err != nil {
 		return true, err
 	}
-	if !t.is('=') {
-		return true, fmt.Errorf("%w: expected = after the key, found %s", ErrSyntax, t.describe())
+	if !t.Is('=') {
+		return true, fmt.Errorf("%w: expected = after the key, found %s", ErrSyntax, describe(t))
 	}
 	if t, err = p.lx.next(); err != nil {
 		return true, err
@@ -186,7 +188,7 @@ func (p *parser) insert() (ok bool, err error) {
 	if err != nil {
 		return true, err
 	}
-	if n.kind == tWord && strings.EqualFold(n.text, "TTL") {
+	if n.Kind == sqlinfo.TokWord && strings.EqualFold(n.Text, "TTL") {
 		if _, err := p.lx.next(); err != nil {
 			return true, err
 		}
@@ -206,17 +208,17 @@ func (p *parser) ttl() error {
 	}
 	var text string
 	switch {
-	case t.kind == tParam:
+	case t.Kind == sqlinfo.TokParam:
 		p.addParam(slotTTL, 0)
 		return nil
-	case t.kind == tNumber:
-		text = t.text
-	case t.kind == tString:
-		text = string(t.val)
-	case t.is('-'):
+	case t.Kind == sqlinfo.TokNumber:
+		text = t.Text
+	case t.Kind == sqlinfo.TokString:
+		text = string(t.Value())
+	case t.Is('-'):
 		return fmt.Errorf("%w: TTL must not be negative", ErrSyntax)
 	default:
-		return fmt.Errorf("%w: TTL needs a number of seconds, found %s", ErrSyntax, t.describe())
+		return fmt.Errorf("%w: TTL needs a number of seconds, found %s", ErrSyntax, describe(t))
 	}
 	ttl, problem := parseTTL(text)
 	if problem != "" {
@@ -245,10 +247,10 @@ func (p *parser) delete() (ok bool, err error) {
 	if err != nil || !startsLiteral(t) {
 		return false, nil
 	}
-	if t.plainDoubleQuoted() {
+	if plainDoubleQuoted(t) {
 		// Under ANSI_QUOTES, DELETE "t1", "t2" FROM ... is SQL.
 		n, err := p.lx.peek()
-		if err != nil || (n.kind != tEOF && !n.is(';')) {
+		if err != nil || (n.Kind != sqlinfo.TokEOF && !n.Is(';')) {
 			return false, nil
 		}
 	}
@@ -264,42 +266,42 @@ func (p *parser) delete() (ok bool, err error) {
 // startsLiteral reports whether t can begin a kv key, which no INSERT or
 // DELETE statement of SQL can have in that place.
 func startsLiteral(t token) bool {
-	switch t.kind {
-	case tString, tHex, tNumber, tParam:
+	switch t.Kind {
+	case sqlinfo.TokString, sqlinfo.TokHex, sqlinfo.TokNumber, sqlinfo.TokParam:
 		return true
 	}
-	return t.is('-')
+	return t.Is('-')
 }
 
 // literal returns the bytes of a key or value token; what names it in
 // errors. A placeholder yields nil and is recorded for Bind.
 func (p *parser) literal(t token, kind slotKind, what string) ([]byte, error) {
-	switch t.kind {
-	case tString, tHex:
-		return t.val, nil
-	case tNumber:
-		return []byte(t.text), nil
-	case tParam:
+	switch t.Kind {
+	case sqlinfo.TokString, sqlinfo.TokHex:
+		return t.Value(), nil
+	case sqlinfo.TokNumber:
+		return []byte(t.Text), nil
+	case sqlinfo.TokParam:
 		p.addParam(kind, 0)
 		return nil, nil
-	case tWord:
-		if strings.EqualFold(t.text, "NULL") {
+	case sqlinfo.TokWord:
+		if strings.EqualFold(t.Text, "NULL") {
 			return nil, fmt.Errorf("%w: the %s must not be NULL", ErrSyntax, what)
 		}
-	case tPunct:
-		if t.is('-') {
+	case sqlinfo.TokPunct:
+		if t.Is('-') {
 			// A negative number, as drivers interpolate it.
 			n, err := p.lx.next()
 			if err != nil {
 				return nil, err
 			}
-			if n.kind == tNumber {
-				return []byte("-" + n.text), nil
+			if n.Kind == sqlinfo.TokNumber {
+				return []byte("-" + n.Text), nil
 			}
 			t = n
 		}
 	}
-	return nil, fmt.Errorf("%w: expected a quoted %s, found %s", ErrSyntax, what, t.describe())
+	return nil, fmt.Errorf("%w: expected a quoted %s, found %s", ErrSyntax, what, describe(t))
 }
 
 // addParam records a placeholder of the given kind; index is its place

@@ -191,48 +191,39 @@ func containsFold(s, lower string) bool {
 	return false
 }
 
-// appendShape appends to dst every word, quoted identifier and ? placeholder
-// of sql verbatim, in order, skipping comments, string literals and numbers.
+// appendShape appends to dst every word, quoted identifier, charset
+// introducer and ? placeholder of sql verbatim, in order, skipping
+// comments, literals and punctuation, and "!" for each token the server
+// would refuse (an unterminated string, quoted identifier or comment, a
+// malformed hex literal).
 //
 // The parser's digest lowercases identifiers, but MariaDB compares table
 // names case-sensitively, so two statements with one digest may name
 // different tables ("FROM Users" and "FROM users"). The digest memo keys an
 // analysis by digest plus this shape: equal shapes mean equal identifiers in
 // equal positions. Keeping extra words is harmless; it only splits the memo.
+// The digest of a text the server cannot lex may equal that of a valid one
+// (SELECT 0 a,000 and SELECT 0 a,0"0): the mark keeps them apart.
 func appendShape(dst []byte, sql string) []byte {
-	i := 0
+	lx := NewLexer(sql, LexOptions{})
 	for {
-		i = skipSpaceAndComments(sql, i)
-		if i >= len(sql) {
-			return dst
-		}
-		c := sql[i]
+		t, err := lx.Next()
 		switch {
-		case c == '\'' || c == '"':
-			i = skipQuoted(sql, i, c, true)
-		case c == '`':
-			end := skipQuoted(sql, i, '`', false)
-			dst = append(dst, sql[i:end]...)
+		case err != nil:
+			dst = append(dst, '!', ' ')
+		case t.Kind == TokEOF:
+			return dst
+		case t.Kind == TokQuotedIdent, t.Kind == TokWord && !allDigits(t.Text):
+			dst = append(dst, t.Text...)
 			dst = append(dst, ' ')
-			i = end
-		case c == '*' && i+1 < len(sql) && sql[i+1] == '/':
-			// The end of a versioned comment.
-			i += 2
-		case c == '?':
+		case t.Kind == TokParam:
 			// The digest writes placeholders and literals alike as "?",
 			// but a placeholder's value is bound per execution while a
 			// literal's is part of the text (see Value.Param).
 			dst = append(dst, '?', ' ')
-			i++
-		case isWordByte(c):
-			w, end := wordAt(sql, i)
-			if !allDigits(w) {
-				dst = append(dst, w...)
-				dst = append(dst, ' ')
-			}
-			i = end
-		default:
-			i++
+		case t.Intro != "":
+			dst = append(dst, t.Intro...)
+			dst = append(dst, ' ')
 		}
 	}
 }
@@ -270,24 +261,15 @@ func skipQuoted(s string, i int, q byte, backslash bool) int {
 // outside comments, strings and quoted identifiers, in ascending order.
 func placeholderOffsets(sql string) []int {
 	var out []int
-	i := 0
+	lx := NewLexer(sql, LexOptions{})
 	for {
-		i = skipSpaceAndComments(sql, i)
-		if i >= len(sql) {
+		t, err := lx.Next()
+		switch {
+		case err != nil:
+		case t.Kind == TokEOF:
 			return out
-		}
-		switch c := sql[i]; {
-		case c == '\'' || c == '"':
-			i = skipQuoted(sql, i, c, true)
-		case c == '`':
-			i = skipQuoted(sql, i, '`', false)
-		case c == '?':
-			out = append(out, i)
-			i++
-		case isWordByte(c):
-			_, i = wordAt(sql, i)
-		default:
-			i++
+		case t.Kind == TokParam:
+			out = append(out, t.Pos)
 		}
 	}
 }
