@@ -254,10 +254,6 @@ var trickyCases = []struct {
 	{sql: `INSERT "k" = "` + strings.Repeat(`\"\\\n`, 50000) + `"`, want: "INSERT \"k\" = \"\\\"\\\\\\n\\\"\\\\\\n\\\"\\\\\\n\\\"\\\\\\n\\\"\\\\\\n\\\"\\\\\\n\\\"\\\\\\n\\\"\\\\\\n\\\"\\\\\\n\\\"\\\\\\n\\\"\\\\\"...(150000 bytes)", nbe: "error: mycached: kv syntax error: unexpected \"\\\\\" at offset 16 after the value"},
 }
 
-func longValue() string {
-	return `INSERT "k" = "` + strings.Repeat("0123456789", 100000) + `" TTL 5`
-}
-
 // renderParse writes the outcome of a Parse call as one line: "sql" for
 // ok=false, "error: ..." for a syntax error, or the statement.
 func renderParse(st *Stmt, ok bool, err error) string {
