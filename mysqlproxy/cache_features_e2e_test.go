@@ -114,7 +114,9 @@ func TestCacheLargeJSONChunked(t *testing.T) {
 		t.Fatalf("document is %d bytes, want at least 2 MiB", len(doc))
 	}
 	m.Exec(t, "INSERT INTO "+db+".docs VALUES (1, ?)", doc)
-	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, CacheMemory: -1, Memcached: []string{mc.Addr}})
+	// A 2 MiB value takes several memcached round trips each way: under a
+	// loaded machine the default 50 ms bound would turn it into a miss.
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, CacheMemory: -1, Memcached: []string{mc.Addr}, MemcachedTimeout: 5 * time.Second})
 	c := openDB(t, rootDSN(p.addr, db, ""))
 	c.SetMaxOpenConns(1)
 	const q = "SELECT id, doc FROM docs WHERE id = 1"
