@@ -275,15 +275,14 @@ func (c *Session) relayTee(p []byte, dec cachepolicy.Decision, dst *bufio.Writer
 	if err := c.s.Forward(p); err != nil {
 		return nil, "", err
 	}
-	r := relay.Relayer{S: c.s, Dst: dst, TeeMax: c.teeMax(dec)}
-	r.Tee = append(c.e.getTee(), 0, 0) // room for the count of status offsets
-	defer func() { c.e.putTee(r.Tee) }()
+	r := relay.Relayer{S: c.s, Dst: dst, Tee: wire.NewTee(c.teeMax(dec))}
+	defer r.Tee.Release()
 	err := r.Relay(relay.ModeResult)
 	c.s.Done(&r)
 	if err != nil {
 		return nil, "", err
 	}
-	if why := storable(&r.Resp, r.Tee, dec); why != "" {
+	if why := storable(&r.Resp, r.Tee.On(), dec); why != "" {
 		return nil, why, nil
 	}
 	return payload(&r), "", nil
@@ -295,9 +294,7 @@ func (c *Session) teeMax(dec cachepolicy.Decision) int {
 	if dec.MaxBytes > 0 && dec.MaxBytes < limit {
 		limit = dec.MaxBytes
 	}
-	// The tee begins with two bytes of room for the count of status
-	// offsets; the response itself may be limit bytes, no more.
-	return int(limit) + 2
+	return int(limit)
 }
 
 // put stores a response with the generations read before it ran; since
@@ -317,9 +314,9 @@ func (c *Session) put(key string, check []byte, deps []string, gens store.Snap, 
 }
 
 // storable says why a relayed response must not be stored, or "".
-func storable(resp *relay.Response, tee []byte, dec cachepolicy.Decision) string {
+func storable(resp *relay.Response, teed bool, dec cachepolicy.Decision) string {
 	switch {
-	case tee == nil:
+	case !teed:
 		return whyTooLarge
 	case resp.Kind != relay.RespResultSet || resp.Failed() || resp.Results != 1 || resp.Cursor || resp.LocalInfile:
 		return whyNotStored
@@ -335,12 +332,12 @@ func storable(resp *relay.Response, tee []byte, dec cachepolicy.Decision) string
 // offsets, the offsets, then the raw packets.
 func payload(r *relay.Relayer) []byte {
 	n := len(r.StatusOffs)
-	out := make([]byte, 2+4*n, 2+4*n+len(r.Tee)-2)
+	out := make([]byte, 2+4*n, 2+4*n+r.Tee.Len())
 	binary.LittleEndian.PutUint16(out, uint16(n))
 	for i, off := range r.StatusOffs {
-		binary.LittleEndian.PutUint32(out[2+4*i:], uint32(off-2))
+		binary.LittleEndian.PutUint32(out[2+4*i:], uint32(off))
 	}
-	return append(out, r.Tee[2:]...)
+	return r.Tee.AppendTo(out)
 }
 
 // replay writes a stored response to the client with this session's

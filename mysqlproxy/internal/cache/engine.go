@@ -6,7 +6,6 @@ package cache
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -76,7 +75,6 @@ type Engine struct {
 	flights  flight.Early
 	ghosts   ghosts
 	depsMemo depsMemo
-	tees     sync.Pool // *[]byte tee buffers
 }
 
 // NewEngine returns an engine over an analyzer, a store, a policy and

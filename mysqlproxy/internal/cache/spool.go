@@ -12,9 +12,16 @@ import (
 // backend has sent all of it; then the leader writes it to its client.
 // Past its limit (a response too large to store) it writes what it holds
 // and everything after straight to the client, with the client's pace.
+//
+// It holds the response in blocks of spoolBlock bytes, taken from a pool
+// and given back when the fill ends: a contiguous buffer grown by append
+// would copy a large response over and over, into memory the process had
+// not touched, and a read of tens of megabytes spent more time there than
+// on the server.
 type spool struct {
 	w        *bufio.Writer // the relayer's destination, writing to the spool
-	buf      []byte
+	blocks   []*[spoolBlock]byte
+	n        int // bytes held, over all blocks
 	limit    int
 	client   *bufio.Writer
 	through  bool
@@ -25,29 +32,57 @@ type spool struct {
 // than the stored one (OK packets carry the session state it tracks).
 const spoolSlack = 64 << 10
 
+const spoolBlock = 64 << 10
+
+var spoolBlocks = sync.Pool{New: func() any { return new([spoolBlock]byte) }}
+
 func (s *spool) Write(p []byte) (int, error) {
 	if !s.through {
-		if len(s.buf)+len(p) <= s.limit {
-			s.buf = append(s.buf, p...)
+		if s.n+len(p) <= s.limit {
+			s.hold(p)
 			return len(p), nil
 		}
 		s.through = true
 		s.overflow()
-		if _, err := s.client.Write(s.buf); err != nil {
+		if err := s.writeHeld(); err != nil {
 			return 0, err
 		}
-		s.buf = s.buf[:0]
 	}
 	return s.client.Write(p)
 }
 
+// hold copies p into the blocks.
+func (s *spool) hold(p []byte) {
+	for len(p) > 0 {
+		off := s.n % spoolBlock
+		if off == 0 && s.n/spoolBlock == len(s.blocks) {
+			s.blocks = append(s.blocks, spoolBlocks.Get().(*[spoolBlock]byte))
+		}
+		k := copy(s.blocks[s.n/spoolBlock][off:], p)
+		s.n += k
+		p = p[k:]
+	}
+}
+
+// writeHeld writes what the blocks hold to the client, and releases them.
+func (s *spool) writeHeld() error {
+	var err error
+	for i, b := range s.blocks {
+		if err == nil {
+			k := min(spoolBlock, s.n-i*spoolBlock)
+			_, err = s.client.Write(b[:k])
+		}
+		spoolBlocks.Put(b)
+		s.blocks[i] = nil
+	}
+	s.blocks, s.n = s.blocks[:0], 0
+	return err
+}
+
 // drain writes what the spool holds to the client, and flushes it.
 func (s *spool) drain(sess *relay.Session) error {
-	if len(s.buf) > 0 {
-		if _, err := s.client.Write(s.buf); err != nil {
-			return relay.ClientError{Err: err}
-		}
-		s.buf = s.buf[:0]
+	if err := s.writeHeld(); err != nil {
+		return relay.ClientError{Err: err}
 	}
 	return sess.Flush()
 }
@@ -66,10 +101,11 @@ func (e *Engine) getSpool(client *bufio.Writer, limit int, overflow func()) *spo
 
 func (e *Engine) putSpool(s *spool) {
 	s.w.Reset(s)
-	s.client, s.overflow = nil, nil
-	if cap(s.buf) > 1<<20 {
-		s.buf = nil
+	for i, b := range s.blocks {
+		spoolBlocks.Put(b)
+		s.blocks[i] = nil
 	}
-	s.buf = s.buf[:0]
+	s.blocks, s.n = s.blocks[:0], 0
+	s.client, s.overflow = nil, nil
 	spools.Put(s)
 }

@@ -120,21 +120,6 @@ func (m *depsMemo) store(k depsKey, d *readDeps) {
 	m.m.Store(k, d)
 }
 
-func (e *Engine) getTee() []byte {
-	if b, ok := e.tees.Get().(*[]byte); ok {
-		return (*b)[:0]
-	}
-	return make([]byte, 0, 16<<10)
-}
-
-func (e *Engine) putTee(b []byte) {
-	if b == nil || cap(b) > 1<<20 {
-		return
-	}
-	b = b[:0]
-	e.tees.Put(&b)
-}
-
 // StatusRows are the counters SHOW MYCACHED STATUS shows, with the count
 // of open sessions.
 func (e *Engine) StatusRows(sessions int) [][2]string {

@@ -65,8 +65,7 @@ type Relayer struct {
 	S       *Session
 	Dst     *bufio.Writer // where packets go; nil means the client
 	NoFlush bool          // leave the response buffered (a write's OK waits for its invalidation)
-	Tee     []byte        // raw response bytes, headers included; nil when not teeing or over TeeMax
-	TeeMax  int
+	Tee     *wire.Tee     // keeps the raw response bytes, headers included; nil when not teeing
 	LastSeq byte
 	head    [512]byte // the first bytes of the last packet
 	Resp    Response
@@ -93,7 +92,7 @@ func (r *Relayer) packet() ([]byte, int, error) {
 	b := r.S.Backend
 	w := r.out()
 	total := 0
-	r.pktStart = len(r.Tee)
+	r.pktStart = r.Tee.Len()
 	var head []byte
 	for {
 		n, seq, err := b.ReadHeader()
@@ -115,11 +114,7 @@ func (r *Relayer) packet() ([]byte, int, error) {
 			}
 			head = r.head[:copy(r.head[:], p)]
 		}
-		if r.Tee != nil {
-			r.Tee, err = wire.CopyPayload(w, b.R, n, r.Tee, r.TeeMax)
-		} else {
-			_, err = wire.CopyPayload(w, b.R, n, nil, 0)
-		}
+		err = wire.CopyPayload(w, b.R, n, r.Tee)
 		if err != nil {
 			if _, ok := err.(wire.DstError); ok {
 				return nil, 0, clientErr(err)
@@ -187,7 +182,7 @@ func (r *Relayer) rewriteOK(n int, seq byte) ([]byte, int, error) {
 	}
 	p := r.okBuf
 	r.LastSeq = seq
-	r.pktStart = len(r.Tee)
+	r.pktStart = r.Tee.Len()
 	o, err := wire.ParseOKPacket(p, true)
 	out := p
 	tee := p
@@ -237,16 +232,7 @@ func (r *Relayer) cursor() bool {
 	return r.S.cursorCmd && r.Resp.Status&mysql.SERVER_STATUS_CURSOR_EXISTS != 0
 }
 
-func (r *Relayer) teeBytes(b []byte) {
-	if r.Tee == nil {
-		return
-	}
-	if len(r.Tee)+len(b) > r.TeeMax {
-		r.Tee = nil
-		return
-	}
-	r.Tee = append(r.Tee, b...)
-}
+func (r *Relayer) teeBytes(b []byte) { r.Tee.Write(b) }
 
 // Relay copies a whole response in the given mode and flushes the client
 // once at its end.
@@ -403,7 +389,7 @@ func (r *Relayer) terminator(head []byte, n int) {
 // noteStatus records where in the tee the status flags of the current
 // packet are, so that a replay can put the session's own there.
 func (r *Relayer) noteStatus(payloadOff int) {
-	if r.Tee != nil {
+	if r.Tee.On() {
 		r.StatusOffs = append(r.StatusOffs, r.pktStart+4+payloadOff)
 	}
 }
@@ -457,7 +443,7 @@ func (s *Session) sendLocalFile() error {
 		if err := s.Backend.WriteHeader(n, seq); err != nil {
 			return BackendError{err}
 		}
-		if _, err := wire.CopyPayload(s.Backend.W, s.Client.R, n, nil, 0); err != nil {
+		if err := wire.CopyPayload(s.Backend.W, s.Client.R, n, nil); err != nil {
 			// The destination here is the backend and the source the client.
 			if de, ok := err.(wire.DstError); ok {
 				return BackendError{de.Err}

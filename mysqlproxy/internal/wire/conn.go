@@ -236,10 +236,9 @@ func (p *Conn) WriteHeader(n int, seq byte) error {
 }
 
 // CopyPayload copies n payload bytes from src to dst without holding them
-// whole, appending them to tee when tee is non-nil and still below teeMax.
-// It returns the tee, set to nil once it would exceed teeMax. An error
-// writing to dst is a DstError; any other is src's.
-func CopyPayload(dst *bufio.Writer, src *bufio.Reader, n int, tee []byte, teeMax int) ([]byte, error) {
+// whole, keeping them in tee (which may be nil). An error writing to dst
+// is a DstError; any other is src's.
+func CopyPayload(dst *bufio.Writer, src *bufio.Reader, n int, tee *Tee) error {
 	for n > 0 {
 		k := n
 		if k > src.Size() {
@@ -247,22 +246,16 @@ func CopyPayload(dst *bufio.Writer, src *bufio.Reader, n int, tee []byte, teeMax
 		}
 		b, err := src.Peek(k)
 		if err != nil {
-			return tee, err
+			return err
 		}
 		if _, err := dst.Write(b); err != nil {
-			return tee, DstError{err}
+			return DstError{err}
 		}
-		if tee != nil {
-			if len(tee)+len(b) > teeMax {
-				tee = nil
-			} else {
-				tee = append(tee, b...)
-			}
-		}
+		tee.Write(b)
 		_, _ = src.Discard(k)
 		n -= k
 	}
-	return tee, nil
+	return nil
 }
 
 // DstError marks an error writing to CopyPayload's destination, as opposed
