@@ -29,7 +29,8 @@ DEPS_CHECKS := \
 	'libdbd-mariadb-perl=perl -MDBD::MariaDB -e 1' \
 	'node-mysql=command -v node && test -f /usr/share/nodejs/mysql/index.js' \
 	'mariadb-test=test -f /usr/share/mysql/mysql-test/mariadb-test-run.pl' \
-	'chromium=command -v chromium'
+	'chromium=command -v chromium' \
+	'systemd=command -v systemd-analyze'
 
 .PHONY: deps tools test lint build fuzz
 
