@@ -39,8 +39,8 @@ Memory: each client connection holds 256KiB of buffers (its own and its
 backend connection's); while it sends a command, up to the packet limit
 (the server's max_allowed_packet, within --max-packet; larger commands get
 error 1153 and are never buffered); while a cacheable miss is filled, twice
-the response up to --max-result-bytes; while a policy hook runs,
---policy-memory and twice the statement. Shared by all: --cache-memory, at
+the response (in 16KiB blocks) up to --max-result-bytes; while a policy hook
+runs, --policy-memory and twice the statement. Shared by all: --cache-memory, at
 most 64MiB of statement analyses, 64MiB of entries on their way to
 memcached, about 10MiB for admission and 100MiB of generations. The worst
 case is the shared part plus, per connection, 256KiB + the larger of the

@@ -13,11 +13,11 @@ import (
 // Past its limit (a response too large to store) it writes what it holds
 // and everything after straight to the client, with the client's pace.
 //
-// It holds the response in blocks of spoolBlock bytes, taken from a pool
-// and given back when the fill ends: a contiguous buffer grown by append
-// would copy a large response over and over, into memory the process had
-// not touched, and a read of tens of megabytes spent more time there than
-// on the server.
+// It holds the response in blocks of 16 KiB, taken from a pool and given
+// back when the fill ends: a contiguous buffer grown by append would copy
+// a large response over and over, into memory the process had not
+// touched, and a read of tens of megabytes spent more time there than on
+// the server. Small blocks keep what a small miss holds small.
 type spool struct {
 	w        *bufio.Writer // the relayer's destination, writing to the spool
 	blocks   []*[spoolBlock]byte
@@ -32,7 +32,7 @@ type spool struct {
 // than the stored one (OK packets carry the session state it tracks).
 const spoolSlack = 64 << 10
 
-const spoolBlock = 64 << 10
+const spoolBlock = 16 << 10
 
 var spoolBlocks = sync.Pool{New: func() any { return new([spoolBlock]byte) }}
 

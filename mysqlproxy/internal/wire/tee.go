@@ -17,7 +17,7 @@ type Tee struct {
 	over   bool
 }
 
-const teeBlock = 64 << 10
+const teeBlock = 16 << 10
 
 var teeBlocks = sync.Pool{New: func() any { return new([teeBlock]byte) }}
 
