@@ -12,16 +12,11 @@ import (
 // backend has sent all of it; then the leader writes it to its client.
 // Past its limit (a response too large to store) it writes what it holds
 // and everything after straight to the client, with the client's pace.
-//
-// It holds the response in blocks of 16 KiB, taken from a pool and given
-// back when the fill ends: a contiguous buffer grown by append would copy
-// a large response over and over, into memory the process had not
-// touched, and a read of tens of megabytes spent more time there than on
-// the server. Small blocks keep what a small miss holds small.
+// What it holds is kept as a tee keeps it, in pooled blocks (wire.Tee):
+// a buffer grown by append would copy a large response over and over.
 type spool struct {
 	w        *bufio.Writer // the relayer's destination, writing to the spool
-	blocks   []*[spoolBlock]byte
-	n        int // bytes held, over all blocks
+	held     wire.Tee
 	limit    int
 	client   *bufio.Writer
 	through  bool
@@ -32,14 +27,10 @@ type spool struct {
 // than the stored one (OK packets carry the session state it tracks).
 const spoolSlack = 64 << 10
 
-const spoolBlock = 16 << 10
-
-var spoolBlocks = sync.Pool{New: func() any { return new([spoolBlock]byte) }}
-
 func (s *spool) Write(p []byte) (int, error) {
 	if !s.through {
-		if s.n+len(p) <= s.limit {
-			s.hold(p)
+		if s.held.Len()+len(p) <= s.limit {
+			s.held.Write(p)
 			return len(p), nil
 		}
 		s.through = true
@@ -51,31 +42,10 @@ func (s *spool) Write(p []byte) (int, error) {
 	return s.client.Write(p)
 }
 
-// hold copies p into the blocks.
-func (s *spool) hold(p []byte) {
-	for len(p) > 0 {
-		off := s.n % spoolBlock
-		if off == 0 && s.n/spoolBlock == len(s.blocks) {
-			s.blocks = append(s.blocks, spoolBlocks.Get().(*[spoolBlock]byte))
-		}
-		k := copy(s.blocks[s.n/spoolBlock][off:], p)
-		s.n += k
-		p = p[k:]
-	}
-}
-
-// writeHeld writes what the blocks hold to the client, and releases them.
+// writeHeld writes what the spool holds to the client, and lets go of it.
 func (s *spool) writeHeld() error {
-	var err error
-	for i, b := range s.blocks {
-		if err == nil {
-			k := min(spoolBlock, s.n-i*spoolBlock)
-			_, err = s.client.Write(b[:k])
-		}
-		spoolBlocks.Put(b)
-		s.blocks[i] = nil
-	}
-	s.blocks, s.n = s.blocks[:0], 0
+	_, err := s.held.WriteTo(s.client)
+	s.held.Reset(s.limit)
 	return err
 }
 
@@ -96,16 +66,13 @@ var spools = sync.Pool{New: func() any {
 func (e *Engine) getSpool(client *bufio.Writer, limit int, overflow func()) *spool {
 	s := spools.Get().(*spool)
 	s.client, s.limit, s.overflow, s.through = client, limit, overflow, false
+	s.held.Reset(limit)
 	return s
 }
 
 func (e *Engine) putSpool(s *spool) {
 	s.w.Reset(s)
-	for i, b := range s.blocks {
-		spoolBlocks.Put(b)
-		s.blocks[i] = nil
-	}
-	s.blocks, s.n = s.blocks[:0], 0
+	s.held.Release()
 	s.client, s.overflow = nil, nil
 	spools.Put(s)
 }

@@ -1,6 +1,9 @@
 package wire
 
-import "sync"
+import (
+	"io"
+	"sync"
+)
 
 // Tee keeps a copy of the bytes of a response as they are relayed, up to
 // a limit, in blocks taken from a pool. A response held in one slice
@@ -67,6 +70,25 @@ func (t *Tee) AppendTo(dst []byte) []byte {
 		dst = append(dst, b[:min(teeBlock, t.n-i*teeBlock)]...)
 	}
 	return dst
+}
+
+// Reset lets go of what the tee holds, and makes it keep at most max bytes.
+func (t *Tee) Reset(max int) {
+	t.Release()
+	t.max, t.over = max, false
+}
+
+// WriteTo writes the bytes kept to w.
+func (t *Tee) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for i, b := range t.blocks {
+		k, err := w.Write(b[:min(teeBlock, t.n-i*teeBlock)])
+		n += int64(k)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // Release gives the blocks back to the pool; the tee then holds nothing.

@@ -28,6 +28,10 @@ func TestTee(t *testing.T) {
 	if got := tee.AppendTo([]byte("head")); !bytes.Equal(got, append([]byte("head"), want...)) {
 		t.Fatal("AppendTo does not give back what was written")
 	}
+	var buf bytes.Buffer
+	if n, err := tee.WriteTo(&buf); err != nil || n != int64(len(want)) || !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("WriteTo: %d bytes, %v; want the %d written", n, err, len(want))
+	}
 	// Exactly at the limit it still keeps; one byte past, it lets go.
 	tee.Write(make([]byte, 10))
 	if !tee.On() || tee.Len() != 3*teeBlock+10 {
