@@ -2,6 +2,7 @@ package mysqlproxy_test
 
 import (
 	"encoding/binary"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -124,22 +125,27 @@ end
 		}()
 	}
 	other := openDB(t, rootDSN(p.addr, db, ""))
-	var worst time.Duration
-	for range 50 {
+	took := make([]time.Duration, 0, 51)
+	for range 51 {
 		start := time.Now()
 		var v int
 		if err := other.QueryRow("SELECT v FROM t WHERE id = 1").Scan(&v); err != nil || v != 1 {
 			t.Errorf("another client's read: got %d, %v", v, err)
 		}
-		worst = max(worst, time.Since(start))
+		took = append(took, time.Since(start))
 	}
 	close(stop)
 	for range 4 {
 		<-done
 	}
-	t.Logf("the dash statement took %v at best; another client's reads took %v at worst", best, worst)
-	if worst > 500*time.Millisecond {
-		t.Errorf("another client's read took %v while the hooks ran, want them unaffected", worst)
+	slices.Sort(took)
+	median, worst := took[len(took)/2], took[len(took)-1]
+	t.Logf("the dash statement took %v at best; another client's reads took %v median, %v at worst", best, median, worst)
+	// The median, not the worst: one read on a loaded machine can wait on
+	// the scheduler or a GC, while hooks that hold others up (seconds each,
+	// before they were killed) slow every read.
+	if median > 10*deadline {
+		t.Errorf("another client's reads took %v (median) while the hooks ran, want them unaffected", median)
 	}
 }
 
