@@ -56,6 +56,14 @@ type proxy struct {
 func startProxy(t testing.TB, cfg mysqlproxy.Config) *proxy {
 	t.Helper()
 	logs := &logBuffer{}
+	if cfg.PolicyTimeout == 0 {
+		// The default 5 ms is a budget for a hook on a serving machine.
+		// Under -race, with the whole suite on two cores, a plain hook
+		// can pass it, and a killed hook means no caching: tests of
+		// anything else must not hang on the scheduler. The deadline's
+		// own tests set theirs.
+		cfg.PolicyTimeout = 250 * time.Millisecond
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
