@@ -84,6 +84,10 @@ func (a *admission) admit(override cachepolicy.Admit) bool {
 	return a == nil || a.state.Load() != admRejected
 }
 
+// rejected reports whether the shape's reads are relayed unless the
+// policy says otherwise.
+func (a *admission) rejected() bool { return a != nil && a.state.Load() == admRejected }
+
 // looked notes one execution: whether it hit for real (with its lookup
 // time on a miss), whether it would have hit by its ghost, and whether
 // it was looked up at all.

@@ -75,7 +75,8 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	if st != nil && info.Point != nil {
 		params = relay.ExecuteParams(st, p)
 	}
-	deps := c.readDepsFor(info, params)
+	adm := qs.admission()
+	deps := c.readDepsFor(info, params, !adm.rejected())
 	if deps.why != "" {
 		e.Stats.bypass(deps.why)
 		qs.note(deps.why, 0)
@@ -113,10 +114,10 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		qs.note(whyFollowerBehind, 0)
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
-	var adm *admission
 	ghost := false
-	if dec.Admit != cachepolicy.AdmitAlways {
-		adm = qs.admission()
+	if dec.Admit == cachepolicy.AdmitAlways {
+		adm = nil
+	} else {
 		if adm.wantsGhosts() {
 			ghost = e.ghosts.seen(kh, e.Store.LocalHash(all))
 		}

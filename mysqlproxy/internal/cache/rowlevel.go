@@ -144,33 +144,36 @@ func decimalText(s string) (string, bool) {
 // primary-key lookup, table-level otherwise.
 //
 // A statement's text fixes its key values, so without parameters the
-// result is memoized per analysis and database, like table-level ones.
-func (c *Session) readDepsFor(info *sqlinfo.Info, params []wire.Param) *readDeps {
+// result is memoized per analysis and database when memo is set: for a
+// shape whose reads may hit. What the lookups of a shape share is
+// memoized with its table-level dependencies, so the rest is cheap to
+// build for a text seen once.
+func (c *Session) readDepsFor(info *sqlinfo.Info, params []wire.Param, memo bool) *readDeps {
 	base := c.e.deps(info, c.db)
-	if info.Point == nil || len(info.Reads) != 1 || c.e.cfg.TableLevel || base.why != "" || c.e.meta() == nil {
+	pt := base.pt
+	if pt == nil {
 		return base
 	}
+	memo = memo && params == nil
 	k := depsKey{info, c.db, true}
-	if params == nil {
-		if d := c.e.depsMemo.load(k, c.e.metaGen()); d != nil {
+	if memo {
+		if d := c.e.depsMemo.load(k, base.gen); d != nil {
 			return d
 		}
 	}
-	t := sqlinfo.Qualify([]sqlinfo.Table{info.Point.Table}, c.db)[0]
-	keys := keyRows(pkCols(c.e.tableMeta(t)), info.Point.Cols, info.Point.Rows, params)
+	keys := keyRows(pt.pk, info.Point.Cols, info.Point.Rows, params)
 	if keys == nil {
 		return base
 	}
-	name := c.e.namer().Table(t.DB, t.Name)
 	d := &readDeps{tables: base.tables, point: true, keys: keys, gen: base.gen}
-	d.all = make([]string, 0, len(keys)+3)
+	d.all = make([]string, 0, len(keys)+len(pt.tail))
 	d.keyStr = make([]string, len(keys))
 	for i, k := range keys {
-		d.all = append(d.all, deps.Row(name, k))
 		d.keyStr[i] = strings.Join(k, ",")
+		d.all = append(d.all, deps.RowJoined(pt.table, d.keyStr[i]))
 	}
-	d.all = append(d.all, deps.NonKey(name), c.e.namer().DB(t.DB), deps.Global)
-	if params == nil {
+	d.all = append(d.all, pt.tail...)
+	if memo {
 		c.e.depsMemo.store(k, d)
 	}
 	return d

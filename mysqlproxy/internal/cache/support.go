@@ -29,6 +29,17 @@ type readDeps struct {
 	// does not exist (a temporary one), a table meta cannot read.
 	why string
 	gen uint64 // meta's Gen when computed
+	// pt is, for the table-level dependencies of a primary-key lookup
+	// that can be row-level, what every lookup of the shape shares.
+	pt *pointDeps
+}
+
+// pointDeps is what the row-level dependencies of a primary-key lookup
+// share with every other lookup of its shape in its database.
+type pointDeps struct {
+	table string   // the generation name of its table
+	pk    []string // the table's primary-key columns
+	tail  []string // after the rows: the non-key, database and global generations
 }
 
 // depsMemo memoizes the dependencies of an analysis in a database, so the
@@ -57,8 +68,9 @@ func (e *Engine) metaGen() uint64 {
 }
 
 // deps returns the table-level dependencies of a read in database db.
+// They depend on its shape alone, which is what they are memoized by.
 func (e *Engine) deps(info *sqlinfo.Info, db string) *readDeps {
-	k := depsKey{info, db, false}
+	k := depsKey{info.ShapeKey(), db, false}
 	gen := e.metaGen()
 	if d := e.depsMemo.load(k, gen); d != nil {
 		return d
@@ -96,6 +108,13 @@ func (e *Engine) deps(info *sqlinfo.Info, db string) *readDeps {
 	}
 	d.all = append(d.all, dbs...)
 	d.all = append(d.all, deps.Global)
+	if d.why == "" && info.Point != nil && len(info.Reads) == 1 && !e.cfg.TableLevel && e.meta() != nil {
+		t := sqlinfo.Qualify([]sqlinfo.Table{info.Point.Table}, db)[0]
+		if pk := pkCols(e.tableMeta(t)); pk != nil {
+			name := e.namer().Table(t.DB, t.Name)
+			d.pt = &pointDeps{table: name, pk: pk, tail: []string{deps.NonKey(name), e.namer().DB(t.DB), deps.Global}}
+		}
+	}
 	e.depsMemo.store(k, d)
 	return d
 }

@@ -54,8 +54,11 @@ func NonKey(table string) string { return table + "!nk" }
 // key holds the row's primary-key values in key order, as decimal
 // integers.
 func Row(table string, key []string) string {
-	return table + "#" + strings.Join(key, ",")
+	return RowJoined(table, strings.Join(key, ","))
 }
+
+// RowJoined is Row with the key values already joined by commas.
+func RowJoined(table, key string) string { return table + "#" + key }
 
 // Split returns the database and table of a range generation's name, or
 // false for any other name.

@@ -151,6 +151,20 @@ type Info struct {
 	Insert *InsertRows
 	// OnDuplicate reports INSERT ... ON DUPLICATE KEY UPDATE.
 	OnDuplicate bool
+	// Shape is the analysis this one was made from by substituting the
+	// literals of another text of the same shape, or nil. The two differ
+	// in their Point and Insert values only: everything else, such as
+	// Reads, is the same (and shared), so what depends on nothing else may
+	// be memoized once per shape rather than once per text.
+	Shape *Info
+}
+
+// ShapeKey returns the analysis that stands for i's shape: Shape, or i.
+func (i *Info) ShapeKey() *Info {
+	if i.Shape != nil {
+		return i.Shape
+	}
+	return i
 }
 
 // systemSchema reports whether db is one of the schemas whose contents are

@@ -412,6 +412,7 @@ func (t *template) instantiate(shape *Info, sql string, sc *textScan) (*Info, bo
 		return nil, false
 	}
 	n := *shape
+	n.Shape = shape.ShapeKey()
 	if shape.Point != nil {
 		rows, ok := substitute(shape.Point.Rows, t.point, sql, sc.toks)
 		if !ok || hasDuplicateRow(rows) {

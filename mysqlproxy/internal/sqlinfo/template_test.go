@@ -14,6 +14,17 @@ func fullParse(sql string) *Info {
 	return NewAnalyzer(Options{}).Analyze(sql)
 }
 
+// sameAnalysis reports whether two analyses say the same, whichever
+// shape each was made from.
+func sameAnalysis(a, b *Info) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	x, y := *a, *b
+	x.Shape, y.Shape = nil, nil
+	return reflect.DeepEqual(&x, &y)
+}
+
 // viaTemplate reports whether a's digest memo answers sql by substituting
 // its literals into a template, without parsing.
 func viaTemplate(a *Analyzer, sql string) bool {
@@ -267,7 +278,7 @@ func TestTemplateDifferential(t *testing.T) {
 					g.Point = nil
 					want = &g
 				}
-				if !reflect.DeepEqual(got, want) {
+				if !sameAnalysis(got, want) {
 					t.Fatalf("%q (template %v):\ngot  %+v point %s insert %+v\nwant %+v point %s insert %+v",
 						q, tmpl, *got, fmtPoint(got.Point), got.Insert, *want, fmtPoint(want.Point), want.Insert)
 				}
@@ -341,7 +352,7 @@ func TestTemplateSkeleton(t *testing.T) {
 		if viaTemplate(a, p.y) {
 			t.Errorf("%q answered from the template of %q", p.y, p.x)
 		}
-		if got, want := a.Analyze(p.y), fullParse(p.y); !reflect.DeepEqual(got, want) {
+		if got, want := a.Analyze(p.y), fullParse(p.y); !sameAnalysis(got, want) {
 			t.Errorf("%q after %q: got point %s, want %s", p.y, p.x, fmtPoint(got.Point), fmtPoint(want.Point))
 		}
 	}
@@ -416,7 +427,7 @@ func FuzzTemplate(f *testing.F) {
 		y := fill(second)
 		a := NewAnalyzer(Options{ExactCap: 1})
 		a.Analyze(x)
-		if got, want := a.Analyze(y), fullParse(y); !reflect.DeepEqual(got, want) {
+		if got, want := a.Analyze(y), fullParse(y); !sameAnalysis(got, want) {
 			t.Fatalf("%q after %q: got %+v point %s, want %+v point %s", y, x, *got, fmtPoint(got.Point), *want, fmtPoint(want.Point))
 		}
 	})
@@ -472,7 +483,7 @@ func TestSkeletonDigest(t *testing.T) {
 		if got.Digest != want.Digest {
 			t.Errorf("%q after %q: digest %q, want %q", p.y, p.x, got.Digest, want.Digest)
 		}
-		if !reflect.DeepEqual(got, want) {
+		if !sameAnalysis(got, want) {
 			t.Errorf("%q after %q: got %+v point %s, want %+v point %s", p.y, p.x, *got, fmtPoint(got.Point), *want, fmtPoint(want.Point))
 		}
 	}

@@ -49,6 +49,8 @@ type localShard struct {
 	hwm uint64
 	// dropped is when the shard last dropped counters (unix ns).
 	dropped int64
+	// drops counts the times it did, for readers that hold no lock.
+	drops atomic.Uint64
 }
 
 func (g *localGens) shard(dep string) *localShard {
@@ -118,6 +120,7 @@ func (g *localGens) changedSince(dep string, t int64) bool {
 // amortized cost and with no bookkeeping on the read path.
 func (sh *localShard) dropHalf() {
 	sh.dropped = time.Now().UnixNano()
+	sh.drops.Add(1)
 	n := sh.n / 2
 	sh.m.Range(func(k, _ any) bool {
 		sh.m.Delete(k)
@@ -147,12 +150,20 @@ func (g *localGens) bump(dep string, seed uint64) {
 // LocalHash summarizes this process's generations of deps in one number,
 // which changes when any of them is bumped here (by a write through this
 // sidecar, or by its binlog follower). It reads no memcached.
+//
+// It creates no counter: a read of deps never seen costs no more than
+// the hash. A missing counter stands in by its shard's count of drops,
+// which a counter created by a bump and then dropped changes, while a
+// bump of a missing one creates it: either way the hash changes.
 func (s *Store) LocalHash(deps []string) uint64 {
 	h := uint64(14695981039346656037)
 	for _, d := range deps {
-		g, ok := s.local.lookup(d)
+		sh := s.local.shard(d)
+		g, ok := sh.lookup(d)
 		if !ok {
-			g = s.local.get(d, s.timeSeed())
+			// Generations come from the clock in microseconds, far
+			// above a count of drops: the two cannot be confused.
+			g = sh.drops.Load()
 		}
 		h = (h ^ g) * 1099511628211
 	}
