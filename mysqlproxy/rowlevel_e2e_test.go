@@ -2,10 +2,14 @@ package mysqlproxy_test
 
 import (
 	"database/sql"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	mysqlc "github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/mycached/mycached/mysqlproxy"
 	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
@@ -177,5 +181,130 @@ func TestRowLevelHitRatio(t *testing.T) {
 	t.Logf("90/10 read/update, hot set of a 10,000-row table: hit ratio row-level %.3f, table-level %.3f (%.1fx)", row, table, row/table)
 	if row < 3*table {
 		t.Errorf("row-level hit ratio %.3f is under 3x the table-level %.3f", row, table)
+	}
+}
+
+// TestLongDataWriteInvalidatesItsRow: a prepared write whose values come
+// partly by COM_STMT_SEND_LONG_DATA invalidates the rows it wrote, by
+// table without a binlog follower, and by row with one, where the read
+// right after the write comes before the follower has seen it: the
+// execute's other values, and a key sent as long data, are read as the
+// server reads them.
+func TestLongDataWriteInvalidatesItsRow(t *testing.T) {
+	t.Parallel()
+	t.Run("table-level", func(t *testing.T) {
+		t.Parallel()
+		longDataWrites(t, false)
+	})
+	t.Run("row-level", func(t *testing.T) {
+		t.Parallel()
+		longDataWrites(t, true)
+	})
+}
+
+func longDataWrites(t *testing.T, follower bool) {
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	loadRows(t, m, db+".t", 300)
+	cfg := mysqlproxy.Config{Backend: m.Addr}
+	if follower {
+		cfg = withBinlog(cfg)
+	}
+	p := startProxy(t, cfg)
+	c := openDB(t, rootDSN(p.addr, db, ""))
+	direct := openDB(t, m.RootDSN(db))
+	// Row 17's pad is what the second case's misread key would be.
+	m.Exec(t, "UPDATE "+db+".t SET pad = '3' WHERE id = 17")
+	read := func(id int) string {
+		return dump(t, c, fmt.Sprintf("SELECT pad FROM t WHERE id = %d", id))
+	}
+	raw := dialRaw(t, p.addr, "root", rootPass, db, true)
+	// execute sends a COM_STMT_EXECUTE of st whose parameters are given by
+	// their types; a nil value is one sent as long data before.
+	execute := func(st *client.Stmt, types []byte, values [][]byte, long map[byte]string) {
+		t.Helper()
+		id := binary.LittleEndian.AppendUint32(nil, st.ID)
+		for param, data := range long {
+			// Two chunks, as a driver streaming a value does.
+			for _, chunk := range []string{data[:len(data)/2], data[len(data)/2:]} {
+				if err := raw.command(append(append(append([]byte{mysqlc.COM_STMT_SEND_LONG_DATA}, id...), param, 0), chunk...)...); err != nil {
+					t.Fatalf("COM_STMT_SEND_LONG_DATA: %v", err)
+				}
+			}
+		}
+		pk := append(append([]byte{mysqlc.COM_STMT_EXECUTE}, id...), 0, 1, 0, 0, 0)
+		pk = append(pk, make([]byte, (len(types)+7)/8)...) // no NULLs
+		pk = append(pk, 1)
+		for _, ty := range types {
+			pk = append(pk, ty, 0)
+		}
+		for _, v := range values {
+			pk = append(pk, v...)
+		}
+		if err := raw.command(pk...); err != nil {
+			t.Fatalf("COM_STMT_EXECUTE: %v", err)
+		}
+		resp, err := raw.readResponse(false)
+		if err != nil || len(resp) != 1 || !strings.HasPrefix(resp[0], "00") {
+			t.Fatalf("execute: %v %v, want an OK", resp, err)
+		}
+	}
+	u64 := func(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+	lenc := func(s string) []byte { return append([]byte{byte(len(s))}, s...) }
+
+	for _, tc := range []struct {
+		name   string
+		sql    string
+		types  []byte
+		values [][]byte
+		long   map[byte]string
+		row    int
+		want   string
+	}{
+		// The value by long data, the key bound: the key is read past the
+		// value the execute does not carry.
+		// Read from the wrong bytes, the key would be 1. The server
+		// ignores the byte after the values; a reader that takes the
+		// long-data parameter's value from the execute would not.
+		{"value as long data", "UPDATE t SET pad = ? WHERE id = ? AND v = ?",
+			[]byte{mysqlc.MYSQL_TYPE_BLOB, mysqlc.MYSQL_TYPE_LONGLONG, mysqlc.MYSQL_TYPE_LONGLONG}, [][]byte{u64(256), u64(256), {5}},
+			map[byte]string{0: "long-256"}, 256, "long-256"},
+		// The key itself by long data; read from the wrong bytes, it is
+		// the next parameter's "3".
+		{"key as long data", "UPDATE t SET pad = 'k1' WHERE id = ? AND pad = ?",
+			[]byte{mysqlc.MYSQL_TYPE_VAR_STRING, mysqlc.MYSQL_TYPE_VAR_STRING}, [][]byte{lenc("3")},
+			map[byte]string{0: "17"}, 17, "k1"},
+		// Long data for a later parameter, the key bound before it.
+		{"key before long data", "UPDATE t SET pad = ? WHERE id = ? AND v = ?",
+			[]byte{mysqlc.MYSQL_TYPE_VAR_STRING, mysqlc.MYSQL_TYPE_LONGLONG, mysqlc.MYSQL_TYPE_BLOB}, [][]byte{lenc("v99"), u64(99)},
+			map[byte]string{2: "0099"}, 99, "v99"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Each row, and row 1 beside it, cached and served from the cache.
+			for _, id := range []int{tc.row, 1} {
+				read(id)
+				before := hits(t, c)
+				read(id)
+				if hits(t, c) == before {
+					t.Fatalf("row %d is not served from the cache", id)
+				}
+			}
+			st, err := raw.Prepare(tc.sql)
+			if err != nil {
+				t.Fatalf("prepare %s: %v", tc.sql, err)
+			}
+			defer st.Close()
+			execute(st, tc.types, tc.values, tc.long)
+			// Read back at once, before the follower could cover a wrong
+			// invalidation.
+			got := read(tc.row)
+			want := dump(t, direct, fmt.Sprintf("SELECT pad FROM t WHERE id = %d", tc.row))
+			if !strings.Contains(want, tc.want) {
+				t.Fatalf("MariaDB has %s for row %d, want %q: the test's execute is wrong", want, tc.row, tc.want)
+			}
+			if got != want {
+				t.Errorf("row %d after the write: got %s, want %s", tc.row, got, want)
+			}
+		})
 	}
 }
