@@ -249,33 +249,28 @@ func (s *Store) bumpOrPend(ctx context.Context, d string) error {
 	return nil
 }
 
-// bumpOne increments dep's generation in memcached, creating it with a
-// time seed if it is missing.
+// bumpOne increments dep's generation in memcached.
+//
+// A generation that is not there (never read, evicted, or lost with a
+// memcached restart) is left missing: no entry can match it again, for
+// the next read creates it afresh from the clock, above any value it
+// had (see timeSeed); and a read whose query ran before this write
+// created it before that query, so the increment found it. Creating it
+// here would cost two more round trips, on the path of a write's
+// client, for nothing.
 func (s *Store) bumpOne(ctx context.Context, dep string) error {
 	key := s.keys.key(dep)
-	for range 3 {
-		err := s.mcDo(ctx, func() error {
-			_, err := s.mc.Increment(key, 1)
-			return err
+	err := s.mcDo(ctx, func() error {
+		_, err := s.mc.Increment(key, 1)
+		return err
+	})
+	switch {
+	case err == nil, errors.Is(err, memcache.ErrCacheMiss):
+		return nil
+	case strings.Contains(err.Error(), "non-numeric"):
+		return s.mcDo(ctx, func() error {
+			return s.mc.Set(&memcache.Item{Key: key, Value: strconv.AppendUint(nil, s.timeSeed(), 10)})
 		})
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, memcache.ErrCacheMiss):
-			err = s.mcDo(ctx, func() error {
-				return s.mc.Add(&memcache.Item{Key: key, Value: strconv.AppendUint(nil, s.timeSeed(), 10)})
-			})
-			if errors.Is(err, memcache.ErrNotStored) {
-				continue // created meanwhile: increment that
-			}
-			return err
-		case strings.Contains(err.Error(), "non-numeric"):
-			return s.mcDo(ctx, func() error {
-				return s.mc.Set(&memcache.Item{Key: key, Value: strconv.AppendUint(nil, s.timeSeed(), 10)})
-			})
-		default:
-			return err
-		}
 	}
-	return ErrPending
+	return err
 }

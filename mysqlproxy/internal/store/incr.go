@@ -88,9 +88,9 @@ func (c *mcConn) incrMulti(keys []string, replies []incrReply, deadline time.Tim
 }
 
 // bumpPipelined bumps the generation keys of deps, grouped by server,
-// each group in one pipelined round trip; keys that do not exist yet or
-// hold no number are then bumped one by one (bumpOne creates them). It
-// returns the deps whose bump failed.
+// each group in one pipelined round trip; keys that hold no number are
+// then set afresh one by one, and keys that do not exist are left so (see
+// bumpOne). It returns the deps whose bump failed.
 func (s *Store) bumpPipelined(ctx context.Context, deps []string) []string {
 	if s.mcErr != nil || len(s.pools) == 0 {
 		s.stats.mcErrors.Add(1)
@@ -128,9 +128,7 @@ func (s *Store) bumpPipelined(ctx context.Context, deps []string) []string {
 			var err error
 			switch r {
 			case incrNotFound:
-				// Never read, evicted, or memcached restarted: create it
-				// the careful way.
-				err = s.bumpOne(ctx, deps[idx[j]])
+				// Left missing: see bumpOne.
 			case incrNonNumeric:
 				err = s.mcDo(ctx, func() error {
 					return s.mc.Set(&memcache.Item{Key: gk[j], Value: strconv.AppendUint(nil, s.timeSeed(), 10)})

@@ -621,3 +621,47 @@ func TestCorruptValueIsMiss(t *testing.T) {
 	}
 	wantLookup(t, s, qkey(1), []byte("c"), deps1, Miss, nil)
 }
+
+// TestBumpOfMissingGeneration: a bump leaves a generation that memcached
+// no longer holds missing (no round trips to create it), and no entry
+// stored under its old value is served again, by this sidecar or another,
+// while a read racing the write still cannot store stale rows.
+func TestBumpOfMissingGeneration(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	opts := Options{Servers: []string{mc.Addr}}
+	a, b := newStore(t, opts), newStore(t, opts)
+	ctx := context.Background()
+	fill(t, a, qkey(1), []byte("a"), []byte("old"), deps1)
+	wantLookup(t, b, qkey(1), []byte("a"), deps1, Hit, []byte("old"))
+	// memcached evicts the table's generation, not the entry.
+	if err := a.mc.Delete(a.keys.key("db.t1")); err != nil {
+		t.Fatal(err)
+	}
+	a.Bump(ctx, []string{"db.t1"})
+	if _, err := a.mc.Get(a.keys.key("db.t1")); !errors.Is(err, memcache.ErrCacheMiss) {
+		t.Fatalf("after a bump of a missing generation: %v, want it still missing", err)
+	}
+	if st := a.Stats(); st.PendingBumps != 0 {
+		t.Fatalf("a bump of a missing generation is pending")
+	}
+	// Neither sidecar serves the entry: b checks memcached (no local
+	// bump reached it), and the read recreates the generation afresh.
+	wantLookup(t, b, qkey(1), []byte("a"), deps1, Miss, nil)
+	wantLookup(t, a, qkey(1), []byte("a"), deps1, Miss, nil)
+	// The race: generations read (creating the missing one), a write
+	// bumps, then the read's old rows are stored: never served.
+	if err := a.mc.Delete(a.keys.key("db.t1")); err != nil {
+		t.Fatal(err)
+	}
+	gens, ok := b.Snapshot(ctx, deps1)
+	if !ok {
+		t.Fatal("snapshot failed")
+	}
+	a.Bump(ctx, []string{"db.t1"})
+	e := &Entry{Check: []byte("a"), Payload: []byte("old"), Deps: deps1, Gens: gens, Expires: time.Now().Add(time.Hour)}
+	if err := b.Put(ctx, qkey(1), e); err != nil {
+		t.Fatal(err)
+	}
+	wantLookup(t, a, qkey(1), []byte("a"), deps1, Miss, nil)
+	wantLookup(t, b, qkey(1), []byte("a"), deps1, Miss, nil)
+}
