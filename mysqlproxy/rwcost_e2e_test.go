@@ -229,6 +229,33 @@ func TestAdmissionRejectsShapesThatDoNotPay(t *testing.T) {
 				if n := st1["Memcached_gets"] - st0["Memcached_gets"]; n != 0 {
 					t.Errorf("a rejected shape looked up memcached %d times", n)
 				}
+				// Reads inside a snapshot taken before them store nothing,
+				// so their repeats are no sign that the shape would pay: it
+				// stays rejected, and they look nothing up.
+				st2 := mycachedStatus(t, c)
+				tx, err := c.Begin()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var v int
+				// Rows no read has touched yet.
+				if err := tx.QueryRow("SELECT v FROM t WHERE id = 5998").Scan(&v); err != nil {
+					t.Fatal(err)
+				}
+				for range 3 * 128 {
+					if err := tx.QueryRow("SELECT v FROM t WHERE id = 5999").Scan(&v); err != nil || v != 5999 {
+						t.Fatalf("read 5999 in a transaction: got %d, %v", v, err)
+					}
+				}
+				if err := tx.Commit(); err != nil {
+					t.Fatal(err)
+				}
+				if n := mycachedStatus(t, c)["Memcached_gets"] - st2["Memcached_gets"]; n != 0 {
+					t.Errorf("repeated reads inside a snapshot looked up memcached %d times", n)
+				}
+				if state, why := queryAdmission(t, c, "from `t` where `id`"); state != "rejected" {
+					t.Fatalf("after repeated reads inside a snapshot the shape is %s (%s), want rejected", state, why)
+				}
 				// Its reads repeat now: their ghosts would hit, and it is
 				// admitted again, then served from the cache.
 				for range 3 * 128 {

@@ -89,17 +89,25 @@ func TestAdmission(t *testing.T) {
 
 func TestGhosts(t *testing.T) {
 	var g ghosts
-	if g.seen(1, 10) {
+	if g.seen(1, 10, true) {
 		t.Error("a new key was seen")
 	}
-	if !g.seen(1, 10) {
+	if !g.seen(1, 10, true) {
 		t.Error("a repeated key with the same generations was not seen")
 	}
-	if g.seen(1, 11) {
+	if g.seen(1, 11, true) {
 		t.Error("a key whose generations changed was seen")
 	}
+	// A read that would not have stored its entry is checked, and leaves
+	// nothing behind.
+	if g.seen(2, 10, false) || g.seen(2, 10, false) {
+		t.Error("a key read only by reads that store nothing was seen")
+	}
+	if !g.seen(1, 11, false) {
+		t.Error("a read that stores nothing does not see a remembered key")
+	}
 	for k := uint64(100); k < 100+ghostCap; k++ {
-		g.seen(k, 0)
+		g.seen(k, 0, true)
 	}
 	n := 0
 	for i := range g.shards {

@@ -119,7 +119,8 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		adm = nil
 	} else {
 		if adm.wantsGhosts() {
-			ghost = e.ghosts.seen(kh, e.Store.LocalHash(all))
+			_, stores := c.snapshotRule()
+			ghost = e.ghosts.seen(kh, e.Store.LocalHash(all), stores)
 		}
 		if !adm.admit(dec.Admit) {
 			adm.looked(false, false, ghost, 0)

@@ -24,13 +24,18 @@ const (
 	ghostCap = 1 << 18
 )
 
-// seen reports whether key was remembered with the same generations, and
-// remembers it with these.
-func (g *ghosts) seen(key, gens uint64) bool {
+// seen reports whether key was remembered with the same generations,
+// and remembers it with these when remember is set: when the read would
+// have stored its entry. One that would not (inside a snapshot that may
+// predate other writes) may still have been served one, but leaves none.
+func (g *ghosts) seen(key, gens uint64, remember bool) bool {
 	sh := &g.shards[key%ghostShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	old, ok := sh.m[key]
+	if !remember {
+		return ok && old == gens
+	}
 	if sh.m == nil || (!ok && len(sh.m) >= ghostCap/ghostShards) {
 		// Full: start afresh rather than keep a recency order on the
 		// read path. What is lost is only what the next reads rebuild.
