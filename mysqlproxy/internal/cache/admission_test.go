@@ -100,8 +100,10 @@ func TestGhosts(t *testing.T) {
 	}
 	// A read that would not have stored its entry is checked, and leaves
 	// nothing behind.
-	if g.seen(2, 10, false) || g.seen(2, 10, false) {
-		t.Error("a key read only by reads that store nothing was seen")
+	for range 2 {
+		if g.seen(2, 10, false) {
+			t.Error("a key read only by reads that store nothing was seen")
+		}
 	}
 	if !g.seen(1, 11, false) {
 		t.Error("a read that stores nothing does not see a remembered key")
