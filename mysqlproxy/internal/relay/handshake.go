@@ -317,20 +317,21 @@ func (s *Session) handshake() (bool, error) {
 	return true, s.finishAuth(okp, okSeq)
 }
 
-// finishAuth sets the authenticated backend session up, then tells the
-// client it is in, with the OK the backend sent (seq is its sequence id
-// toward the client).
+// finishAuth tells the client it is in, with the OK the backend sent (seq
+// is its sequence id toward the client), then sets the authenticated
+// backend session up. The client gets its OK as soon as it would
+// directly: the set-up statements cost the client a round trip to the
+// server only if it waits for its first command's answer, and drivers
+// that pipeline their first statements behind the handshake bound that
+// wait tightly (MariaDB Connector/J gives it 500 ms). The commands the
+// client sends meanwhile wait for the set-up in the session's buffer.
+//
+// The OK's session state is the client's as it stands: the backend
+// session still has the trackers a new session starts with, which are
+// the client's own; mycached's own go on only with the set-up.
 func (s *Session) finishAuth(okp []byte, seq byte) error {
 	o, perr := wire.ParseOKPacket(okp, s.Track)
-	if err := s.setupSession(); err != nil {
-		return err
-	}
 	if perr == nil {
-		s.Status = o.Status
-		var t Tracked
-		if o.State != nil {
-			o.State = s.noteState(o.State, &t)
-		}
 		okp = wire.AppendOKPacket(nil, o, s.ClientTrack)
 	}
 	if _, err := s.Client.WritePacket(okp, seq); err != nil {
@@ -338,6 +339,16 @@ func (s *Session) finishAuth(okp []byte, seq byte) error {
 	}
 	if err := s.Client.W.Flush(); err != nil {
 		return ClientError{err}
+	}
+	if err := s.setupSession(); err != nil {
+		return err
+	}
+	if perr == nil {
+		s.Status = o.Status
+		if o.State != nil {
+			var t Tracked
+			s.noteState(o.State, &t)
+		}
 	}
 	return nil
 }

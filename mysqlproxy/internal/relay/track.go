@@ -284,45 +284,39 @@ func textRow(b []byte) []string {
 
 // setupSession prepares a freshly authenticated backend session: it turns
 // the trackers on (learning first what the client itself tracks, when it
-// asked for tracking) and learns the account and roles in force. It runs
-// before the client hears that authentication succeeded.
+// asked for tracking) and learns the account and roles in force, and the
+// values the session starts with. Its statements go in one round trip.
 func (s *Session) setupSession() error {
 	s.Vars, s.VarsGen = nil, s.VarsGen+1
 	if !s.Track {
-		res, err := s.ownQueries(showGrants, isolationSQL)
+		res, err := s.ownQueries(startValuesSQL, showGrants)
 		if err != nil {
 			return err
 		}
-		s.setIdentity(res[0])
-		s.noteIsolation(res[1])
+		s.noteStartValues(res[0])
+		s.setIdentity(res[1])
 		return nil
 	}
-	qs := []string{}
+	// The values are read before the trackers change, so that the
+	// client's own trackers are among them.
+	start := startValuesSQL
 	if s.ClientTrack {
-		qs = append(qs, "SHOW VARIABLES LIKE 'session\\_track\\_%'")
+		start = startValuesTrackSQL
 	}
-	qs = append(qs, trackersSQL, showGrants, isolationSQL)
-	res, err := s.ownQueries(qs...)
+	res, err := s.ownQueries(start, trackersSQL, showGrants)
 	if err != nil {
 		return err
 	}
-	s.noteIsolation(res[len(res)-1])
-	res = res[:len(res)-1]
 	if s.ClientTrack {
 		s.clientTrack = clientTrackers{}
-		for _, r := range res[0].rows {
-			if len(r) == 2 {
-				s.clientTrack.set(strings.ToLower(r[0]), r[1])
-			}
-		}
-		res = res[1:]
 	}
+	s.noteStartValues(res[0])
 	s.trackersChanged = false
-	if res[0].err != nil {
+	if res[1].err != nil {
 		// A server without the trackers: state comes from parsing.
 		s.Track = false
 	}
-	s.setIdentity(res[1])
+	s.setIdentity(res[2])
 	return nil
 }
 
@@ -345,27 +339,38 @@ func (s *Session) restoreTrackers() error {
 // server's Com_select counts only the client's statements.
 const showGrants = "SHOW GRANTS"
 
-// isolationSQL reads, when a session begins, the values it starts with
+// startValuesSQL reads, when a session begins, the values it starts with
 // of the variables that can change what a read returns (the trackers
 // report only changes, and a session started after a SET GLOBAL starts
 // with other values than one started before), its isolation level, and
-// the largest packet the server accepts.
-const isolationSQL = "SHOW VARIABLES WHERE Variable_name IN (" +
-	"'tx_isolation', 'transaction_isolation', 'max_allowed_packet', " +
-	"'sql_mode', 'time_zone', 'character_set_client', 'character_set_connection', " +
-	"'character_set_results', 'collation_connection', 'default_week_format', " +
-	"'div_precision_increment', 'lc_time_names', 'max_sort_length', " +
-	"'group_concat_max_len', 'sql_select_limit', 'sql_auto_is_null', " +
-	"'explicit_defaults_for_timestamp', 'old_mode', 'default_regex_flags', " +
-	"'auto_increment_increment', 'auto_increment_offset', " +
-	"'optimizer_switch', 'in_predicate_conversion_threshold')"
+// the largest packet the server accepts. startValuesTrackSQL reads the
+// client's own trackers too.
+const (
+	startValuesSQL      = "SHOW VARIABLES WHERE Variable_name IN (" + startValueNames + ")"
+	startValuesTrackSQL = "SHOW VARIABLES WHERE Variable_name IN (" + startValueNames + ", " +
+		"'session_track_system_variables', 'session_track_schema', " +
+		"'session_track_state_change', 'session_track_transaction_info')"
+	startValueNames = "'tx_isolation', 'transaction_isolation', 'max_allowed_packet', " +
+		"'sql_mode', 'time_zone', 'character_set_client', 'character_set_connection', " +
+		"'character_set_results', 'collation_connection', 'default_week_format', " +
+		"'div_precision_increment', 'lc_time_names', 'max_sort_length', " +
+		"'group_concat_max_len', 'sql_select_limit', 'sql_auto_is_null', " +
+		"'explicit_defaults_for_timestamp', 'old_mode', 'default_regex_flags', " +
+		"'auto_increment_increment', 'auto_increment_offset', " +
+		"'optimizer_switch', 'in_predicate_conversion_threshold'"
+)
 
-func (s *Session) noteIsolation(r ownResult) {
+// noteStartValues notes what startValuesSQL read.
+func (s *Session) noteStartValues(r ownResult) {
 	for _, row := range r.rows {
 		if len(row) != 2 {
 			continue
 		}
 		name := strings.ToLower(row[0])
+		if strings.HasPrefix(name, "session_track_") {
+			s.clientTrack.set(name, row[1])
+			continue
+		}
 		if name == "max_allowed_packet" {
 			// Read-only in a session: the server refuses a larger
 			// command, and so does mycached, before buffering it.
