@@ -78,20 +78,22 @@ const maxBatch = 128
 // lookup fills vals[i] with the value of keys[i]: in a get shared with
 // the concurrent lookups of the same timeout when batched is set (the
 // deadline is then now plus that timeout), on a connection of its own
-// otherwise.
-func (p *connPool) lookup(ctx context.Context, keys []string, vals [][]byte, deadline time.Time, timeout time.Duration, batched bool) error {
+// otherwise. adds, when not empty, are commands without a reply (see
+// genAdds) sent just before the get, on the same connection.
+func (p *connPool) lookup(ctx context.Context, keys []string, vals [][]byte, deadline time.Time, timeout time.Duration, batched bool, adds []byte) error {
 	if b := p.batchers[timeout]; b != nil && batched {
-		return b.get(keys, vals, deadline)
+		return b.get(keys, vals, deadline, adds)
 	}
 	p.stats.mcGets.Add(1)
 	p.stats.mcGetWrites.Add(1)
-	return p.getMulti(ctx, keys, vals, deadline)
+	return p.get(ctx, keys, vals, deadline, false, adds)
 }
 
 // getReq is one lookup waiting in, or leading, a batch.
 type getReq struct {
 	keys     []string
 	vals     [][]byte
+	adds     []byte
 	deadline time.Time
 	err      error
 	turn     *batchTurn    // set with the reply; woken without one, it leads the next batch
@@ -135,9 +137,9 @@ type batcher struct {
 // at most: the gets it may queue behind end by their own deadlines, which
 // are no later (same timeout, earlier start), and its own get's deadline
 // is the earliest of its batch.
-func (b *batcher) get(keys []string, vals [][]byte, deadline time.Time) error {
+func (b *batcher) get(keys []string, vals [][]byte, deadline time.Time, adds []byte) error {
 	r := getReqs.Get().(*getReq)
-	r.keys, r.vals, r.deadline = keys, vals, deadline
+	r.keys, r.vals, r.deadline, r.adds = keys, vals, deadline, adds
 	b.mu.Lock()
 	if b.inFlight < b.limit() && len(b.queue) == 0 {
 		b.inFlight++
@@ -253,7 +255,7 @@ func (b *batcher) run(batch []*getReq) {
 		}
 		b.stats.mcGets.Add(1)
 		b.stats.mcGetWrites.Add(1)
-		r.err = b.pool.getMulti(context.Background(), r.keys, r.vals, r.deadline)
+		r.err = b.pool.get(context.Background(), r.keys, r.vals, r.deadline, false, r.adds)
 		return
 	}
 	live := make([]*getReq, 0, len(batch))
@@ -275,7 +277,7 @@ func (b *batcher) run(batch []*getReq) {
 	b.stats.mcGetWrites.Add(1)
 	if len(live) == 1 {
 		r := live[0]
-		r.err = b.pool.getMulti(context.Background(), r.keys, r.vals, deadline)
+		r.err = b.pool.get(context.Background(), r.keys, r.vals, deadline, false, r.adds)
 		return
 	}
 	// Each distinct key once; at[j] is the index in keys of the j-th key
@@ -287,7 +289,9 @@ func (b *batcher) run(batch []*getReq) {
 	keys := make([]string, 0, n)
 	at := make([]int, 0, n)
 	index := make(map[string]int, n)
+	var adds []byte
 	for _, r := range live {
+		adds = append(adds, r.adds...)
 		for _, k := range r.keys {
 			i, ok := index[k]
 			if !ok {
@@ -299,7 +303,7 @@ func (b *batcher) run(batch []*getReq) {
 		}
 	}
 	vals := make([][]byte, len(keys))
-	err := b.pool.getMultiSeparate(keys, vals, deadline)
+	err := b.pool.get(context.Background(), keys, vals, deadline, true, adds)
 	for _, r := range live {
 		if err == nil {
 			for j := range r.keys {

@@ -217,7 +217,7 @@ func TestQueuedLookupPastDeadline(t *testing.T) {
 		ch := make(chan rawResult, 1)
 		go func() {
 			vals := make([][]byte, 1)
-			err := b.get([]string{key}, vals, deadline)
+			err := b.get([]string{key}, vals, deadline, nil)
 			ch <- rawResult{[]string{key}, vals, err}
 		}()
 		return ch

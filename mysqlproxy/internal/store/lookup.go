@@ -155,15 +155,25 @@ func (s *Store) LookupMode(ctx context.Context, key string, check []byte, deps [
 
 // localSnap reads the local generations of deps, creating missing ones.
 func (s *Store) localSnap(deps []string) []uint64 {
-	local := make([]uint64, len(deps))
+	local, _ := s.localSnapFresh(deps)
+	return local
+}
+
+// localSnapFresh is localSnap, and the indexes of the deps the sidecar
+// had no generation of its own for: it has neither read nor written
+// them lately, and their generations are likely missing in memcached
+// too.
+func (s *Store) localSnapFresh(deps []string) (local []uint64, fresh []int) {
+	local = make([]uint64, len(deps))
 	for i, d := range deps {
 		if g, ok := s.local.lookup(d); ok {
 			local[i] = g
 			continue
 		}
 		local[i] = s.local.get(d, s.timeSeed())
+		fresh = append(fresh, i)
 	}
-	return local
+	return local, fresh
 }
 
 func (s *Store) lookupLocal(key string, check []byte, deps []string, now time.Time) (*Entry, Tier, Snap, Status) {
@@ -184,7 +194,7 @@ func (s *Store) lookupLocal(key string, check []byte, deps []string, now time.Ti
 }
 
 func (s *Store) lookupShared(ctx context.Context, key string, check []byte, deps []string, now time.Time, mode Mode) (*Entry, Tier, Snap, Status) {
-	local := s.localSnap(deps)
+	local, fresh := s.localSnapFresh(deps)
 	var e1 *Entry
 	if s.l1 != nil {
 		if e1 = s.l1.get(key); e1 != nil && (!e1.usable(check, deps, now) || (e1.Local != nil && !localMatch(e1, deps, local))) {
@@ -204,7 +214,12 @@ func (s *Store) lookupShared(ctx context.Context, key string, check []byte, deps
 	for _, d := range deps {
 		keys = append(keys, s.keys.key(d))
 	}
-	vals, err := s.getMulti(ctx, keys)
+	// The generations this sidecar has never seen are created in the
+	// get's round trip.
+	for j := range fresh {
+		fresh[j] += len(keys) - len(deps)
+	}
+	vals, err := s.getMultiAdding(ctx, keys, s.genAdds(keys, fresh))
 	if err != nil {
 		return nil, TierNone, Snap{}, Error
 	}

@@ -44,20 +44,26 @@ func (s *Store) mcDo(ctx context.Context, op func() error) error {
 // getMulti returns the values of keys, indexed like keys: nil for a miss.
 // The values are the caller's to keep.
 func (s *Store) getMulti(ctx context.Context, keys []string) ([][]byte, error) {
-	return s.getMultiTimeout(ctx, keys, s.opts.Timeout, true)
+	return s.getMultiTimeout(ctx, keys, s.opts.Timeout, true, nil)
+}
+
+// getMultiAdding is getMulti with adds (see genAdds) sent just before the
+// get.
+func (s *Store) getMultiAdding(ctx context.Context, keys []string, adds []byte) ([][]byte, error) {
+	return s.getMultiTimeout(ctx, keys, s.opts.Timeout, true, adds)
 }
 
 // getChunks is getMulti for the chunks of a large entry. They are fetched
 // on a connection of their own: megabytes in a shared get would hold up
 // the small lookups that share it.
 func (s *Store) getChunks(ctx context.Context, keys []string) ([][]byte, error) {
-	return s.getMultiTimeout(ctx, keys, s.opts.Timeout, false)
+	return s.getMultiTimeout(ctx, keys, s.opts.Timeout, false, nil)
 }
 
-func (s *Store) getMultiTimeout(ctx context.Context, keys []string, timeout time.Duration, shared bool) ([][]byte, error) {
+func (s *Store) getMultiTimeout(ctx context.Context, keys []string, timeout time.Duration, shared bool, adds []byte) ([][]byte, error) {
 	var vals [][]byte
 	err := s.mcDo(ctx, func() (err error) {
-		vals, err = s.fetch(ctx, keys, timeout, shared)
+		vals, err = s.fetch(ctx, keys, timeout, shared, adds)
 		return err
 	})
 	return vals, err

@@ -144,19 +144,18 @@ func (p *connPool) idleCount() int {
 // restarted, or dropped idle clients) is retried once on a new one: a get
 // has no side effects. The values share one buffer.
 func (p *connPool) getMulti(ctx context.Context, keys []string, vals [][]byte, deadline time.Time) error {
-	return p.get(ctx, keys, vals, deadline, false)
+	return p.get(ctx, keys, vals, deadline, false, nil)
 }
 
-// getMultiSeparate is getMulti with each value in an array of its own, for
-// values that go to different lookups: none of them keeps another's
-// values alive.
-func (p *connPool) getMultiSeparate(keys []string, vals [][]byte, deadline time.Time) error {
-	return p.get(context.Background(), keys, vals, deadline, true)
-}
-
-func (p *connPool) get(ctx context.Context, keys []string, vals [][]byte, deadline time.Time, separate bool) error {
+// get is getMulti with adds (commands without a reply, see genAdds) sent
+// before the get on the same connection, and with each value in an array
+// of its own when separate is set, for values that go to different
+// lookups: none of them keeps another's values alive. A retry sends the
+// adds again, which is harmless: an add does nothing to a key that
+// exists.
+func (p *connPool) get(ctx context.Context, keys []string, vals [][]byte, deadline time.Time, separate bool, adds []byte) error {
 	start := time.Now()
-	err := p.getRetry(ctx, keys, vals, deadline, separate)
+	err := p.getRetry(ctx, keys, vals, deadline, separate, adds)
 	p.gets.Add(1)
 	p.getNanos.Add(int64(time.Since(start)))
 	if err != nil {
@@ -165,14 +164,14 @@ func (p *connPool) get(ctx context.Context, keys []string, vals [][]byte, deadli
 	return err
 }
 
-func (p *connPool) getRetry(ctx context.Context, keys []string, vals [][]byte, deadline time.Time, separate bool) error {
+func (p *connPool) getRetry(ctx context.Context, keys []string, vals [][]byte, deadline time.Time, separate bool, adds []byte) error {
 	fresh := false
 	for {
 		c, reused, err := p.conn(ctx, deadline, fresh)
 		if err != nil {
 			return err
 		}
-		err = c.getMulti(keys, vals, deadline, separate)
+		err = c.getMulti(keys, vals, deadline, separate, adds)
 		if err == nil {
 			p.put(c)
 			return nil
@@ -193,10 +192,11 @@ func connGone(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-func (c *mcConn) getMulti(keys []string, vals [][]byte, deadline time.Time, separate bool) error {
+func (c *mcConn) getMulti(keys []string, vals [][]byte, deadline time.Time, separate bool, adds []byte) error {
 	if err := c.nc.SetDeadline(deadline); err != nil {
 		return err
 	}
+	c.w.Write(adds)
 	c.w.WriteString("get")
 	for _, k := range keys {
 		c.w.WriteByte(' ')
@@ -344,7 +344,7 @@ func isDigits(b []byte) bool {
 // empty value is not). Keys on one server (the common case, and always
 // with one server) are fetched inline; otherwise each server gets its own
 // get, concurrently.
-func (s *Store) fetch(ctx context.Context, keys []string, timeout time.Duration, shared bool) ([][]byte, error) {
+func (s *Store) fetch(ctx context.Context, keys []string, timeout time.Duration, shared bool, adds []byte) ([][]byte, error) {
 	vals := make([][]byte, len(keys))
 	if len(keys) == 0 {
 		return vals, nil
@@ -370,7 +370,7 @@ func (s *Store) fetch(ctx context.Context, keys []string, timeout time.Duration,
 		return nil, ring.ErrNoServers
 	}
 	if len(s.pools) == 1 {
-		return vals, s.pools[first].lookup(ctx, keys, vals, deadline, timeout, batched)
+		return vals, s.pools[first].lookup(ctx, keys, vals, deadline, timeout, batched, adds)
 	}
 	owner := make([]int, len(keys))
 	single := true
@@ -379,8 +379,10 @@ func (s *Store) fetch(ctx context.Context, keys []string, timeout time.Duration,
 		single = single && owner[i] == first
 	}
 	if single {
-		return vals, s.pools[first].lookup(ctx, keys, vals, deadline, timeout, batched)
+		return vals, s.pools[first].lookup(ctx, keys, vals, deadline, timeout, batched, adds)
 	}
+	// Spread over servers, the generations go without their adds: those
+	// missing are created after the get (see ensureGen).
 	return vals, s.fetchSpread(ctx, keys, owner, vals, deadline, timeout, batched)
 }
 
@@ -414,10 +416,10 @@ func (s *Store) fetchSpread(ctx context.Context, keys []string, owner []int, val
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g.err = s.pools[si].lookup(ctx, g.keys, g.vals, deadline, timeout, batched)
+			g.err = s.pools[si].lookup(ctx, g.keys, g.vals, deadline, timeout, batched, nil)
 		}()
 	}
-	groups[lead].err = s.pools[lead].lookup(ctx, groups[lead].keys, groups[lead].vals, deadline, timeout, batched)
+	groups[lead].err = s.pools[lead].lookup(ctx, groups[lead].keys, groups[lead].vals, deadline, timeout, batched, nil)
 	wg.Wait()
 	var first error
 	for _, g := range groups {

@@ -70,7 +70,7 @@ func (s *Store) RawGet(ctx context.Context, keys []string) ([][]byte, error) {
 		}
 		return vals, nil
 	}
-	return s.getMultiTimeout(ctx, keys, s.opts.RawTimeout, true)
+	return s.getMultiTimeout(ctx, keys, s.opts.RawTimeout, true, nil)
 }
 
 // RawSet stores val under key with ttl (0 = none). Raw values are never

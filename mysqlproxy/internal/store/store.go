@@ -177,6 +177,7 @@ type counters struct {
 	stale, bypasses, mcErrors          atomic.Uint64
 	bumps, stores, chunked             atomic.Uint64
 	mcGets, mcGetWrites                atomic.Uint64 // lookups sent, and the writes that sent them
+	genCreates                         atomic.Uint64 // round trips that created a missing generation after a get
 }
 
 // Store is the cache. Its methods are safe for concurrent use.

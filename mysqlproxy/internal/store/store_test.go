@@ -663,3 +663,58 @@ func TestBumpOfMissingGeneration(t *testing.T) {
 	}
 	storeAcrossBump(t, b, a, []byte("a"))
 }
+
+// TestLookupCreatesGenerationsInItsGet: the generations a sidecar has
+// never seen are created in the lookup's own round trip (an add without a
+// reply, just before the get), not by a second one after it; an add never
+// changes a generation that exists, so what another sidecar stored under
+// it still hits, and a write between the read and its store still keeps
+// the read's rows out.
+func TestLookupCreatesGenerationsInItsGet(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	opts := Options{Servers: []string{mc.Addr}}
+	a, b := newStore(t, opts), newStore(t, opts)
+	fill(t, a, qkey(1), []byte("a"), []byte("rows"), deps1)
+	if n := a.stats.genCreates.Load(); n != 0 {
+		t.Errorf("a lookup of generations never seen took %d more round trips to create them", n)
+	}
+	gens := map[string]string{}
+	for _, d := range deps1 {
+		it, err := a.mc.Get(a.keys.key(d))
+		if err != nil {
+			t.Fatalf("generation of %s after a lookup: %v", d, err)
+		}
+		if _, ok := parseGen(it.Value); !ok {
+			t.Fatalf("generation of %s after a lookup: %q", d, it.Value)
+		}
+		gens[d] = string(it.Value)
+	}
+	// b has never seen them either: its adds leave them as they are.
+	wantLookup(t, b, qkey(1), []byte("a"), deps1, Hit, []byte("rows"))
+	for _, d := range deps1 {
+		if it, err := a.mc.Get(a.keys.key(d)); err != nil || string(it.Value) != gens[d] {
+			t.Fatalf("generation of %s after another sidecar's lookup: %v %v, want %s", d, it, err, gens[d])
+		}
+	}
+	if n := b.stats.genCreates.Load(); n != 0 {
+		t.Errorf("a lookup of generations that exist took %d more round trips", n)
+	}
+	// A read racing a write, on generations created by the read.
+	if err := a.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := newStore(t, opts)
+	ctx := context.Background()
+	_, _, cur, st := c.Lookup(ctx, qkey(2), []byte("b"), deps1)
+	if st != Miss {
+		t.Fatalf("lookup after a flush: %v, want a miss", st)
+	}
+	b.Bump(ctx, []string{"db.t1"})
+	e := &Entry{Check: []byte("b"), Payload: []byte("old rows"), Deps: deps1, Gens: cur, Expires: time.Now().Add(time.Hour)}
+	if err := c.Put(ctx, qkey(2), e); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Store{a, b, c} {
+		wantLookup(t, s, qkey(2), []byte("b"), deps1, Miss, nil)
+	}
+}
