@@ -1068,6 +1068,27 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// MariaDB's trackers report SET @@x = ... (no scope) only as "the
+		// state changed", with no variable: the values must be read back.
+		class: "session", name: "set-unscoped-system-variable",
+		setup: rsRows,
+		body: func(x *rsRun) {
+			q := "SELECT id FROM t WHERE id < 4 ORDER BY id"
+			// 1 under a case-insensitive collation, 0 under latin1_bin.
+			ws := "SELECT CONCAT('a', v) = 'A0' AS eq FROM t WHERE id = 1"
+			x.rsStateChanged([]string{q}, func(s *twin) { s.exec("SET @@sql_select_limit = 1") })
+			x.rsStateChanged([]string{ws}, func(s *twin) { s.exec("SET @@collation_connection = latin1_bin") })
+			// The same session, the same text, before and after.
+			s := x.rootVia(x.B())
+			s.exec("SET sql_select_limit = 0")
+			s.same(q)
+			s.same(q)
+			s.exec("SET @saved = 2", "SET @@sql_select_limit = @saved")
+			s.same(q)
+			s.same(q)
+		},
+	},
+	{
 		class: "session", name: "prepare-and-execute-set",
 		setup: rsStateTab,
 		body: func(x *rsRun) {

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -194,6 +195,21 @@ func (c *Session) executeParams(p []byte, info *sqlinfo.Info, sql string, params
 	return c.s.Flush()
 }
 
+// noteUntracked marks the session variables of sets that can change a
+// read and that the trackers did not report (tracked holds those they
+// did) to be read again from the server before the next cacheable read.
+func (c *Session) noteUntracked(sets []sqlinfo.SetVar, tracked map[string]string) {
+	for _, v := range sets {
+		if v.User || v.Global || digestFree[v.Name] || v.Name == "role" || v.Name == "transaction" {
+			continue
+		}
+		if _, ok := tracked[v.Name]; ok || slices.Contains(c.s.StaleVars, v.Name) {
+			continue
+		}
+		c.s.StaleVars = append(c.s.StaleVars, v.Name)
+	}
+}
+
 // after applies what a relayed statement did to the session and the cache.
 func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, before uint16, params []wire.Param) {
 	ok := !resp.Failed()
@@ -202,6 +218,9 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 	case sqlinfo.Set:
 		if ok && !c.s.Track {
 			c.state.apply(info.Sets)
+		}
+		if ok && c.s.Track {
+			c.noteUntracked(info.Sets, resp.Tracked.Vars)
 		}
 		for _, v := range info.Sets {
 			switch v.Name {

@@ -119,6 +119,11 @@ type Session struct {
 	// changed since (SET ROLE, or a change no tracker shows).
 	Identity      string
 	IdentityStale bool
+	// StaleVars are session variables a statement set that no tracker
+	// reported (MariaDB reports SET @@x = ... without a scope only as
+	// "the state changed"): their values are read again before the next
+	// read that the cache may answer.
+	StaleVars []string
 	// Account is the account alone ("user@host"), "" when not known.
 	Account string
 
@@ -345,7 +350,14 @@ func (s *Session) relayCommand(p []byte) error {
 // may have changed. It runs a statement of mycached's own, so call it just
 // before relaying a statement that resets what that one leaves behind
 // (ROW_COUNT(), warnings): a read.
+//
+// It reads again, the same way, the session variables in StaleVars.
 func (s *Session) RefreshIdentity() error {
+	if len(s.StaleVars) > 0 {
+		if err := s.learnVars(); err != nil {
+			return err
+		}
+	}
 	if !s.IdentityStale {
 		return nil
 	}

@@ -409,6 +409,36 @@ func (s *Session) IsAccount(names []string) bool {
 }
 
 // learnIdentity asks the backend who the session is.
+// learnVars reads the values of StaleVars from the server. A name that
+// is not a plain variable name is dropped: only names the server accepted
+// in a SET get there.
+func (s *Session) learnVars() error {
+	var b strings.Builder
+	b.WriteString("SHOW VARIABLES WHERE Variable_name IN (")
+	n := 0
+	for _, v := range s.StaleVars {
+		if v == "" || strings.Trim(v, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
+			continue
+		}
+		if n > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("'" + v + "'")
+		n++
+	}
+	b.WriteString(")")
+	s.StaleVars = s.StaleVars[:0]
+	if n == 0 {
+		return nil
+	}
+	res, err := s.ownQueries(b.String())
+	if err != nil {
+		return err
+	}
+	s.noteStartValues(res[0])
+	return nil
+}
+
 func (s *Session) learnIdentity() error {
 	res, err := s.ownQueries(showGrants)
 	if err != nil {
