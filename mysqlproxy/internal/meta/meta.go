@@ -98,9 +98,12 @@ func Open(ctx context.Context, opts Options) (*Meta, error) {
 		return nil, fmt.Errorf("meta: %w", err)
 	}
 	db := sql.OpenDB(conn)
+	// Learning is rare after a warm-up: one connection stays open for the
+	// next, and not for long, so that the server's session count is the
+	// clients' own again soon after (tests and monitors wait for it).
 	db.SetMaxOpenConns(4)
-	db.SetMaxIdleConns(2)
-	db.SetConnMaxIdleTime(time.Minute)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxIdleTime(5 * time.Second)
 	m := &Meta{opts: opts, db: db, log: opts.Logger, tables: make(map[string]*entry), children: make(map[string]map[string]bool)}
 	if err := m.readFacts(ctx); err != nil {
 		db.Close()
