@@ -103,7 +103,7 @@ func Open(ctx context.Context, opts Options) (*Meta, error) {
 	// clients' own again soon after (tests and monitors wait for it).
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(1)
-	db.SetConnMaxIdleTime(5 * time.Second)
+	db.SetConnMaxIdleTime(2 * time.Second)
 	m := &Meta{opts: opts, db: db, log: opts.Logger, tables: make(map[string]*entry), children: make(map[string]map[string]bool)}
 	if err := m.readFacts(ctx); err != nil {
 		db.Close()
