@@ -200,6 +200,17 @@ peer_target() {
 			--memcached "127.0.0.1:${!mc_port_var}" --binlog-user mycached
 		local p=PROXY_${mode^^}_PORT
 		TARGET_PORT=${!p}
+		# Tests count the server's sessions at their start and wait for
+		# the count to fall back at their end: the follower's sessions
+		# must be there before the first test, as they are on a sidecar
+		# that has been running.
+		local i
+		for ((i = 0; i < 300; i++)); do
+			[[ $("$(mc_bin mariadb)" --no-defaults -h 127.0.0.1 -P "${!db_port_var}" -uroot -N -B -e \
+				"SELECT COUNT(*) FROM information_schema.processlist WHERE user = 'mycached' AND command LIKE 'Binlog Dump%'") -ge 1 ]] && break
+			sleep 0.1
+		done
+		((i < 300)) || mc_die "mycached's binlog follower did not connect (see $MC_TMP/proxy_$mode.log)"
 		;;
 	passthrough)
 		peer_start_mycached "proxy_$mode" "${!db_port_var}" --passthrough
