@@ -408,7 +408,6 @@ func (s *Session) IsAccount(names []string) bool {
 	return false
 }
 
-// learnIdentity asks the backend who the session is.
 // learnVars reads the values of StaleVars from the server. A name that
 // is not a plain variable name is dropped: only names the server accepted
 // in a SET get there.
@@ -439,6 +438,7 @@ func (s *Session) learnVars() error {
 	return nil
 }
 
+// learnIdentity asks the backend who the session is.
 func (s *Session) learnIdentity() error {
 	res, err := s.ownQueries(showGrants)
 	if err != nil {
