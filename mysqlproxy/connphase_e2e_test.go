@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"io"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -27,61 +26,33 @@ type commandGate struct {
 
 func startCommandGate(t *testing.T, backend string) *commandGate {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &commandGate{addr: ln.Addr().String(), open: make(chan struct{}), held: make(chan struct{})}
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		ln.Close()
-		g.release()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			b, err := net.Dial("tcp", backend)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			wg.Add(2)
-			go func() {
-				defer wg.Done()
-				_, _ = io.Copy(c, b)
-				c.Close()
-			}()
-			go func() {
-				defer wg.Done()
-				defer b.Close()
-				var h [4]byte
-				for {
-					if _, err := io.ReadFull(c, h[:]); err != nil {
-						return
-					}
-					n := int(binary.LittleEndian.Uint32(append(h[:3:3], 0)))
-					p := make([]byte, n)
-					if _, err := io.ReadFull(c, p); err != nil {
-						return
-					}
-					if h[3] == 0 {
-						g.heldOnce.Do(func() { close(g.held) })
-						<-g.open
-					}
-					if _, err := b.Write(append(h[:], p...)); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
+	g := &commandGate{open: make(chan struct{}), held: make(chan struct{})}
+	g.addr = newRelay(t, backend, g.up).addr()
+	// Before the relay's own cleanup, which closes the connections.
+	t.Cleanup(g.release)
 	return g
+}
+
+// up copies packets from src to dst, holding commands until g opens.
+func (g *commandGate) up(dst io.Writer, src io.Reader) {
+	var h [4]byte
+	for {
+		if _, err := io.ReadFull(src, h[:]); err != nil {
+			return
+		}
+		p := make([]byte, 4+int(binary.LittleEndian.Uint32(append(h[:3:3], 0))))
+		copy(p, h[:])
+		if _, err := io.ReadFull(src, p[4:]); err != nil {
+			return
+		}
+		if h[3] == 0 {
+			g.heldOnce.Do(func() { close(g.held) })
+			<-g.open
+		}
+		if _, err := dst.Write(p); err != nil {
+			return
+		}
+	}
 }
 
 func (g *commandGate) release() { g.once.Do(func() { close(g.open) }) }

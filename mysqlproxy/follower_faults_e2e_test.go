@@ -18,6 +18,8 @@ import (
 type cuttable struct {
 	ln     net.Listener
 	target string
+	// up copies what a client sends to the backend.
+	up func(dst io.Writer, src io.Reader)
 
 	mu    sync.Mutex // protects cut and conns
 	cut   bool
@@ -26,11 +28,17 @@ type cuttable struct {
 
 func newCuttable(t testing.TB, target string) *cuttable {
 	t.Helper()
+	return newRelay(t, target, func(dst io.Writer, src io.Reader) { _, _ = io.Copy(dst, src) })
+}
+
+// newRelay is newCuttable with up copying what clients send.
+func newRelay(t testing.TB, target string, up func(dst io.Writer, src io.Reader)) *cuttable {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cuttable{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	c := &cuttable{ln: ln, target: target, up: up, conns: map[net.Conn]bool{}}
 	t.Cleanup(func() { ln.Close(); c.setCut(true) })
 	go c.serve()
 	return c
@@ -58,7 +66,7 @@ func (c *cuttable) serve() {
 		}
 		c.conns[in], c.conns[out] = true, true
 		c.mu.Unlock()
-		go func() { _, _ = io.Copy(out, in); out.Close() }()
+		go func() { c.up(out, in); out.Close() }()
 		go func() { _, _ = io.Copy(in, out); in.Close() }()
 	}
 }
