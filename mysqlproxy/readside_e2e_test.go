@@ -1068,6 +1068,32 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// The client turns the session's trackers off, or lists other
+		// variables: the server reports nothing of that change, nor of
+		// the changes it hides, in the same statement or after.
+		class: "session", name: "client-changes-the-trackers",
+		setup: rsStateTab,
+		body: func(x *rsRun) {
+			q := "SELECT id FROM t ORDER BY id"
+			x.rsStateChanged([]string{rsTZ}, func(s *twin) {
+				s.exec("SET session_track_system_variables = ''", "SET time_zone = '+05:00'")
+			})
+			x.rsStateChanged([]string{rsTZ, q}, func(s *twin) {
+				s.exec("SET session_track_system_variables = 'autocommit', session_track_state_change = OFF, time_zone = '+06:00', sql_select_limit = 2")
+			})
+			x.rsStateChanged([]string{rsTZ}, func(s *twin) {
+				s.exec("SET @v = ''", "PREPARE st FROM 'SET session_track_system_variables = ?'", "EXECUTE st USING @v", "SET time_zone = '-02:00'")
+			})
+			x.rsStateChanged([]string{rsTZ}, func(s *twin) {
+				s.exec("EXECUTE IMMEDIATE 'SET session_track_system_variables = ?, time_zone = ?' USING 'autocommit', '+07:00'")
+			})
+			x.rsStateChanged([]string{rsTZ}, func(s *twin) {
+				s.set("SET session_track_system_variables = ?", "")
+				s.set("SET time_zone = ?", "+09:00")
+			})
+		},
+	},
+	{
 		// MariaDB's trackers report SET @@x = ... (no scope) only as "the
 		// state changed", with no variable: the values must be read back.
 		class: "session", name: "set-unscoped-system-variable",

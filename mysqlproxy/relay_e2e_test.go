@@ -16,6 +16,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	mysqlc "github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
 // typesSchema is a table holding one of most column types a client
@@ -629,4 +631,106 @@ func TestE2EKill(t *testing.T) {
 			waitFor(t, 10*time.Second, "the killed thread to go", func() bool { return !processExists(t, m, id) })
 		})
 	}
+}
+
+// TestE2ESessionTrackers checks that a client with CLIENT_SESSION_TRACK
+// gets, in each OK packet, the state changes its own trackers ask for and
+// no others, through the proxy as directly: the proxy tracks every
+// variable and the state-change flag on the backend session for itself,
+// and turns them back on when the client changes them, by any statement,
+// including one the server reports nothing of. The order of the entries
+// is not compared: the server's own order depends on the tracker list.
+func TestE2ESessionTrackers(t *testing.T) {
+	t.Parallel()
+	m, p := sharedProxy(t)
+	db := m.NewDatabase(t)
+	steps := []string{
+		"SET NAMES utf8mb4",
+		"SET time_zone = '+01:00'",
+		"SET @@session.session_track_system_variables = 'optimizer_switch'",
+		"SET optimizer_switch = 'index_merge=off'",
+		"SET time_zone = '+02:00'",
+		"SET @a = 1",
+		"SET session_track_state_change = ON",
+		"SET @b = 2",
+		"SET time_zone = '+03:00'",
+		"SET session_track_state_change = OFF",
+		"SET @c = 3",
+		"USE `" + db + "`",
+		"SET session_track_schema = OFF",
+		"USE mysql",
+		"SET session_track_system_variables = 'time_zone,sql_mode'",
+		"SET sql_mode = 'ANSI_QUOTES', time_zone = '+04:00', div_precision_increment = 7",
+		"SET session_track_system_variables = '', time_zone = '+05:00'",
+		"SET time_zone = '+05:30'",
+		"SET session_track_system_variables = '*'",
+		"SET time_zone = '+06:00'",
+		"PREPARE s FROM 'SET session_track_system_variables = ?'",
+		"SET @v = 'time_zone'",
+		"EXECUTE s USING @v",
+		"SET sql_mode = '', time_zone = '+07:00'",
+		"EXECUTE IMMEDIATE 'SET session_track_system_variables = ?, session_track_state_change = ?' USING 'sql_mode', 'ON'",
+		"SET sql_mode = 'ANSI', time_zone = '+08:00'",
+		"SET @w = 4",
+		"DEALLOCATE PREPARE s",
+	}
+	var tr [2][]string
+	for i, addr := range []string{m.Addr, p.addr} {
+		c, err := client.Connect(addr, "root", rootPass, db, func(c *client.Conn) error {
+			c.ReadTimeout = 20 * time.Second
+			c.WriteTimeout = 20 * time.Second
+			return c.SetCapability(mysqlc.CLIENT_SESSION_TRACK)
+		})
+		if err != nil {
+			t.Fatalf("connect to %s: %v", addr, err)
+		}
+		rc := &rawConn{Conn: c, deprecateEOF: true}
+		for _, q := range steps {
+			if err := rc.command(append([]byte{mysqlc.COM_QUERY}, q...)...); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			r, err := rc.readResponse(false)
+			if err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			for k := range r {
+				r[k] = canonicalOK(t, r[k])
+			}
+			tr[i] = append(tr[i], q+" -> "+strings.Join(r, " "))
+		}
+		c.Close()
+	}
+	for i := range tr[0] {
+		if tr[0][i] != tr[1][i] {
+			t.Errorf("through the proxy:\ngot  %s\nwant %s", tr[1][i], tr[0][i])
+		}
+	}
+}
+
+// canonicalOK returns an OK packet, in hex, with its session state
+// entries sorted.
+func canonicalOK(t *testing.T, h string) string {
+	p, err := hex.DecodeString(h)
+	if err != nil || len(p) == 0 || p[0] != mysqlc.OK_HEADER {
+		return h
+	}
+	o, err := wire.ParseOKPacket(p, true)
+	if err != nil {
+		t.Fatalf("OK packet %s: %v", h, err)
+	}
+	if len(o.State) == 0 {
+		return h
+	}
+	entries, err := wire.ParseState(o.State)
+	if err != nil {
+		t.Fatalf("session state of %s: %v", h, err)
+	}
+	slices.SortStableFunc(entries, func(a, b wire.StateEntry) int {
+		if a.Type != b.Type {
+			return int(a.Type) - int(b.Type)
+		}
+		return bytes.Compare(a.Data, b.Data)
+	})
+	o.State = wire.AppendState(nil, entries)
+	return hex.EncodeToString(wire.AppendOKPacket(nil, o, true))
 }

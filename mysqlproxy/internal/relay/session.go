@@ -7,6 +7,7 @@
 package relay
 
 import (
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
@@ -108,6 +110,8 @@ type Session struct {
 	ExtMeta         bool
 	clientTrack     clientTrackers
 	trackersChanged bool // the client changed the trackers: turn ours back on
+	tracksPrepared  bool // a statement was prepared from a text that names the trackers
+	handed          bool // the backend session has the client's trackers, not mycached's
 	// Vars are the session variables changed since the session began, as
 	// the server reports them; VarsGen counts their changes.
 	Vars    map[string]string
@@ -335,15 +339,66 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 // that ended without a statement the handler saw end it (a reset, a
 // change of user) is reported to the handler.
 func (s *Session) relayCommand(p []byte) error {
+	handed := false
+	if s.Track && s.namesTrackers(p) {
+		var err error
+		if handed, err = s.handOverTrackers(); err != nil {
+			return err
+		}
+	}
 	before := s.Status
 	err := s.dispatch(p)
 	if before&mysql.SERVER_STATUS_IN_TRANS != 0 && s.Status&mysql.SERVER_STATUS_IN_TRANS == 0 {
 		s.handler.TxEnded()
 	}
-	if err == nil && s.trackersChanged {
-		err = s.restoreTrackers()
+	if err == nil && (handed || s.trackersChanged || s.hidTrackerChange(p)) {
+		err = s.restoreTrackers(handed)
 	}
 	return err
+}
+
+// namesTrackers reports whether command p may change the session's
+// trackers, or read them: its text names them, or it executes a statement
+// prepared from a text that does. The server does not report a change of
+// session_track_system_variables that leaves it out of the new list.
+func (s *Session) namesTrackers(p []byte) bool {
+	names := func(b []byte) bool {
+		return bytes.Contains(bytes.ToLower(b), []byte("session_track_"))
+	}
+	switch p[0] {
+	case mysql.COM_QUERY:
+		if names(p[1:]) {
+			if sqlinfo.FirstKeyword(string(p[1:])) == "PREPARE" {
+				s.tracksPrepared = true
+			}
+			return true
+		}
+		return s.tracksPrepared && sqlinfo.FirstKeyword(string(p[1:])) == "EXECUTE"
+	case mysql.COM_STMT_PREPARE:
+		if names(p[1:]) {
+			s.tracksPrepared = true
+		}
+	case mysql.COM_STMT_EXECUTE:
+		return s.tracksPrepared
+	}
+	return false
+}
+
+// hidTrackerChange reports whether command p, just answered, may have
+// changed the trackers without naming them: an EXECUTE or CALL after
+// which the state changed in a way no tracker showed.
+func (s *Session) hidTrackerChange(p []byte) bool {
+	if !s.Last.Tracked.Unseen {
+		return false
+	}
+	switch p[0] {
+	case mysql.COM_QUERY:
+		kw := sqlinfo.FirstKeyword(string(p[1:]))
+		return kw == "EXECUTE" || kw == "CALL"
+	case mysql.COM_STMT_EXECUTE:
+		return true
+	}
+	return false
 }
 
 // RefreshIdentity learns the session's account and roles again, when they

@@ -26,15 +26,16 @@ const trackersSQL = "SET SESSION session_track_system_variables='*', session_tra
 // clientTrackers are the trackers the client itself has on: what it gets
 // of the session state changes.
 type clientTrackers struct {
-	vars   map[string]bool // tracked system variables, lower case; nil with all
+	list   string          // session_track_system_variables as the server gave it
+	vars   map[string]bool // tracked system variables, lower case
 	all    bool            // "*"
 	schema bool
 	state  bool
 }
 
-// parseTrackedVars reads a session_track_system_variables value.
+// setVars reads a session_track_system_variables value.
 func (t *clientTrackers) setVars(v string) {
-	t.all, t.vars = false, map[string]bool{}
+	t.list, t.all, t.vars = v, false, map[string]bool{}
 	for _, n := range strings.Split(v, ",") {
 		n = strings.ToLower(strings.TrimSpace(n))
 		if n == "*" {
@@ -44,6 +45,29 @@ func (t *clientTrackers) setVars(v string) {
 			t.vars[n] = true
 		}
 	}
+}
+
+// ownTrackers are the values trackersSQL gives the trackers.
+var ownTrackers = map[string]string{
+	"session_track_system_variables": "*",
+	"session_track_schema":           "ON",
+	"session_track_state_change":     "ON",
+}
+
+// sql returns a statement that gives the backend session the client's
+// trackers, or "" when their values are not known well enough to.
+func (t *clientTrackers) sql() string {
+	if t.vars == nil || strings.Trim(t.list, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_,* ") != "" {
+		return ""
+	}
+	onOff := func(b bool) string {
+		if b {
+			return "ON"
+		}
+		return "OFF"
+	}
+	return "SET SESSION session_track_system_variables='" + t.list + "', session_track_schema=" + onOff(t.schema) +
+		", session_track_state_change=" + onOff(t.state)
 }
 
 // set applies a change of one of the session_track_* variables.
@@ -126,6 +150,11 @@ func (s *Session) noteState(raw []byte, t *Tracked) []byte {
 	}
 	if sawState && !sawVar {
 		t.Unseen = true
+	}
+	if s.handed {
+		// The session has the client's own trackers: the client gets
+		// what the server reported.
+		keep = entries
 	}
 	if !s.ClientTrack || len(keep) == 0 {
 		return nil
@@ -321,17 +350,56 @@ func (s *Session) setupSession() error {
 }
 
 // restoreTrackers turns mycached's trackers back on after the client
-// changed them itself.
-func (s *Session) restoreTrackers() error {
-	s.trackersChanged = false
-	res, err := s.ownQueries(trackersSQL)
+// changed them itself. It first reads the client's trackers, which decide
+// what the client gets of each state change from then on, and the values
+// of the variables that change reads, which the client's trackers may
+// have hidden meanwhile.
+//
+// With handed true, the session had the client's own trackers while the
+// client's statement ran (handOverTrackers), and the values read are the
+// client's. Otherwise it had mycached's, and a tracker at mycached's own
+// value is taken to be the client's as it was, or as the client's
+// statement reported it.
+func (s *Session) restoreTrackers(handed bool) error {
+	s.handed = false
+	mine := s.clientTrack
+	res, err := s.ownQueries(startValuesTrackSQL, trackersSQL)
 	if err != nil {
 		return err
 	}
-	if res[0].err != nil {
+	s.trackersChanged = false
+	// The OK of trackersSQL reported mycached's trackers as the client's.
+	s.clientTrack = mine
+	if res[0].err == nil {
+		r := res[0]
+		if !handed {
+			r.rows = slices.DeleteFunc(r.rows, func(row []string) bool {
+				return len(row) == 2 && ownTrackers[row[0]] == row[1]
+			})
+		}
+		s.noteStartValues(r)
+	}
+	if res[1].err != nil {
 		s.Track = false
 	}
 	return nil
+}
+
+// handOverTrackers gives the backend session the client's own trackers
+// for a statement that may change them, which then runs as it would
+// directly: it reads them back, or changes them to anything, with or
+// without a report. It reports whether it did.
+func (s *Session) handOverTrackers() (bool, error) {
+	q := s.clientTrack.sql()
+	if q == "" {
+		return false, nil
+	}
+	res, err := s.ownQueries(q)
+	if err != nil {
+		return false, err
+	}
+	s.handed = res[0].err == nil
+	return s.handed, nil
 }
 
 // showGrants names the account the server matched and, with them, the
