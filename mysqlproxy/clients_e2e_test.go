@@ -460,8 +460,8 @@ func TestE2ETLS(t *testing.T) {
 			t.Fatalf("backend TLS required against a backend without TLS (have_ssl=%s): got a session, want an error", haveSSL)
 		}
 		me := mysqlErr(t, err)
-		if me.Number != 2003 || !strings.Contains(me.Message, "does not offer TLS") {
-			t.Errorf("backend TLS required, backend without TLS: got %d %q, want 2003 saying the backend does not offer TLS", me.Number, me.Message)
+		if me.Number != 1429 || !strings.Contains(me.Message, "does not offer TLS") {
+			t.Errorf("backend TLS required, backend without TLS: got %d %q, want 1429 saying the backend does not offer TLS", me.Number, me.Message)
 		}
 	})
 }

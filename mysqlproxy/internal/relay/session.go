@@ -23,11 +23,20 @@ import (
 	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
-// Error codes mycached uses for errors of its own making. 2003 and 2013 are
-// the client library's codes for "can't connect" and "lost connection",
-// which is what a client would have seen without mycached in the way.
+// Error codes mycached uses for errors of its own making.
+//
+// CodeBackendUnreachable answers a client mycached cannot connect to the
+// server, in the connection phase: a server's code ("unable to connect to
+// foreign data source"), because a server sends nothing else there, and
+// MariaDB Connector/C takes a client library's code in a server's ERR
+// before the handshake for a malformed packet (2027); with a server's, it
+// reports 2002 "can't connect" with mycached's message, as it reports the
+// refused connection directly.
+//
+// CodeBackendLost, the client library's code for "lost connection", is
+// what a client would have seen of a server gone in mid-session.
 const (
-	CodeBackendUnreachable = 2003
+	CodeBackendUnreachable = mysql.ER_CONNECT_TO_FOREIGN_DATA_SOURCE
 	CodeBackendLost        = 2013
 )
 
@@ -597,7 +606,11 @@ func (s *Session) refuseTooLarge() {
 // backendFailure tells the client that the backend went away during the
 // connection phase, and returns the error to end the session with.
 func (s *Session) backendFailure(err error) error {
-	s.SendError(s.ErrSeq, CodeBackendLost, "08S01", "mycached: lost connection to backend "+s.opts.Backend+": "+err.Error(), s.ErrSeq != 0)
+	code := uint16(CodeBackendLost)
+	if s.ErrSeq == 0 {
+		code = CodeBackendUnreachable // in answer to the greeting
+	}
+	s.SendError(s.ErrSeq, code, "08S01", "mycached: lost connection to backend "+s.opts.Backend+": "+err.Error(), s.ErrSeq != 0)
 	return BackendError{err}
 }
 
