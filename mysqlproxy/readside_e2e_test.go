@@ -1267,17 +1267,29 @@ var rsCases = []rsCase{
 	},
 	{
 		class: "session", name: "global-default-changed",
-		setup: []string{"CREATE TABLE t (id INT PRIMARY KEY, d DATE)", "INSERT INTO t VALUES (1, '2024-12-30')"},
+		setup: []string{
+			"CREATE TABLE t (id INT PRIMARY KEY, d DATE)", "INSERT INTO t VALUES (1, '2024-12-30')",
+			"CREATE TABLE v (id INT PRIMARY KEY, x INT) WITH SYSTEM VERSIONING", "INSERT INTO v VALUES (1, 1), (2, 2)",
+		},
 		body: func(x *rsRun) {
 			rsGlobal.Lock()
 			defer rsGlobal.Unlock()
-			q := "SELECT WEEK(d) FROM t WHERE id = 1"
-			x.rootVia(x.A()).warm(q)
-			x.exec("SET GLOBAL default_week_format = 3")
-			defer x.exec("SET GLOBAL default_week_format = 0")
-			// Sessions opened now start with the new default.
-			x.rootVia(x.B()).same(q)
-			x.rootVia(x.A()).same(q)
+			for _, c := range []struct{ q, set, reset string }{
+				{"SELECT WEEK(d) FROM t WHERE id = 1", "default_week_format = 3", "default_week_format = 0"},
+				// A recursive CTE stops, without an error, after so many
+				// iterations.
+				{"WITH RECURSIVE c (n) AS (SELECT id FROM t UNION ALL SELECT n + 1 FROM c WHERE n < 10) SELECT COUNT(*) FROM c",
+					"max_recursive_iterations = 3", "max_recursive_iterations = DEFAULT"},
+				// A system-versioned table read as of another time.
+				{"SELECT COUNT(*) FROM v", "system_versioning_asof = '2001-01-01 00:00:00'", "system_versioning_asof = DEFAULT"},
+			} {
+				x.rootVia(x.A()).warm(c.q)
+				x.exec("SET GLOBAL " + c.set)
+				// Sessions opened now start with the new default.
+				x.rootVia(x.B()).same(c.q)
+				x.rootVia(x.A()).same(c.q)
+				x.exec("SET GLOBAL " + c.reset)
+			}
 		},
 	},
 	{

@@ -17,7 +17,7 @@ var digestFree = map[string]bool{
 	"transaction_read_only": true, "tx_read_only": true, "transaction": true,
 	"wait_timeout": true, "interactive_timeout": true, "net_read_timeout": true,
 	"net_write_timeout": true, "lock_wait_timeout": true, "innodb_lock_wait_timeout": true,
-	"sql_log_bin": true, "sql_notes": true, "sql_warnings": true, "profiling": true,
+	"sql_log_bin": true, "sql_warnings": true, "profiling": true,
 	"max_statement_time": true, "max_execution_time": true,
 	// Reported by the trackers, and about the session, not its reads.
 	"last_gtid": true, "session_track_system_variables": true, "session_track_schema": true,

@@ -425,7 +425,9 @@ const (
 		"'group_concat_max_len', 'sql_select_limit', 'sql_auto_is_null', " +
 		"'explicit_defaults_for_timestamp', 'old_mode', 'default_regex_flags', " +
 		"'auto_increment_increment', 'auto_increment_offset', " +
-		"'optimizer_switch', 'in_predicate_conversion_threshold'"
+		"'optimizer_switch', 'in_predicate_conversion_threshold', " +
+		"'max_recursive_iterations', 'system_versioning_asof', 'block_encryption_mode', " +
+		"'character_set_collations'"
 )
 
 // noteStartValues notes what startValuesSQL read.
