@@ -317,6 +317,7 @@ func textRow(b []byte) []string {
 // values the session starts with. Its statements go in one round trip.
 func (s *Session) setupSession() error {
 	s.Vars, s.VarsGen = nil, s.VarsGen+1
+	s.tracksPrepared = false // a new session, a reset or a change of user drops them
 	if !s.Track {
 		res, err := s.ownQueries(startValuesSQL, showGrants)
 		if err != nil {
