@@ -371,9 +371,7 @@ func (s *Session) relayCommand(p []byte) error {
 // prepared from a text that does. The server does not report a change of
 // session_track_system_variables that leaves it out of the new list.
 func (s *Session) namesTrackers(p []byte) bool {
-	names := func(b []byte) bool {
-		return bytes.Contains(bytes.ToLower(b), []byte("session_track_"))
-	}
+	names := func(b []byte) bool { return containsFold(b, "session_track_") }
 	switch p[0] {
 	case mysql.COM_QUERY:
 		if names(p[1:]) {
@@ -391,6 +389,53 @@ func (s *Session) namesTrackers(p []byte) bool {
 		return s.tracksPrepared
 	}
 	return false
+}
+
+// containsFold reports whether b contains pat, a lower-case ASCII word
+// that begins with a letter, in any case, without copying b: the
+// candidates are found with IndexByte, each case's next one kept until
+// passed.
+func containsFold(b []byte, pat string) bool {
+	n := len(pat)
+	lo, up := pat[0], pat[0]-'a'+'A'
+	nextLo, nextUp := -1, -1
+	for i := 0; i+n <= len(b); {
+		if nextLo < i {
+			nextLo = len(b)
+			if k := bytes.IndexByte(b[i:], lo); k >= 0 {
+				nextLo = i + k
+			}
+		}
+		if nextUp < i {
+			nextUp = len(b)
+			if k := bytes.IndexByte(b[i:], up); k >= 0 {
+				nextUp = i + k
+			}
+		}
+		at := min(nextLo, nextUp)
+		if at+n > len(b) {
+			return false
+		}
+		if foldEqual(b[at:at+n], pat) {
+			return true
+		}
+		i = at + 1
+	}
+	return false
+}
+
+// foldEqual reports whether b is pat, a lower-case ASCII word, in any case.
+func foldEqual(b []byte, pat string) bool {
+	for j := range len(pat) {
+		c := b[j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != pat[j] {
+			return false
+		}
+	}
+	return true
 }
 
 // hidTrackerChange reports whether command p, just answered, may have
