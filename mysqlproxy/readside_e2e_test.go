@@ -1936,6 +1936,7 @@ var rsCases = []rsCase{
 				"USE " + db2 + "; USE no_such_db",
 				"SELECT * FROM no_such_table; USE " + db2,
 				"DO 1; USE " + db2 + "; SIGNAL SQLSTATE '45000'",
+				"SET session_track_schema = OFF, session_track_state_change = OFF; USE " + db2,
 			} {
 				s := x.rootVia(x.B())
 				s.exec(multi)
@@ -1946,7 +1947,7 @@ var rsCases = []rsCase{
 		},
 	},
 	{
-		class: "text", name: "temporary-table-shadows", steps: 8,
+		class: "text", name: "temporary-table-shadows", steps: 9,
 		setup: []string{"CREATE TABLE t (v INT)", "INSERT INTO t VALUES (1)"},
 		body: func(x *rsRun) {
 			q := "SELECT v FROM t"
@@ -1962,6 +1963,9 @@ var rsCases = []rsCase{
 				{"executable-comment", []string{"/*!CREATE TEMPORARY TABLE t (v INT)*/"}},
 				{"create-or-replace", []string{"CREATE OR REPLACE TEMPORARY TABLE t (v INT)"}},
 				{"multi-statement", []string{"CREATE TEMPORARY TABLE t (v INT); SELECT 1"}},
+				// The client's own trackers, which show nothing, are on
+				// while a text that names them runs.
+				{"trackers-off-multi-statement", []string{"SET session_track_state_change = OFF, session_track_system_variables = ''; CREATE TEMPORARY TABLE t (v INT)"}},
 			} {
 				x.step(create.name, func(x *rsRun) {
 					s := x.rootVia(x.A())
