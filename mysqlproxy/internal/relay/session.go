@@ -119,7 +119,7 @@ type Session struct {
 	ExtMeta         bool
 	clientTrack     clientTrackers
 	trackersChanged bool // the client changed the trackers: turn ours back on
-	tracksPrepared  bool // a statement was prepared from a text that names the trackers
+	tracksPrepared  bool // PREPARE of a text that names the trackers
 	handed          bool // the backend session has the client's trackers, not mycached's
 	// Vars are the session variables changed since the session began, as
 	// the server reports them; VarsGen counts their changes.
@@ -368,25 +368,24 @@ func (s *Session) relayCommand(p []byte) error {
 
 // namesTrackers reports whether command p may change the session's
 // trackers, or read them: its text names them, or it executes a statement
-// prepared from a text that does. The server does not report a change of
+// prepared from a text that does (after a PREPARE of such a text, any
+// EXECUTE). The server does not report a change of
 // session_track_system_variables that leaves it out of the new list.
 func (s *Session) namesTrackers(p []byte) bool {
-	names := func(b []byte) bool { return containsFold(b, "session_track_") }
 	switch p[0] {
 	case mysql.COM_QUERY:
-		if names(p[1:]) {
+		if containsFold(p[1:], "session_track_") {
 			if sqlinfo.FirstKeyword(string(p[1:])) == "PREPARE" {
 				s.tracksPrepared = true
 			}
 			return true
 		}
 		return s.tracksPrepared && sqlinfo.FirstKeyword(string(p[1:])) == "EXECUTE"
-	case mysql.COM_STMT_PREPARE:
-		if names(p[1:]) {
-			s.tracksPrepared = true
-		}
 	case mysql.COM_STMT_EXECUTE:
-		return s.tracksPrepared
+		if len(p) >= 5 {
+			st := s.stmts[wire.Le32(p[1:])]
+			return st != nil && st.namesTrackers
+		}
 	}
 	return false
 }

@@ -17,6 +17,8 @@ type Stmt struct {
 	Columns  uint16
 	Types    []byte // parameter types bound by the last execute that sent them
 	LongData bool   // COM_STMT_SEND_LONG_DATA since the last execute
+	// namesTrackers says the text names the session's trackers.
+	namesTrackers bool
 	// Ext is the handler's own note on the statement, such as its
 	// analysis.
 	Ext any
@@ -37,7 +39,8 @@ func (s *Session) Prepare(p []byte) (*Stmt, error) {
 	if s.stmts == nil {
 		s.stmts = make(map[uint32]*Stmt)
 	}
-	st := &Stmt{ID: sp.id, SQL: string(p[1:]), Params: sp.params, Columns: sp.columns}
+	st := &Stmt{ID: sp.id, SQL: string(p[1:]), Params: sp.params, Columns: sp.columns,
+		namesTrackers: containsFold(p[1:], "session_track_")}
 	s.stmts[sp.id] = st
 	return st, nil
 }
