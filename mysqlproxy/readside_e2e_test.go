@@ -1195,6 +1195,15 @@ var rsCases = []rsCase{
 					s.sameIn(proto, diag)
 				}
 			}
+			// Diagnostics read by a statement prepared by name, from a
+			// text or a variable, with other statements prepared since.
+			s.exec("PREPARE sw FROM 'SHOW WARNINGS'", "SET @rc = 'SELECT ROW_COUNT()'", "PREPARE rc FROM @rc", "PREPARE other FROM 'SELECT 1'")
+			for _, diag := range []string{"EXECUTE sw", "EXECUTE rc", "EXECUTE IMMEDIATE @rc", "EXECUTE IMMEDIATE 'SHOW WARNINGS'"} {
+				s.sameIn("text", "SELECT CAST(s AS SIGNED) FROM t WHERE id = 1")
+				s.exec("SET @z = 1")
+				s.same(rsStr)
+				s.sameIn("text", diag)
+			}
 		},
 	},
 	{

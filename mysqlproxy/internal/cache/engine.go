@@ -180,6 +180,9 @@ type Session struct {
 	// (ROW_COUNT(), warnings, FOUND_ROWS()) is not what it would be.
 	lastHit    []byte
 	lastHitSQL string // its statement's text
+	// diagStmts are the statements the session prepared by name (PREPARE
+	// name FROM ...) whose text may read diagnostics, or is a variable's.
+	diagStmts map[string]bool
 
 	// dia is how the server reads the session's texts, computed for
 	// the session state diaGen and diaState describe.

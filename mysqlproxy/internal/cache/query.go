@@ -35,12 +35,54 @@ func (c *Session) Query(p []byte, sql string) error {
 		c.e.Stats.bypass(whyNotCacheable)
 		c.e.Queries.note(info.Digest, info.WhyNot, 0)
 	}
-	if c.lastHit != nil && readsDiagnostics(sql) {
+	execDiag := c.notePrepared(sql)
+	if c.lastHit != nil && (readsDiagnostics(sql) || execDiag) {
 		if err := c.rerunLastHit(); err != nil {
 			return err
 		}
 	}
 	return c.execute(p, info, sql)
+}
+
+// notePrepared follows the statements the session prepares by name, and
+// reports whether sql executes one that may read diagnostics: one
+// prepared from such a text or from a variable, or EXECUTE IMMEDIATE of
+// a variable.
+func (c *Session) notePrepared(sql string) bool {
+	kw := sqlinfo.FirstKeyword(sql)
+	if kw != "PREPARE" && kw != "EXECUTE" && kw != "DEALLOCATE" && kw != "DROP" {
+		return false
+	}
+	f := strings.Fields(sql)
+	name := func(i int) string {
+		if i >= len(f) {
+			return ""
+		}
+		return strings.ToLower(strings.Trim(strings.TrimRight(f[i], ";"), "`"))
+	}
+	switch kw {
+	case "PREPARE":
+		n := name(1)
+		if n == "" {
+			return false
+		}
+		if readsDiagnostics(sql) || (len(f) > 3 && strings.HasPrefix(f[3], "@")) {
+			if c.diagStmts == nil {
+				c.diagStmts = map[string]bool{}
+			}
+			c.diagStmts[n] = true
+		} else {
+			delete(c.diagStmts, n)
+		}
+	case "EXECUTE":
+		if name(1) == "immediate" {
+			return len(f) > 2 && strings.HasPrefix(f[2], "@")
+		}
+		return c.diagStmts[name(1)]
+	default: // DEALLOCATE PREPARE name, DROP PREPARE name
+		delete(c.diagStmts, name(2))
+	}
+	return false
 }
 
 // readsDiagnostics reports whether a statement may read what the
@@ -556,6 +598,7 @@ func isDrop(digest string) bool {
 // COM_RESET_CONNECTION and COM_CHANGE_USER start afresh.
 func (c *Session) Reset() {
 	clear(c.temps)
+	clear(c.diagStmts)
 	c.lastHit = nil
 	c.nextTxUnknown, c.txUnknownIsolation = false, false
 	c.state.reset(c.s.Hello.Charset)
