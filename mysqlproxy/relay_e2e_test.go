@@ -674,36 +674,55 @@ func TestE2ESessionTrackers(t *testing.T) {
 		"SET @w = 4",
 		"DEALLOCATE PREPARE s",
 	}
-	var tr [2][]string
-	for i, addr := range []string{m.Addr, p.addr} {
-		c, err := client.Connect(addr, "root", rootPass, db, func(c *client.Conn) error {
-			c.ReadTimeout = 20 * time.Second
-			c.WriteTimeout = 20 * time.Second
-			return c.SetCapability(mysqlc.CLIENT_SESSION_TRACK)
-		})
-		if err != nil {
-			t.Fatalf("connect to %s: %v", addr, err)
-		}
-		rc := &rawConn{Conn: c, deprecateEOF: true}
-		for _, q := range steps {
-			if err := rc.command(append([]byte{mysqlc.COM_QUERY}, q...)...); err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-			r, err := rc.readResponse(false)
-			if err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-			for k := range r {
-				r[k] = canonicalOK(t, r[k])
-			}
-			tr[i] = append(tr[i], q+" -> "+strings.Join(r, " "))
-		}
-		c.Close()
+	// Transaction state, in reads the cache could answer, on a session
+	// of their own (the EXECUTEs above stop caching for theirs).
+	txSteps := []string{
+		"SET session_track_transaction_info = 'STATE'",
+		"SELECT id FROM tt WHERE id = 1", "SELECT id FROM tt WHERE id = 1", "SELECT id FROM tt WHERE id = 1",
+		"BEGIN", "SELECT id FROM tt WHERE id = 1", "SELECT id FROM tt WHERE id = 1", "COMMIT",
+		"SET session_track_transaction_info = 'CHARACTERISTICS'",
+		"START TRANSACTION READ ONLY", "SELECT id FROM tt WHERE id = 1", "SELECT id FROM tt WHERE id = 1", "COMMIT",
+		"SET autocommit = 0", "SELECT id FROM tt WHERE id = 1", "SELECT id FROM tt WHERE id = 1", "COMMIT", "SET autocommit = 1",
+		"SET session_track_transaction_info = OFF",
+		"BEGIN", "SELECT id FROM tt WHERE id = 1", "SELECT id FROM tt WHERE id = 1", "COMMIT",
 	}
-	for i := range tr[0] {
-		if tr[0][i] != tr[1][i] {
-			t.Errorf("through the proxy:\ngot  %s\nwant %s", tr[1][i], tr[0][i])
+	m.Exec(t, "CREATE TABLE `"+db+"`.tt (id INT PRIMARY KEY)")
+	m.Exec(t, "INSERT INTO `"+db+"`.tt VALUES (1)")
+	for _, steps := range [][]string{steps, txSteps} {
+		var tr [2][]string
+		for i, addr := range []string{m.Addr, p.addr} {
+			c, err := client.Connect(addr, "root", rootPass, db, func(c *client.Conn) error {
+				c.ReadTimeout = 20 * time.Second
+				c.WriteTimeout = 20 * time.Second
+				return c.SetCapability(mysqlc.CLIENT_SESSION_TRACK)
+			})
+			if err != nil {
+				t.Fatalf("connect to %s: %v", addr, err)
+			}
+			rc := &rawConn{Conn: c, deprecateEOF: true}
+			for _, q := range steps {
+				if err := rc.command(append([]byte{mysqlc.COM_QUERY}, q...)...); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+				r, err := rc.readResponse(false)
+				if err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+				for k := range r {
+					r[k] = canonicalOK(t, r[k])
+				}
+				tr[i] = append(tr[i], q+" -> "+strings.Join(r, " "))
+			}
+			c.Close()
 		}
+		for i := range tr[0] {
+			if tr[0][i] != tr[1][i] {
+				t.Errorf("through the proxy:\ngot  %s\nwant %s", tr[1][i], tr[0][i])
+			}
+		}
+	}
+	if st := mycachedStatus(t, openDB(t, rootDSN(p.addr, db, ""))); st["Hits_l1"] == 0 {
+		t.Errorf("no read was answered from the cache; the transaction steps prove nothing")
 	}
 }
 

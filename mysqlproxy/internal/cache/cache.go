@@ -37,6 +37,9 @@ const (
 	whyNoMetadata     = "metadata-unavailable"
 	whyFollowerBehind = "binlog-follower-behind"
 	whyNotPaying      = "admission-rejected"
+	whyTxStart        = "starts-transaction"
+	whyTxSnapshot     = "takes-snapshot"
+	whyTxTracked      = "transaction-tracked"
 )
 
 // bypassReasons returns the reasons above, which NewStats shows on
@@ -46,7 +49,7 @@ func bypassReasons() []string {
 		whyNotCacheable, whyWriteTx, whyTx, whyTooLarge, whyPolicy, whyCacheError,
 		whyPending, whySessionOff, whyHint, whyTemporary, whyCursor, whyLongData,
 		whyTainted, whyNotStored, whyUnknownTable, whyNoMetadata, whyFollowerBehind,
-		whyNotPaying,
+		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked,
 	}
 }
 
@@ -214,6 +217,20 @@ func (c *Session) snapshotRule() (since time.Time, shared bool) {
 		return noStore, false
 	}
 	return time.Time{}, true
+}
+
+// snapshotIsolation reports whether the open transaction reads a
+// snapshot taken by its first read: REPEATABLE READ, SERIALIZABLE, or an
+// isolation mycached cannot see.
+func (c *Session) snapshotIsolation() bool {
+	if c.txUnknownIsolation {
+		return true
+	}
+	iso := c.sessionIsolation()
+	if c.txIsolation != "" {
+		iso = c.txIsolation
+	}
+	return iso != "READ-COMMITTED" && iso != "READ-UNCOMMITTED"
 }
 
 // sessionIsolation returns the session's isolation level, as the server
@@ -405,7 +422,21 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 			return "sql_auto_is_null"
 		}
 	}
+	if c.s.Status&(mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_STATUS_IN_TRANS) == 0 {
+		// With autocommit off, this read begins a transaction: the
+		// server must run it, or the session would not be in one.
+		return whyTxStart
+	}
 	if c.s.Status&mysql.SERVER_STATUS_IN_TRANS != 0 {
+		if c.s.ClientTracksTransactions() {
+			// Each read may change the state the client tracks.
+			return whyTxTracked
+		}
+		if !c.txSnap && c.snapshotIsolation() {
+			// The first read takes the transaction's snapshot, which
+			// the reads the server runs later see.
+			return whyTxSnapshot
+		}
 		switch c.e.cfg.CacheInTransactions {
 		case Never:
 			return whyTx

@@ -31,6 +31,7 @@ type clientTrackers struct {
 	all    bool            // "*"
 	schema bool
 	state  bool
+	tx     bool // session_track_transaction_info is not OFF
 }
 
 // setVars reads a session_track_system_variables value.
@@ -80,6 +81,8 @@ func (t *clientTrackers) set(name, v string) {
 		t.schema = on
 	case "session_track_state_change":
 		t.state = on
+	case "session_track_transaction_info":
+		t.tx = !strings.EqualFold(v, "OFF")
 	}
 }
 
@@ -453,6 +456,10 @@ func (s *Session) noteStartValues(r ownResult) {
 		s.setVar(name, row[1])
 	}
 }
+
+// ClientTracksTransactions reports whether the client asked the server
+// for its transactions' state in each OK packet.
+func (s *Session) ClientTracksTransactions() bool { return s.ClientTrack && s.clientTrack.tx }
 
 // AccountUser returns the user name of the account the server matched,
 // or "" when it is not known.
