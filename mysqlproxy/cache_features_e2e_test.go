@@ -595,6 +595,40 @@ func TestCacheInTransactions(t *testing.T) {
 		}
 	})
 
+	// after-first-read: the read that begins a transaction (autocommit
+	// off) and the one that takes its snapshot run on the server, so the
+	// session is in a transaction as it would be, and the reads the
+	// server runs later in it see that snapshot; later reads hit.
+	for _, start := range []string{"autocommit-0", "begin"} {
+		t.Run("after-first-read/"+start, func(t *testing.T) {
+			t.Parallel()
+			m, c, other := setup(t, mysqlproxy.CacheAfterFirstRead, "")
+			counted(t, m, c, read)
+			if _, n := counted(t, m, c, read); n != 0 {
+				t.Fatalf("autocommit read: MariaDB executed %d SELECTs, want 0", n)
+			}
+			if start == "begin" {
+				execOn(t, c, "BEGIN")
+			} else {
+				execOn(t, c, "SET autocommit = 0")
+			}
+			if _, n := counted(t, m, c, read); n != 1 {
+				t.Errorf("first read of the transaction: MariaDB executed %d SELECTs, want 1", n)
+			}
+			if got, _ := counted(t, m, c, "SELECT @@in_transaction"); !strings.Contains(got, `"1"`) {
+				t.Errorf("@@in_transaction after the first read: got %s, want 1", got)
+			}
+			if _, n := counted(t, m, c, read); n != 0 {
+				t.Errorf("second read of the transaction: MariaDB executed %d SELECTs, want 0", n)
+			}
+			execOn(t, other, "UPDATE t SET v = 5 WHERE id = 1")
+			if got, _ := counted(t, m, c, "SELECT v, @nothing FROM t WHERE id = 1"); !strings.Contains(got, `"1"`) {
+				t.Errorf("a read the server runs after another session's write: got %s, want the snapshot's 1", got)
+			}
+			execOn(t, c, "COMMIT")
+		})
+	}
+
 	t.Run("autocommit-off", func(t *testing.T) {
 		t.Parallel()
 		m, c, other := setup(t, mysqlproxy.CacheUntilWrite, "autocommit=0")

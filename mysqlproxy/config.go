@@ -28,8 +28,11 @@ type CacheInTransactions = cache.InTransactions
 // The modes of --cache-in-transactions.
 const (
 	CacheUntilWrite = cache.UntilWrite // until the transaction has written
-	CacheReadOnly   = cache.ReadOnly   // only in transactions started READ ONLY
-	CacheNever      = cache.Never      // never inside a transaction
+	// CacheAfterFirstRead is CacheUntilWrite, but the server runs the read
+	// that begins a transaction and the one that takes its snapshot.
+	CacheAfterFirstRead = cache.AfterFirstRead
+	CacheReadOnly       = cache.ReadOnly // only in transactions started READ ONLY
+	CacheNever          = cache.Never    // never inside a transaction
 )
 
 // Consistency says how a hit is checked against writes: see

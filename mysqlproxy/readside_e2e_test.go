@@ -1370,39 +1370,6 @@ var rsCases = []rsCase{
 		},
 	},
 	{
-		// A read the cache could answer still goes to the server when it
-		// begins the transaction (autocommit off) or takes its snapshot:
-		// the session is then in a transaction as it would be, and the
-		// reads the server runs later in it see that snapshot.
-		class: "transaction", name: "first-read-takes-the-snapshot", steps: 2,
-		setup: rsRows,
-		body: func(x *rsRun) {
-			for i, st := range []struct {
-				name       string
-				start, end []string
-			}{
-				{"autocommit-0", []string{"SET autocommit = 0"}, []string{"COMMIT", "SET autocommit = 1"}},
-				{"begin", []string{"BEGIN"}, []string{"COMMIT"}},
-			} {
-				id := 10 + i
-				q := rsRow(id)
-				x.step(st.name, func(x *rsRun) {
-					x.rootVia(x.A()).warm(q)
-					r := x.rootVia(x.A())
-					r.exec(st.start...)
-					r.same(q)
-					r.same("SELECT @@in_transaction")
-					x.exec(fmt.Sprintf("UPDATE t SET v = v + 100 WHERE id = %d", id))
-					x.sync()
-					r.same(fmt.Sprintf("SELECT v, @nothing FROM t WHERE id = %d", id))
-					r.same(q)
-					r.exec(st.end...)
-					r.same(q)
-				})
-			}
-		},
-	},
-	{
 		class: "transaction", name: "read-uncommitted-never-fills", steps: 6,
 		setup: rsRows,
 		body: func(x *rsRun) {

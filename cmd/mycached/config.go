@@ -139,7 +139,7 @@ func flagDefs(o *options) []flagDef {
 		{"Cache", "default-ttl", "DURATION", durationValue{&o.defaultTTL}, "lifetime of entries cached by the built-in policy", ""},
 		{"Cache", "passthrough", "", boolValue{&o.passthrough}, "relay only: cache nothing (writes still invalidate, for sidecars that do cache)", ""},
 		{"Cache", "table-level", "", boolValue{&o.tableLevel}, "invalidate by table only: no row-level entries for primary-key lookups", ""},
-		{"Cache", "cache-in-transactions", "MODE", enumValue{&o.cacheInTransactions, []string{"until-write", "read-only", "never"}}, "cache reads in transactions: until-write, read-only, never", ""},
+		{"Cache", "cache-in-transactions", "MODE", enumValue{&o.cacheInTransactions, []string{"until-write", "after-first-read", "read-only", "never"}}, "cache reads in transactions: until-write, after-first-read, read-only, never", ""},
 
 		{"Coherence", "binlog-user", "USER", stringValue{&o.binlogUser}, "account that follows the server's binlog, so that writes from anywhere invalidate, and reads keys, views and foreign keys, on connections of mycached's own; needs REPLICATION SLAVE, BINLOG MONITOR, SELECT and SHOW VIEW on *.*", "none: only writes through mycached invalidate"},
 		{"Coherence", "binlog-password-file", "FILE", stringValue{&o.binlogPasswordFile}, "file holding --binlog-user's password; or set MYCACHED_BINLOG_PASSWORD", "none"},

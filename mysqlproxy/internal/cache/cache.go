@@ -422,9 +422,11 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 			return "sql_auto_is_null"
 		}
 	}
-	if c.s.Status&(mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_STATUS_IN_TRANS) == 0 {
-		// With autocommit off, this read begins a transaction: the
-		// server must run it, or the session would not be in one.
+	// A client that tracks its transactions' state sees each read's; and
+	// after-first-read has the server begin every transaction.
+	firstRead := c.e.cfg.CacheInTransactions == AfterFirstRead
+	if (firstRead || c.s.ClientTracksTransactions()) && c.s.Status&(mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_STATUS_IN_TRANS) == 0 {
+		// With autocommit off, this read begins a transaction.
 		return whyTxStart
 	}
 	if c.s.Status&mysql.SERVER_STATUS_IN_TRANS != 0 {
@@ -432,7 +434,7 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 			// Each read may change the state the client tracks.
 			return whyTxTracked
 		}
-		if !c.txSnap && c.snapshotIsolation() {
+		if firstRead && !c.txSnap && c.snapshotIsolation() {
 			// The first read takes the transaction's snapshot, which
 			// the reads the server runs later see.
 			return whyTxSnapshot

@@ -24,8 +24,12 @@ type InTransactions string
 // The modes of --cache-in-transactions.
 const (
 	UntilWrite InTransactions = "until-write" // until the transaction has written
-	ReadOnly   InTransactions = "read-only"   // only in transactions started READ ONLY
-	Never      InTransactions = "never"       // never inside a transaction
+	// AfterFirstRead is UntilWrite, but the server runs the read that
+	// begins a transaction (autocommit off) and the one that takes its
+	// snapshot, as it would without the cache.
+	AfterFirstRead InTransactions = "after-first-read"
+	ReadOnly       InTransactions = "read-only" // only in transactions started READ ONLY
+	Never          InTransactions = "never"     // never inside a transaction
 )
 
 // Consistency says how a hit is checked against writes.
