@@ -4,8 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"io"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/mycached/mycached/mysqlproxy"
 	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
@@ -118,6 +122,28 @@ func throughA(stmts ...string) func(*testing.T, *fleet) {
 	}
 }
 
+// oneSession runs stmts on one connection straight to MariaDB, for
+// session settings such as binlog_format.
+func oneSession(stmts ...string) func(*testing.T, *fleet) {
+	return func(t *testing.T, f *fleet) {
+		ctx := context.Background()
+		c, err := f.direct.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		for _, s := range stmts {
+			if _, err := c.ExecContext(ctx, s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+	}
+}
+
+func init() {
+	mysql.RegisterReaderHandler("follower-load", func() io.Reader { return strings.NewReader("1\t77\n") })
+}
+
 var bypassCases = []bypassCase{
 	{
 		name:  "direct update",
@@ -160,6 +186,48 @@ var bypassCases = []bypassCase{
 		},
 		reads: []string{"SELECT pid FROM c WHERE id = 10"},
 		write: direct("UPDATE p SET id = 5 WHERE id = 1"),
+	},
+	{
+		// The session logs statements, not rows: the text names the
+		// table it writes, not what its trigger, the function it calls
+		// or LOAD DATA wrote.
+		name: "statement-format binlog for one session",
+		setup: []string{
+			"CREATE TABLE src (id INT PRIMARY KEY, v INT)", "CREATE TABLE dst (id INT PRIMARY KEY, v INT)",
+			"INSERT INTO src VALUES (1, 0)", "INSERT INTO dst VALUES (1, 0)",
+			"CREATE TRIGGER trg AFTER UPDATE ON src FOR EACH ROW UPDATE dst SET v = NEW.v WHERE id = NEW.id",
+			"CREATE TABLE w (id INT PRIMARY KEY, v INT)", "INSERT INTO w VALUES (1, 0)",
+			"CREATE FUNCTION fw() RETURNS INT MODIFIES SQL DATA BEGIN UPDATE w SET v = v + 1 WHERE id = 1; RETURN 1; END",
+			"CREATE TABLE ld (id INT PRIMARY KEY, v INT)", "INSERT INTO ld VALUES (1, 0)",
+		},
+		reads: []string{"SELECT v FROM dst WHERE id = 1", "SELECT v FROM w WHERE id = 1", "SELECT v FROM ld WHERE id = 1"},
+		write: oneSession(
+			"SET SESSION binlog_format = MIXED", "UPDATE src SET v = 5 WHERE id = 1",
+			"SET SESSION binlog_format = STATEMENT", "SELECT fw()",
+			"LOAD DATA LOCAL INFILE 'Reader::follower-load' REPLACE INTO TABLE ld"),
+	},
+	{
+		// DDL mycached cannot map to tables makes it forget what it
+		// knew of them, but not the foreign keys it learned.
+		name: "foreign key cascade after an unrelated database is created",
+		setup: []string{
+			"CREATE TABLE p (id INT PRIMARY KEY)",
+			"CREATE TABLE c (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES p (id) ON DELETE CASCADE)",
+			"INSERT INTO p VALUES (1), (2)", "INSERT INTO c VALUES (10, 1), (20, 2)",
+		},
+		reads: []string{"SELECT * FROM c ORDER BY id", "SELECT pid FROM c WHERE id = 10"},
+		write: direct("CREATE DATABASE IF NOT EXISTS mc_follower_unrelated", "DELETE FROM p WHERE id = 1",
+			"DROP DATABASE mc_follower_unrelated"),
+	},
+	{
+		name: "foreign key cascade after the parent is renamed",
+		setup: []string{
+			"CREATE TABLE p (id INT PRIMARY KEY)",
+			"CREATE TABLE c (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES p (id) ON DELETE CASCADE ON UPDATE CASCADE)",
+			"INSERT INTO p VALUES (1), (2)", "INSERT INTO c VALUES (10, 1), (20, 2)",
+		},
+		reads: []string{"SELECT * FROM c ORDER BY id", "SELECT pid FROM c WHERE id = 20"},
+		write: direct("RENAME TABLE p TO p2", "DELETE FROM p2 WHERE id = 1", "UPDATE p2 SET id = 22 WHERE id = 2"),
 	},
 	{
 		name:  "view",

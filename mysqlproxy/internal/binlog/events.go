@@ -79,6 +79,13 @@ func (f *Follower) handle(t *txn, ev *replication.BinlogEvent) {
 		f.rows(t, ev.Header.EventType, e)
 	case *replication.QueryEvent:
 		f.query(t, e)
+	case *replication.ExecuteLoadQueryEvent:
+		// LOAD DATA logged as a statement: its rows, and what triggers
+		// did with them, are not in the binlog.
+		t.add(deps.Global)
+		if t.standalone {
+			f.apply(t)
+		}
 	case *replication.XIDEvent:
 		f.apply(t)
 	case *replication.GenericEvent:
@@ -375,10 +382,23 @@ func (f *Follower) statement(t *txn, schema, q, w1, w2 string, d sqlinfo.Dialect
 		return
 	}
 	info := statementAnalyzer.AnalyzeIn(q, d)
+	switch info.Kind {
+	case sqlinfo.Select, sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace, sqlinfo.Call, sqlinfo.LoadData:
+		// A write logged as a statement (binlog_format STATEMENT or
+		// MIXED, for the server or for the session): its text names the
+		// tables it writes, but not what its triggers, the functions it
+		// calls or its foreign keys wrote.
+		t.add(deps.Global)
+		return
+	}
 	if !info.MayWrite {
 		return
 	}
-	for _, tb := range sqlinfo.Qualify(info.Writes, schema) {
+	written := sqlinfo.Qualify(info.Writes, schema)
+	if info.Kind == sqlinfo.DDL {
+		f.ddlKeys(written)
+	}
+	for _, tb := range written {
 		if strings.EqualFold(tb.DB, "mysql") {
 			t.add(deps.Global)
 			continue
@@ -386,7 +406,6 @@ func (f *Follower) statement(t *txn, schema, q, w1, w2 string, d sqlinfo.Dialect
 		table := f.namer.Table(tb.DB, tb.Name)
 		t.addTable(table)
 		if info.Kind == sqlinfo.DDL {
-			f.opts.Meta.Forget(table)
 			continue
 		}
 		if m, err := f.opts.Meta.Table(f.ctx, tb.DB, tb.Name); err == nil {
@@ -416,6 +435,24 @@ func (f *Follower) statement(t *txn, schema, q, w1, w2 string, d sqlinfo.Dialect
 			}
 			t.add(f.namer.DB(db))
 		}
+	}
+}
+
+// ddlKeys follows DDL on tables in what is known of their foreign keys.
+// A renamed parent keeps its children: they are given to every table the
+// statement names (a child too many costs a bump, a child too few a
+// stale read). The tables are then learned again at once, so that a
+// foreign key the statement added is known before the next write to its
+// parent.
+func (f *Follower) ddlKeys(tables []sqlinfo.Table) {
+	names := make([]string, 0, len(tables))
+	for _, tb := range tables {
+		names = append(names, f.namer.Table(tb.DB, tb.Name))
+	}
+	f.opts.Meta.ShareChildren(names)
+	for i, tb := range tables {
+		f.opts.Meta.Forget(names[i])
+		_, _ = f.opts.Meta.Table(f.ctx, tb.DB, tb.Name)
 	}
 }
 

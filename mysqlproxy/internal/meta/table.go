@@ -180,14 +180,42 @@ func (m *Meta) Forget(table string) {
 }
 
 // ForgetAll drops everything known of tables, after DDL mycached could
-// not map to tables.
+// not map to tables. The foreign keys learned stay: the tables that
+// declared them may not be learned again before their parents are
+// written, and a link that no longer holds costs only a bump.
 func (m *Meta) ForgetAll() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.gen++
 	m.genA.Add(1)
 	clear(m.tables)
-	clear(m.children)
+}
+
+// ShareChildren gives each of tables (range generations' names) the
+// children of all of them, after DDL that may have renamed one to
+// another.
+func (m *Meta) ShareChildren(tables []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	all := map[string]bool{}
+	for _, t := range tables {
+		for c := range m.children[t] {
+			all[c] = true
+		}
+	}
+	if len(all) == 0 {
+		return
+	}
+	for _, t := range tables {
+		if m.children[t] == nil {
+			m.children[t] = make(map[string]bool)
+		}
+		for c := range all {
+			if c != t {
+				m.children[t][c] = true
+			}
+		}
+	}
 }
 
 // learn asks the server about db.name.
