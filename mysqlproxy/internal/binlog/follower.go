@@ -171,6 +171,19 @@ func (f *Follower) FreshAsOf() time.Time {
 	return f.fresh
 }
 
+// Applied reports whether the transaction of gtid, a MariaDB GTID as
+// @@last_gtid gives it, has been applied, its bumps made. A GTID it
+// cannot read is not.
+func (f *Follower) Applied(gtid string) bool {
+	want, err := parsePos(gtid)
+	if err != nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return reached(seqs(f.applied), want)
+}
+
 // lostPosition bumps the global generation: the follower cannot know what
 // changed since the position it lost.
 func (f *Follower) lostPosition(why string) {

@@ -40,6 +40,7 @@ const (
 	whyTxStart        = "starts-transaction"
 	whyTxSnapshot     = "takes-snapshot"
 	whyTxTracked      = "transaction-tracked"
+	whyOwnWrite       = "own-write-unapplied"
 )
 
 // bypassReasons returns the reasons above, which NewStats shows on
@@ -49,7 +50,7 @@ func bypassReasons() []string {
 		whyNotCacheable, whyWriteTx, whyTx, whyTooLarge, whyPolicy, whyCacheError,
 		whyPending, whySessionOff, whyHint, whyTemporary, whyCursor, whyLongData,
 		whyTainted, whyNotStored, whyUnknownTable, whyNoMetadata, whyFollowerBehind,
-		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked,
+		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyOwnWrite,
 	}
 }
 
@@ -410,6 +411,9 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 	}
 	if ok, why := info.CacheableIn(c.db); !ok {
 		return why
+	}
+	if c.ownWritePending() {
+		return whyOwnWrite
 	}
 	if v := c.s.Vars["sql_auto_is_null"]; v == "ON" || v == "1" {
 		// WHERE id IS NULL then finds the row last inserted by the

@@ -61,6 +61,9 @@ type Follower interface {
 	// FreshAsOf returns a time before which every committed change has
 	// been applied to the local view.
 	FreshAsOf() time.Time
+	// Applied reports whether the transaction of a GTID (@@last_gtid)
+	// has been applied.
+	Applied(gtid string) bool
 }
 
 // Engine is the part of the cache every session shares. Its methods are
@@ -157,6 +160,12 @@ type Session struct {
 	temps    map[string]struct{} // temporary tables ("db.t"), which shadow real ones
 	q        cachepolicy.Query   // reused for each policy call
 	checkBuf []byte
+
+	// ownWrite is the GTID of the session's last write through this
+	// sidecar, while the follower has not applied it, and ownWriteAt
+	// when it returned (for a write whose GTID the server did not report).
+	ownWrite   string
+	ownWriteAt time.Time
 
 	// db is the database the statement being handled binds its tables
 	// in: the session's current one, or for a prepared statement the one

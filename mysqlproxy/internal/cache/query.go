@@ -221,7 +221,7 @@ func (c *Session) execute(p []byte, info *sqlinfo.Info, sql string) error {
 
 // executeParams is execute for a statement with bound parameters.
 func (c *Session) executeParams(p []byte, info *sqlinfo.Info, sql string, params []wire.Param) error {
-	before := c.s.Status
+	before, lastGTID := c.s.Status, c.s.Vars["last_gtid"]
 	if err := c.s.Forward(p); err != nil {
 		return err
 	}
@@ -230,7 +230,7 @@ func (c *Session) executeParams(p []byte, info *sqlinfo.Info, sql string, params
 	c.s.Done(&r)
 	// The invalidation happens even when the relay failed half-way: the
 	// statement may have run.
-	c.after(info, sql, &r.Resp, before, params)
+	c.after(info, sql, &r.Resp, before, params, lastGTID)
 	if err != nil {
 		return err
 	}
@@ -253,7 +253,7 @@ func (c *Session) noteUntracked(sets []sqlinfo.SetVar, tracked map[string]string
 }
 
 // after applies what a relayed statement did to the session and the cache.
-func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, before uint16, params []wire.Param) {
+func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, before uint16, params []wire.Param, lastGTID string) {
 	ok := !resp.Failed()
 	c.lastHit = nil
 	switch info.Kind {
@@ -316,12 +316,54 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 	if info.MayWrite && !(refusedBeforeRunning(resp) && !runsRoutines(info, sql)) {
 		c.invalidate(info, sql, resp, params)
 	}
+	if c.e.follower.Load() != nil && !refusedBeforeRunning(resp) {
+		c.noteOwnWrite(lastGTID, info.MayWrite || runsRoutines(info, sql) || info.ParseError || info.Kind == sqlinfo.Commit)
+	}
 	c.transition(info, sql, before, ok)
 	if (info.CallsRoutine || info.ParseError) && c.s.InTransaction() {
 		// A stored function may have written: the transaction's reads
 		// must not store what it has not committed.
 		c.txWrote = true
 	}
+}
+
+// noteOwnWrite notes a write the session made through this sidecar,
+// whose triggers, cascades and routines may have written what its text
+// does not say: the follower bumps that when it applies the write, and
+// until then the session's reads go to the server, so that it sees its
+// own writes. The server reports in @@last_gtid the GTID of each
+// transaction the session commits to the binlog: a statement after which
+// it changed (prev is its value before) is the write waited for. With no
+// trackers, a statement that may have written (mayWrite) waits for the
+// follower to be fresh as of now.
+func (c *Session) noteOwnWrite(prev string, mayWrite bool) {
+	if !c.s.Track {
+		if mayWrite && !c.s.InTransaction() {
+			c.ownWrite, c.ownWriteAt = "", time.Now()
+		}
+		return
+	}
+	if cur := c.s.Vars["last_gtid"]; cur != prev && cur != "" {
+		c.ownWrite, c.ownWriteAt = cur, time.Time{}
+	}
+}
+
+// ownWritePending reports whether the session's last write through this
+// sidecar is still to be applied by the follower.
+func (c *Session) ownWritePending() bool {
+	if c.ownWrite == "" && c.ownWriteAt.IsZero() {
+		return false
+	}
+	f := c.e.follower.Load()
+	switch {
+	case f == nil:
+	case c.ownWrite != "" && !(*f).Applied(c.ownWrite):
+		return true
+	case !c.ownWriteAt.IsZero() && (*f).FreshAsOf().Before(c.ownWriteAt):
+		return true
+	}
+	c.ownWrite, c.ownWriteAt = "", time.Time{}
+	return false
 }
 
 // refusedBeforeRunning reports whether the server refused a statement
