@@ -872,8 +872,10 @@ func init() {
 	mysql.RegisterReaderHandler(rsLoadReader, func() io.Reader { return strings.NewReader("6\tz\t60\n") })
 }
 
-// rsGlobal serializes the cases that change a global default.
-var rsGlobal sync.Mutex
+// rsGlobal serializes the cases that change a global default (Lock)
+// with those whose twins, opened at different moments, would start with
+// different values of it (RLock).
+var rsGlobal sync.RWMutex
 
 var rsCases = []rsCase{
 	// Identity and privileges: a cached read is scoped by the account
@@ -1250,6 +1252,8 @@ var rsCases = []rsCase{
 			"INSERT INTO t VALUES (1, '2024-01-07', 'ab', 'Café', 7), (2, '2024-12-30', 'cd', 'cafe', 8)",
 		},
 		body: func(x *rsRun) {
+			rsGlobal.RLock()
+			defer rsGlobal.RUnlock()
 			for _, c := range []struct {
 				set string
 				arg any
