@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -752,4 +753,42 @@ func canonicalOK(t *testing.T, h string) string {
 	})
 	o.State = wire.AppendState(nil, entries)
 	return hex.EncodeToString(wire.AppendOKPacket(nil, o, true))
+}
+
+// TestE2EClientHalfClose: a client that sends a statement and then shuts
+// its socket down for writing, as request-then-shutdown clients do, gets
+// the statement's answer through the proxy as it does directly, and the
+// statement commits either way.
+func TestE2EClientHalfClose(t *testing.T) {
+	t.Parallel()
+	m, p := sharedProxy(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE `"+db+"`.w (v VARCHAR(40))")
+	var got [2]string
+	for i, addr := range []string{m.Addr, p.addr} {
+		rc := dialRaw(t, addr, "root", rootPass, db, true)
+		tag := fmt.Sprintf("half-close-%d", i)
+		q := "INSERT INTO w SELECT CONCAT('" + tag + "-', SLEEP(1))"
+		if err := rc.command(append([]byte{mysqlc.COM_QUERY}, q...)...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		tc, ok := rc.Conn.Conn.Conn.(*net.TCPConn)
+		if !ok {
+			t.Fatalf("connection to %s is a %T, not TCP", addr, rc.Conn.Conn.Conn)
+		}
+		if err := tc.CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := rc.readResponse(false)
+		if err != nil {
+			t.Errorf("%s: the answer after the client's shutdown for writing: %v (got %v)", addr, err, r)
+		}
+		got[i] = strings.Join(r, " ")
+		if n := readInt(t, m.AdminDB(), "SELECT COUNT(*) FROM `"+db+"`.w WHERE v LIKE '"+tag+"-%'"); n != 1 {
+			t.Errorf("%s: %d rows of the statement, want 1", addr, n)
+		}
+	}
+	if got[0] != got[1] {
+		t.Errorf("answer through the proxy:\ngot  %s\nwant %s", got[1], got[0])
+	}
 }

@@ -256,6 +256,13 @@ func (s *Session) clientEvent(err error) {
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		return // a drain's deadline, not the client
 	}
+	if tc, ok := s.Backend.NetConn.(*net.TCPConn); ok && errors.Is(err, io.EOF) {
+		// The client closed its side, and may still read (a shutdown
+		// for writing): the server sees the same, aborts what it would
+		// abort for that, and answers the rest as it would directly.
+		_ = tc.CloseWrite()
+		return
+	}
 	c := s.Backend.NetConn
 	if tc, ok := c.(*tls.Conn); ok {
 		// Closed in order, TLS would first send a close_notify alert:
