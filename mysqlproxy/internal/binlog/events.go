@@ -77,6 +77,8 @@ func (f *Follower) handle(t *txn, ev *replication.BinlogEvent) {
 		t.start(e.GTID, ev.Header.Timestamp, e.IsStandalone())
 	case *replication.RowsEvent:
 		f.rows(t, ev.Header.EventType, e)
+	case *replication.FormatDescriptionEvent:
+		f.format(e.CreateTimestamp)
 	case *replication.QueryEvent:
 		f.query(t, e)
 	case *replication.ExecuteLoadQueryEvent:
@@ -92,6 +94,25 @@ func (f *Follower) handle(t *txn, ev *replication.BinlogEvent) {
 		if ev.Header.EventType == replication.XA_PREPARE_LOG_EVENT {
 			f.xaPrepare(t, e.Data)
 		}
+	}
+}
+
+// format notes a binlog's format event. Its creation time is set only in
+// the binlog a server opens when it starts, which is how replicas tell a
+// restart: one that is not the binlog the follower first read from means
+// the server restarted since. A restart empties MEMORY tables, and the
+// server logs the TRUNCATE that says so only when something first opens
+// each table, which a cache hit never does: every entry is invalidated.
+func (f *Follower) format(created uint32) {
+	first := !f.formatSeen
+	f.formatSeen = true
+	if created == 0 || created == f.runStart {
+		return
+	}
+	f.runStart = created
+	if !first {
+		f.log.Warn("binlog: the server restarted; every cached entry is invalidated (its MEMORY tables are empty now)")
+		f.opts.Bump(f.ctx, []string{deps.Global})
 	}
 }
 

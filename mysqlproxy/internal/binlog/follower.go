@@ -91,6 +91,14 @@ type Follower struct {
 
 	xa map[string][]string // prepared XA transactions' dependencies, by xid
 
+	// runStart is the creation time of the binlog a run of the server
+	// opened at its start, as its format event says, for the last such
+	// binlog read (0 before any, and for a file opened by a rotation);
+	// formatSeen says a format event was read at all. Only the follow
+	// goroutine uses them.
+	runStart   uint32
+	formatSeen bool
+
 	events, txns, bumps, reconnects, lost atomic.Uint64
 }
 
