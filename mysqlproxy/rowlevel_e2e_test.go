@@ -1,12 +1,14 @@
 package mysqlproxy_test
 
 import (
+	"context"
 	"database/sql"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	mysqlc "github.com/go-mysql-org/go-mysql/mysql"
@@ -62,6 +64,13 @@ func TestRowGranularity(t *testing.T) {
 			readAll()
 			dump(t, c, "SELECT COUNT(*), SUM(v) FROM t WHERE v > 0")
 			mustExec(t, c, "UPDATE t SET v = -1 WHERE id = ?", 500)
+			// The session reads from the server until the follower has
+			// applied its write (what triggers wrote is bumped then).
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if err := p.srv.WaitBinlog(ctx); err != nil {
+				t.Fatalf("WaitBinlog: %v", err)
+			}
+			cancel()
 			before := m.GlobalStatus(t, "Com_select")
 			readAll()
 			if got := m.GlobalStatus(t, "Com_select") - before; got != 1 {
