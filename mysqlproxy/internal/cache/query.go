@@ -90,7 +90,7 @@ func (c *Session) notePrepared(sql string) bool {
 // warnings and errors.
 func readsDiagnostics(sql string) bool {
 	for _, w := range diagnosticWords {
-		if containsFold(sql, w) {
+		if sqlinfo.ContainsFold(sql, w) {
 			return true
 		}
 	}
@@ -98,15 +98,6 @@ func readsDiagnostics(sql string) bool {
 }
 
 var diagnosticWords = []string{"row_count", "found_rows", "warning", "error", "diagnostics"}
-
-func containsFold(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if strings.EqualFold(s[i:i+len(sub)], sub) {
-			return true
-		}
-	}
-	return false
-}
 
 // rerunLastHit runs the read last answered from the cache on the backend,
 // its answer going nowhere, so that what the session's previous statement
@@ -317,7 +308,7 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		c.invalidate(info, sql, resp, params)
 	}
 	if c.e.follower.Load() != nil && !refusedBeforeRunning(resp) {
-		c.noteOwnWrite(lastGTID, info.MayWrite || runsRoutines(info, sql) || info.ParseError || info.Kind == sqlinfo.Commit)
+		c.noteOwnWrite(lastGTID, info, sql)
 	}
 	c.transition(info, sql, before, ok)
 	if (info.CallsRoutine || info.ParseError) && c.s.InTransaction() {
@@ -334,10 +325,11 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 // own writes. The server reports in @@last_gtid the GTID of each
 // transaction the session commits to the binlog: a statement after which
 // it changed (prev is its value before) is the write waited for. With no
-// trackers, a statement that may have written (mayWrite) waits for the
-// follower to be fresh as of now.
-func (c *Session) noteOwnWrite(prev string, mayWrite bool) {
+// trackers, a statement that may have written waits for the follower to
+// be fresh as of now.
+func (c *Session) noteOwnWrite(prev string, info *sqlinfo.Info, sql string) {
 	if !c.s.Track {
+		mayWrite := info.MayWrite || info.ParseError || info.Kind == sqlinfo.Commit || runsRoutines(info, sql)
 		if mayWrite && !c.s.InTransaction() {
 			c.ownWrite, c.ownWriteAt = "", time.Now()
 		}
@@ -579,7 +571,7 @@ func (c *Session) endTransaction() {
 func takesSnapshot(info *sqlinfo.Info, sql string) bool {
 	switch info.Kind {
 	case sqlinfo.Begin:
-		return containsFold(sql, "snapshot")
+		return sqlinfo.ContainsFold(sql, "snapshot")
 	case sqlinfo.Set, sqlinfo.Use, sqlinfo.Savepoint, sqlinfo.Commit, sqlinfo.Rollback:
 		return false
 	}

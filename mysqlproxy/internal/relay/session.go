@@ -7,7 +7,6 @@
 package relay
 
 import (
-	"bytes"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -381,7 +380,7 @@ func (s *Session) relayCommand(p []byte) error {
 func (s *Session) namesTrackers(p []byte) bool {
 	switch p[0] {
 	case mysql.COM_QUERY:
-		if containsFold(p[1:], "session_track_") {
+		if sqlinfo.ContainsFold(p[1:], "session_track_") {
 			if sqlinfo.FirstKeyword(string(p[1:])) == "PREPARE" {
 				s.tracksPrepared = true
 			}
@@ -395,53 +394,6 @@ func (s *Session) namesTrackers(p []byte) bool {
 		}
 	}
 	return false
-}
-
-// containsFold reports whether b contains pat, a lower-case ASCII word
-// that begins with a letter, in any case, without copying b: the
-// candidates are found with IndexByte, each case's next one kept until
-// passed.
-func containsFold(b []byte, pat string) bool {
-	n := len(pat)
-	lo, up := pat[0], pat[0]-'a'+'A'
-	nextLo, nextUp := -1, -1
-	for i := 0; i+n <= len(b); {
-		if nextLo < i {
-			nextLo = len(b)
-			if k := bytes.IndexByte(b[i:], lo); k >= 0 {
-				nextLo = i + k
-			}
-		}
-		if nextUp < i {
-			nextUp = len(b)
-			if k := bytes.IndexByte(b[i:], up); k >= 0 {
-				nextUp = i + k
-			}
-		}
-		at := min(nextLo, nextUp)
-		if at+n > len(b) {
-			return false
-		}
-		if foldEqual(b[at:at+n], pat) {
-			return true
-		}
-		i = at + 1
-	}
-	return false
-}
-
-// foldEqual reports whether b is pat, a lower-case ASCII word, in any case.
-func foldEqual(b []byte, pat string) bool {
-	for j := range len(pat) {
-		c := b[j]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != pat[j] {
-			return false
-		}
-	}
-	return true
 }
 
 // hidTrackerChange reports whether command p, just answered, may have

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
@@ -40,7 +41,7 @@ func (s *Session) Prepare(p []byte) (*Stmt, error) {
 		s.stmts = make(map[uint32]*Stmt)
 	}
 	st := &Stmt{ID: sp.id, SQL: string(p[1:]), Params: sp.params, Columns: sp.columns,
-		namesTrackers: containsFold(p[1:], "session_track_")}
+		namesTrackers: sqlinfo.ContainsFold(p[1:], "session_track_")}
 	s.stmts[sp.id] = st
 	return st, nil
 }

@@ -303,7 +303,7 @@ func fallback(sql string) *Info {
 		info.Kind = Commit
 	case "ROLLBACK":
 		info.Kind = Rollback
-		if containsFold(sql, "savepoint") {
+		if ContainsFold(sql, "savepoint") {
 			info.Kind = Savepoint
 		}
 	case "SAVEPOINT", "RELEASE":

@@ -1,5 +1,10 @@
 package sqlinfo
 
+import (
+	"bytes"
+	"strings"
+)
+
 // This file holds a small hand-written scanner for the few questions the hot
 // path asks of raw text without the full parser: the first keyword, the
 // no_cache hint, and the identifier signature that guards the digest memo.
@@ -163,7 +168,7 @@ func hasNoCacheHint(sql string) bool {
 			continue
 		}
 		end := skipBlockComment(sql, i)
-		if containsFold(sql[i+3:end], "no_cache") {
+		if ContainsFold(sql[i+3:end], "no_cache") {
 			return true
 		}
 		i = end - 1
@@ -171,24 +176,70 @@ func hasNoCacheHint(sql string) bool {
 	return false
 }
 
-// containsFold reports whether s contains lower (lowercase ASCII) ignoring case.
-func containsFold(s, lower string) bool {
-	for i := 0; i+len(lower) <= len(s); i++ {
-		j := 0
-		for ; j < len(lower); j++ {
-			c := s[i+j]
-			if c >= 'A' && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != lower[j] {
+// ContainsFold reports whether s contains lower, a lower-case ASCII word
+// that begins with a letter, in any case, without copying s: the
+// candidates are found with IndexByte, each case's next one kept until
+// passed.
+func ContainsFold[T ~string | ~[]byte](s T, lower string) bool {
+	n := len(lower)
+	lo, up := lower[0], lower[0]-'a'+'A'
+	nextLo, nextUp := -1, -1
+	for i := 0; i+n <= len(s); {
+		if nextLo < i {
+			nextLo = indexByteFrom(s, i, lo)
+		}
+		if nextUp < i {
+			nextUp = indexByteFrom(s, i, up)
+		}
+		at := min(nextLo, nextUp)
+		if at+n > len(s) {
+			return false
+		}
+		if foldEqual(s[at:at+n], lower) {
+			return true
+		}
+		i = at + 1
+	}
+	return false
+}
+
+// indexByteFrom returns the index of the first c in s at or after i, or
+// len(s).
+func indexByteFrom[T ~string | ~[]byte](s T, i int, c byte) int {
+	var k int
+	switch v := any(s[i:]).(type) {
+	case string:
+		k = strings.IndexByte(v, c)
+	case []byte:
+		k = bytes.IndexByte(v, c)
+	default:
+		k = -1
+		for j := i; j < len(s); j++ {
+			if s[j] == c {
+				k = j - i
 				break
 			}
 		}
-		if j == len(lower) {
-			return true
+	}
+	if k < 0 {
+		return len(s)
+	}
+	return i + k
+}
+
+// foldEqual reports whether s is lower, a lower-case ASCII word, in any
+// case.
+func foldEqual[T ~string | ~[]byte](s T, lower string) bool {
+	for j := range len(lower) {
+		c := s[j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[j] {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // appendShape appends to dst every word, quoted identifier, charset

@@ -1,4 +1,4 @@
-package relay
+package sqlinfo
 
 import (
 	"strings"
@@ -20,8 +20,8 @@ func TestContainsFold(t *testing.T) {
 		{strings.Repeat("s", 1000) + "ession_track_", true},
 		{strings.Repeat("s", 1000) + "ession_track", false},
 	} {
-		if got := containsFold([]byte(c.s), "session_track_"); got != c.want {
-			t.Errorf("containsFold(%q) = %v, want %v", c.s, got, c.want)
+		if got := ContainsFold([]byte(c.s), "session_track_"); got != c.want {
+			t.Errorf("ContainsFold(%q) = %v, want %v", c.s, got, c.want)
 		}
 	}
 }
@@ -30,6 +30,14 @@ func BenchmarkContainsFold(b *testing.B) {
 	q := []byte("SELECT c FROM sbtest1 WHERE id = 5012 AND k = 'some string of stuff' ORDER BY c")
 	b.ReportAllocs()
 	for b.Loop() {
-		containsFold(q, "session_track_")
+		ContainsFold(q, "session_track_")
+	}
+}
+
+func BenchmarkContainsFoldString(b *testing.B) {
+	q := "SELECT c FROM sbtest1 WHERE id = 5012 AND k = 'some string of stuff' ORDER BY c"
+	b.ReportAllocs()
+	for b.Loop() {
+		ContainsFold(q, "row_count")
 	}
 }
