@@ -1,7 +1,9 @@
 package mysqlproxy_test
 
 import (
+	"bufio"
 	"encoding/binary"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -185,5 +187,107 @@ func TestRefusedStatementsInvalidateNothing(t *testing.T) {
 	dump(t, c, read)
 	if hits(t, c) != before {
 		t.Error("after a write that ran and failed, the read was still served from the cache")
+	}
+}
+
+// TestMalformedPacketsAnswerAsServer: a client whose packets break the
+// protocol (a handshake response that does not parse, a sequence id out
+// of order, an empty command) gets the error packet MariaDB sends, byte
+// for byte, and the connection then ends or goes on as it does directly.
+func TestMalformedPacketsAnswerAsServer(t *testing.T) {
+	db, p := sharedProxy(t)
+	caps41 := binary.LittleEndian.AppendUint32(nil, 0x200|0x8000) // PROTOCOL_41, SECURE_CONNECTION
+	handshakes := []struct {
+		name    string
+		payload []byte
+		seq     byte
+	}{
+		{"empty", nil, 1},
+		{"two bytes", []byte{0, 1}, 1},
+		{"pre-4.1", append(make([]byte, 32), "nobody\x00"...), 1},
+		{"user not terminated", append(append(slices.Clone(caps41), make([]byte, 28)...), "root"...), 1},
+		{"out of order", append(append(slices.Clone(caps41), make([]byte, 28)...), "root\x00\x00"...), 5},
+	}
+	for _, h := range handshakes {
+		t.Run("handshake/"+h.name, func(t *testing.T) {
+			var got [2]string
+			for i, addr := range []string{db.Addr, p.addr} {
+				nc := dialGreeted(t, addr)
+				writeRawPacket(t, nc, h.payload, h.seq)
+				got[i] = readUntilClosed(t, nc)
+			}
+			if got[0] != got[1] {
+				t.Errorf("mycached answered\n%q\nMariaDB answered\n%q", got[1], got[0])
+			}
+			if !strings.Contains(got[0], "\xff") {
+				t.Errorf("MariaDB answered %q: no error packet to compare", got[0])
+			}
+		})
+	}
+	commands := []struct {
+		name   string
+		send   func(c *rawConn)
+		closes bool
+	}{
+		{"sequence id not 0", func(c *rawConn) {
+			c.Sequence = 3
+			_ = c.WritePacket(append(make([]byte, 4), "\x03SELECT 1"...))
+			c.Sequence = 0 // the server's error starts over
+		}, true},
+		{"empty command", func(c *rawConn) { _ = c.command() }, false},
+	}
+	for _, tc := range commands {
+		t.Run("command/"+tc.name, func(t *testing.T) {
+			var got [2][]byte
+			for i, addr := range []string{db.Addr, p.addr} {
+				c := dialRaw(t, addr, "root", rootPass, "", true)
+				tc.send(c)
+				pk, err := c.ReadPacket()
+				if err != nil {
+					t.Fatalf("%s: read: %v", addr, err)
+				}
+				got[i] = pk
+				// Then the session ends, or answers as before.
+				err = c.command(append([]byte{0x03}, "SELECT 7"...)...)
+				if err == nil {
+					_, err = c.ReadPacket()
+				}
+				if closed := err != nil; closed != tc.closes {
+					t.Errorf("%s: after the error, connection closed=%v (%v), want %v", addr, closed, err, tc.closes)
+				}
+			}
+			if string(got[0]) != string(got[1]) {
+				t.Errorf("mycached answered %q, MariaDB %q", got[1], got[0])
+			}
+		})
+	}
+}
+
+// dialGreeted connects to addr and reads the server's greeting.
+func dialGreeted(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nc.Close() })
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	readRawPacket(t, bufio.NewReaderSize(nc, 16))
+	return nc
+}
+
+// readUntilClosed returns what the server sends until it closes the
+// connection, or stops sending for a second.
+func readUntilClosed(t *testing.T, nc net.Conn) string {
+	t.Helper()
+	var out []byte
+	buf := make([]byte, 4096)
+	for {
+		_ = nc.SetReadDeadline(time.Now().Add(time.Second))
+		n, err := nc.Read(buf)
+		out = append(out, buf[:n]...)
+		if err != nil {
+			return string(out)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -267,8 +268,18 @@ func (s *Session) handshake() (bool, error) {
 		cseq = s.Client.LastSeq
 	}
 	s.ErrSeq = cseq + 1
+	want := seq + 1
+	if clientTLS {
+		want++ // the SSL request took one
+	}
+	if cseq != want {
+		// The server's words for a reply out of sequence; it hangs up.
+		s.SendError(seq+1, mysql.ER_NET_PACKETS_OUT_OF_ORDER, "08S01", "Got packets out of order", true)
+		return false, errBadHandshake
+	}
 	hello, err := ParseHandshakeResponse(resp)
 	if err != nil {
+		s.refuseHandshake(resp, cseq, cfg.BackendTLS == BackendTLSOff || !backendOffersTLS)
 		return false, err
 	}
 	s.Hello = hello
@@ -315,6 +326,42 @@ func (s *Session) handshake() (bool, error) {
 		return ok, err
 	}
 	return true, s.finishAuth(okp, okSeq)
+}
+
+// refuseHandshake answers a handshake response mycached cannot read with
+// the server's own answer to it: the response goes to the backend as it
+// came, and the client gets the backend's error (Bad handshake, or Access
+// denied for a pre-4.1 client). Should the backend take it, the client
+// gets Bad handshake all the same: mycached relays no session it cannot
+// read.
+//
+// The response goes to the backend only where this hop would be plain
+// anyway: it may hold a password's scramble.
+func (s *Session) refuseHandshake(resp []byte, cseq byte, plain bool) {
+	if s.askBackend(resp, cseq, plain) {
+		return
+	}
+	s.SendError(cseq+1, mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake", len(resp) >= 4 && binary.LittleEndian.Uint32(resp)&mysql.CLIENT_PROTOCOL_41 != 0)
+}
+
+// askBackend sends a handshake response the backend's way unread, and
+// relays the backend's answer to the client if it is an error.
+func (s *Session) askBackend(resp []byte, cseq byte, plain bool) bool {
+	if !plain {
+		return false
+	}
+	if _, err := s.Backend.WritePacket(resp, 1); err != nil || s.Backend.W.Flush() != nil {
+		return false
+	}
+	_ = s.Backend.NetConn.SetReadDeadline(time.Now().Add(s.opts.ConnectTimeout))
+	p, _, err := s.Backend.ReadPacket(nil, 1<<16)
+	if err != nil || len(p) == 0 || p[0] != mysql.ERR_HEADER {
+		return false
+	}
+	if _, err := s.Client.WritePacket(p, cseq+1); err == nil {
+		_ = s.Client.W.Flush()
+	}
+	return true
 }
 
 // finishAuth tells the client it is in, with the OK the backend sent (seq

@@ -315,15 +315,25 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 			return
 		}
 		if err != nil {
-			if errors.Is(err, wire.ErrPacketTooLarge) {
+			switch {
+			case errors.Is(err, wire.ErrPacketTooLarge):
 				s.refuseTooLarge()
+			case errors.Is(err, wire.ErrOutOfOrder):
+				s.SendError(0, mysql.ER_NET_PACKETS_OUT_OF_ORDER, "08S01", "Got packets out of order", true)
 			}
 			s.LogEnd("client read", err)
 			return
 		}
-		if seq != 0 || len(p) == 0 {
-			s.Log.Warn("malformed client packet, closing", "seq", seq, "len", len(p))
+		if seq != 0 {
+			// The server's answer, and it hangs up too.
+			s.SendError(0, mysql.ER_NET_PACKETS_OUT_OF_ORDER, "08S01", "Got packets out of order", true)
+			s.LogEnd("client read", wire.ErrOutOfOrder)
 			return
+		}
+		if len(p) == 0 {
+			// The server's answer; the session goes on.
+			s.SendError(1, mysql.ER_UNKNOWN_COM_ERROR, "08S01", "Unknown command", true)
+			continue
 		}
 		s.ErrSeq = s.Client.LastSeq + 1
 		err = dispatch(p)

@@ -26,6 +26,10 @@ const BufSize = 64 << 10
 // ErrPacketTooLarge means a logical packet exceeds the caller's limit.
 var ErrPacketTooLarge = errors.New("wire: packet exceeds max-packet")
 
+// ErrOutOfOrder means a continuation of a logical packet came with a
+// sequence id other than the next one.
+var ErrOutOfOrder = errors.New("wire: packets out of order")
+
 var (
 	readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, BufSize) }}
 	writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, BufSize) }}
@@ -139,6 +143,9 @@ func (p *Conn) readPacket(buf []byte, limit int, f framing) ([]byte, byte, error
 				err = io.ErrUnexpectedEOF // the stream ended inside a packet
 			}
 			return buf, byte(max(first, 0)), err
+		}
+		if first >= 0 && seq != p.LastSeq+1 {
+			return buf, byte(first), ErrOutOfOrder
 		}
 		p.LastSeq = seq
 		if first < 0 {

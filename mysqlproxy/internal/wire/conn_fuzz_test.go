@@ -89,6 +89,10 @@ func genStream(full int, script []byte) ([]byte, []wirePkt) {
 			break
 		}
 		w := wirePkt{n: n, seq: script[1]}
+		if k := len(pkts); k > 0 && pkts[k-1].n == full && script[1]%8 != 0 {
+			// Mostly, a continuation is numbered as it should be.
+			w.seq = pkts[k-1].seq + 1
+		}
 		stream = append(stream, append(h, w.seq)...)
 		script = script[2:]
 		w.payload = script[:min(n, len(script))]
@@ -104,7 +108,7 @@ func genStream(full int, script []byte) ([]byte, []wirePkt) {
 type outcome struct {
 	payload   []byte
 	seq, last byte
-	err       error // nil, ErrPacketTooLarge, io.EOF or io.ErrUnexpectedEOF
+	err       error // nil, ErrPacketTooLarge, ErrOutOfOrder, io.EOF or io.ErrUnexpectedEOF
 	discardOK bool  // after ErrPacketTooLarge: the rest was discarded whole
 }
 
@@ -118,12 +122,16 @@ func model(pkts []wirePkt, full, limit int) []outcome {
 			return append(out, outcome{err: io.EOF})
 		}
 		o := outcome{seq: pkts[i].seq, payload: []byte{}}
-		for {
+		for part := 0; ; part++ {
 			if i == len(pkts) || pkts[i].partHead {
 				o.err = io.ErrUnexpectedEOF
 				return append(out, o)
 			}
 			w := pkts[i]
+			if part > 0 && w.seq != o.last+1 {
+				o.err = ErrOutOfOrder
+				return append(out, o)
+			}
 			o.last = w.seq
 			if len(o.payload)+w.n > limit {
 				o.err = ErrPacketTooLarge
