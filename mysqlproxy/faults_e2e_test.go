@@ -236,8 +236,9 @@ func TestE2EFaultMalformedPackets(t *testing.T) {
 		seq    byte
 		packet []byte
 	}{
+		// The server's answer to it is TestMalformedPacketsAnswerAsServer's;
+		// an empty command gets an error there, and the session goes on.
 		{"command out of sequence", 3, []byte{0x03, 'S', 'E', 'L', 'E', 'C', 'T', ' ', '1'}},
-		{"empty command", 0, nil},
 	}
 	for _, tc := range commandCases {
 		t.Run(tc.name, func(t *testing.T) {
