@@ -982,6 +982,114 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// Role names hold what a parse of SHOW GRANTS could cut at: a
+		// space, an @. Each role's session gets its own entries.
+		class: "identity", name: "role-names-with-space-and-at",
+		setup: append([]string{"CREATE TABLE sec (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO sec VALUES (1, 'secret')"}, rsOneRow...),
+		body: func(x *rsRun) {
+			ra, rb, rat := "'"+x.name("r a")+"'", "'"+x.name("r b")+"'", "'"+x.name("r@x")+"'"
+			x.exec("CREATE ROLE "+ra, "CREATE ROLE "+rb, "CREATE ROLE "+rat,
+				"GRANT SELECT ON "+x.db+".sec TO "+ra, "GRANT SELECT ON "+x.db+".t TO "+rb,
+				"GRANT SELECT ON "+x.db+".sec TO "+rat)
+			ivy := x.account("ivy", "GRANT "+ra+" TO {user}", "GRANT "+rb+" TO {user}", "GRANT "+rat+" TO {user}")
+			q := "SELECT id, v FROM " + x.db + ".sec WHERE id = 1"
+			a := x.as(x.A(), ivy)
+			a.exec("SET ROLE " + ra)
+			a.fill(q)
+			b := x.as(x.B(), ivy)
+			b.exec("SET ROLE " + rb)
+			b.same(q)
+			c := x.as(x.A(), ivy)
+			c.exec("SET ROLE " + rat)
+			c.fill(q)
+			x.as(x.B(), ivy).same(q) // no role
+		},
+	},
+	{
+		// A stored function run by a statement that is not a cacheable
+		// read changes the role, a variable (unscoped, which no tracker
+		// reports), or creates a temporary table over a real one.
+		class: "session", name: "function-side-effects", steps: 4,
+		setup: append([]string{
+			"CREATE TABLE sec (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO sec VALUES (1, 'secret')",
+			"CREATE TABLE r (v VARCHAR(10))", "INSERT INTO r VALUES ('real')",
+			"CREATE TABLE lg (n INT)",
+			"CREATE FUNCTION setdpi(n INT) RETURNS INT DETERMINISTIC NO SQL BEGIN SET @@div_precision_increment = n; RETURN n; END",
+			"CREATE FUNCTION mktemp() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN CREATE TEMPORARY TABLE r (v VARCHAR(10)); INSERT INTO r VALUES ('temp'); RETURN 1; END",
+		}, rsRows...),
+		body: func(x *rsRun) {
+			role := x.name("sr")
+			x.exec("CREATE ROLE "+role, "GRANT SELECT ON "+x.db+".sec TO "+role,
+				"CREATE FUNCTION setrole() RETURNS INT DETERMINISTIC NO SQL SQL SECURITY INVOKER BEGIN SET ROLE "+role+"; RETURN 1; END")
+			jo := x.account("jo", "GRANT "+role+" TO {user}", "GRANT EXECUTE ON {db}.* TO {user}", "GRANT SELECT ON {db}.t TO {user}", "GRANT INSERT ON {db}.lg TO {user}")
+			div := "SELECT id / 7 FROM t WHERE id = 1"
+			sec := "SELECT id, v FROM " + x.db + ".sec WHERE id = 1"
+			for _, call := range []string{"SELECT %s", "DO %s", "SET @x = %s", "INSERT INTO lg VALUES (%s)"} {
+				x.step(call, func(x *rsRun) {
+					s := x.rootVia(x.A())
+					s.warm(div)
+					s.exec(fmt.Sprintf(call, "setdpi(10)"))
+					s.same(div)
+					s.same(div)
+
+					s = x.rootVia(x.B())
+					s.warm("SELECT v FROM r")
+					s.exec(fmt.Sprintf(call, "mktemp()"))
+					s.same("SELECT v FROM r")
+					s.same("SELECT v FROM r")
+
+					j := x.as(x.A(), jo)
+					j.exec(fmt.Sprintf(strings.Replace(call, "lg", x.db+".lg", 1), x.db+".setrole()"))
+					// Cached or not (the server may say the state changed
+					// in a way no tracker shows), not for the account alone.
+					j.same(sec)
+					j.same(sec)
+					x.as(x.B(), jo).same(sec)
+				})
+			}
+		},
+	},
+	{
+		// SET statements anywhere in a multi-statement text, unscoped
+		// ones included, which the server does not report.
+		class: "session", name: "multi-statement-sets",
+		setup: rsRows,
+		body: func(x *rsRun) {
+			div := "SELECT id / 7 FROM t WHERE id = 1"
+			for i, text := range []string{
+				"SELECT 1; SET @@div_precision_increment = 9",
+				"DO 1; SET @@div_precision_increment = 8",
+				"SELECT 1; EXECUTE IMMEDIATE 'SET @@div_precision_increment = 7'",
+				"SET @a = 1; SET div_precision_increment = 6; SELECT 1",
+			} {
+				s := x.rootVia(x.sidecars()[i%len(x.sidecars())])
+				s.warm(div)
+				s.exec(text)
+				s.same(div)
+				s.same(div)
+			}
+		},
+	},
+	{
+		// A statement prepared under ANSI_QUOTES keeps that parse when
+		// the session's sql_mode changes; another session's text does
+		// not.
+		class: "session", name: "prepared-under-another-sql_mode", protos: []string{"prepared"},
+		setup: rsOneRow,
+		body: func(x *rsRun) {
+			q := `SELECT "id", 'y' FROM t WHERE id = 1`
+			a := x.rootVia(x.A())
+			a.exec("SET sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')")
+			ps := a.prepare(q)
+			a.exec("SET sql_mode = DEFAULT")
+			ps.warm()
+			ps.same()
+			b := x.rootVia(x.B())
+			b.prepare(q).same()
+			b.prepare(q).same()
+		},
+	},
+	{
 		class: "identity", name: "column-level-grant",
 		setup: []string{"CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(10), b VARCHAR(10))", "INSERT INTO t VALUES (1, 'a1', 'b1')"},
 		body: func(x *rsRun) {
@@ -1380,7 +1488,7 @@ var rsCases = []rsCase{
 		},
 	},
 	{
-		class: "transaction", name: "read-uncommitted-never-fills", steps: 6,
+		class: "transaction", name: "read-uncommitted-neither-fills-nor-hits", steps: 6,
 		setup: rsRows,
 		body: func(x *rsRun) {
 			for i, way := range []struct {
@@ -1397,6 +1505,9 @@ var rsCases = []rsCase{
 				id := i + 1
 				q := rsRow(id)
 				x.step(way.name, func(x *rsRun) {
+					// The committed row is cached first: the session must
+					// not be served it either.
+					x.rootVia(x.B()).warm(q)
 					w := conn(x.t, x.root)
 					execOn(x.t, w, "BEGIN")
 					execOn(x.t, w, fmt.Sprintf("UPDATE t SET v = 99 WHERE id = %d", id))

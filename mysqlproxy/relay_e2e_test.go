@@ -792,3 +792,45 @@ func TestE2EClientHalfClose(t *testing.T) {
 		t.Errorf("answer through the proxy:\ngot  %s\nwant %s", got[1], got[0])
 	}
 }
+
+// TestE2EClassicEOFFunctionSideEffects: a client without
+// CLIENT_DEPRECATE_EOF (Connector/C's) ends a result set with an EOF
+// packet, which carries no session state, only its flag. A SELECT whose
+// function creates a temporary table over a real one, or sets a variable
+// (unscoped, which the server does not report), changes what the next
+// read returns, through mycached as directly.
+func TestE2EClassicEOFFunctionSideEffects(t *testing.T) {
+	t.Parallel()
+	m, p := sharedProxy(t)
+	name := m.NewDatabase(t)
+	m.Exec(t, "USE `"+name+"`; CREATE TABLE r (v VARCHAR(10)); INSERT INTO r VALUES ('real')")
+	m.Exec(t, "USE `"+name+"`; CREATE FUNCTION mktemp() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN "+
+		"CREATE TEMPORARY TABLE r (v VARCHAR(10)); INSERT INTO r VALUES ('temp'); RETURN 1; END")
+	m.Exec(t, "USE `"+name+"`; CREATE FUNCTION setdpi(n INT) RETURNS INT DETERMINISTIC NO SQL BEGIN "+
+		"SET @@div_precision_increment = n; RETURN n; END")
+	for _, tc := range []struct{ read, call string }{
+		{"SELECT v FROM r", "SELECT mktemp()"},
+		{"SELECT LENGTH(v) / 7 FROM r", "SELECT setdpi(9)"},
+	} {
+		var got [2]string
+		for i, addr := range []string{m.Addr, p.addr} {
+			c := dialRaw(t, addr, "root", rootPass, name, false)
+			for range 3 {
+				if _, err := c.Execute(tc.read); err != nil {
+					t.Fatalf("%s: %v", tc.read, err)
+				}
+			}
+			if _, err := c.Execute(tc.call); err != nil {
+				t.Fatalf("%s: %v", tc.call, err)
+			}
+			res, err := c.Execute(tc.read)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.read, err)
+			}
+			got[i], _ = res.GetString(0, 0)
+		}
+		if got[0] != got[1] {
+			t.Errorf("after %s, %s: mycached gave %q, MariaDB %q", tc.call, tc.read, got[1], got[0])
+		}
+	}
+}

@@ -40,6 +40,7 @@ const (
 	whyTxStart        = "starts-transaction"
 	whyTxSnapshot     = "takes-snapshot"
 	whyTxTracked      = "transaction-tracked"
+	whyUncommitted    = "read-uncommitted"
 	whyOwnWrite       = "own-write-unapplied"
 )
 
@@ -50,7 +51,7 @@ func bypassReasons() []string {
 		whyNotCacheable, whyWriteTx, whyTx, whyTooLarge, whyPolicy, whyCacheError,
 		whyPending, whySessionOff, whyHint, whyTemporary, whyCursor, whyLongData,
 		whyTainted, whyNotStored, whyUnknownTable, whyNoMetadata, whyFollowerBehind,
-		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyOwnWrite,
+		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyUncommitted, whyOwnWrite,
 	}
 }
 
@@ -218,6 +219,24 @@ func (c *Session) snapshotRule() (since time.Time, shared bool) {
 		return noStore, false
 	}
 	return time.Time{}, true
+}
+
+// mayReadUncommitted reports whether the next read may run at READ
+// UNCOMMITTED: the session's level or the transaction's, or one set for
+// the next transaction alone that mycached cannot see.
+func (c *Session) mayReadUncommitted() bool {
+	if c.s.InTransaction() {
+		if c.txUnknownIsolation {
+			return true
+		}
+	} else if c.nextTxUnknown {
+		return true
+	}
+	iso := c.sessionIsolation()
+	if c.s.InTransaction() && c.txIsolation != "" {
+		iso = c.txIsolation
+	}
+	return iso == "READ-UNCOMMITTED"
 }
 
 // snapshotIsolation reports whether the open transaction reads a
@@ -415,6 +434,10 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 	if c.ownWritePending() {
 		return whyOwnWrite
 	}
+	if c.mayReadUncommitted() {
+		// Directly, the read would see other sessions' uncommitted rows.
+		return whyUncommitted
+	}
 	if v := c.s.Vars["sql_auto_is_null"]; v == "ON" || v == "1" {
 		// WHERE id IS NULL then finds the row last inserted by the
 		// session, in the text or in a view it reads.
@@ -497,6 +520,9 @@ func (c *Session) checkBytes(scope cachepolicy.Scope, p []byte, st *relay.Stmt) 
 	if st == nil {
 		b = append(b, p[1:]...)
 	} else {
+		if note, ok := st.Ext.(*stmtNote); ok {
+			b = binary.LittleEndian.AppendUint64(b, note.state)
+		}
 		b = append(b, st.SQL...)
 		b = append(b, 0)
 		b = append(b, st.Types...)

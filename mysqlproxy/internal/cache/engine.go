@@ -229,6 +229,11 @@ func (c *Session) dialect() sqlinfo.Dialect {
 type stmtNote struct {
 	info *sqlinfo.Info
 	db   string // the database current at PREPARE, in which its tables were bound
+	// The session state at PREPARE, which the server parsed the text
+	// under (sql_mode's ANSI_QUOTES, the character sets), kept for every
+	// execute; known says whether mycached knew it then.
+	state uint64
+	known bool
 }
 
 // user is the session's user name as policies see it: the account's.

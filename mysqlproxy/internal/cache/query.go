@@ -122,9 +122,19 @@ func (c *Session) rerunLastHit() error {
 // Prepare relays a COM_STMT_PREPARE and notes the statement's analysis on
 // it. It returns the statement, or nil when the backend refused it.
 func (c *Session) Prepare(p []byte) (*relay.Stmt, error) {
+	if len(c.s.StaleVars) > 0 {
+		// The statement's key keeps the state it is parsed under: read
+		// it first. A PREPARE resets the diagnostics anyway.
+		if err := c.s.RefreshIdentity(); err != nil {
+			return nil, err
+		}
+	}
 	st, err := c.s.Prepare(p)
 	if st != nil {
-		st.Ext = &stmtNote{info: c.e.Analyzer.AnalyzeIn(st.SQL, c.dialect()), db: c.s.Hello.DB}
+		st.Ext = &stmtNote{
+			info: c.e.Analyzer.AnalyzeIn(st.SQL, c.dialect()), db: c.s.Hello.DB,
+			state: c.state.digestOf(c.s), known: !c.tainted && len(c.s.StaleVars) == 0,
+		}
 	}
 	return st, err
 }
@@ -153,6 +163,15 @@ func (c *Session) Execute(p []byte, st *relay.Stmt) error {
 		}
 	}
 	if info.Kind == sqlinfo.Select && info.Cacheable && (st.Params == 0 || st.Types != nil) {
+		if !note.known {
+			// Prepared under a state mycached did not know: its key
+			// cannot say how the server parsed it.
+			c.e.Stats.bypass(whyTainted)
+			before := c.s.Status
+			err := c.s.RelayMode(p, relay.ModeResult)
+			c.ran(before)
+			return err
+		}
 		return c.read(p, info, st.SQL, st)
 	}
 	var params []wire.Param
@@ -247,12 +266,14 @@ func (c *Session) noteUntracked(sets []sqlinfo.SetVar, tracked map[string]string
 func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, before uint16, params []wire.Param, lastGTID string) {
 	ok := !resp.Failed()
 	c.lastHit = nil
-	switch info.Kind {
-	case sqlinfo.Set:
-		if ok && !c.s.Track {
+	if len(info.Sets) > 0 {
+		// SET statements, alone or anywhere in a multi-statement text
+		// (where some may have run before one failed).
+		multi := info.WhyNot == "multi-statement"
+		if ok && !c.s.Track && !multi {
 			c.state.apply(info.Sets)
 		}
-		if ok && c.s.Track {
+		if c.s.Track && (ok || multi) {
 			c.noteUntracked(info.Sets, resp.Tracked.Vars)
 		}
 		for _, v := range info.Sets {
@@ -265,6 +286,14 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 				c.nextTxUnknown = true
 			}
 		}
+	}
+	if hidesSets(info) {
+		if c.s.Track {
+			c.s.MarkVarsStale()
+		}
+		c.s.IdentityStale = true
+	}
+	switch info.Kind {
 	case sqlinfo.Use:
 		if ok && !c.s.Track {
 			c.s.SetDB(info.UseDB)
@@ -383,11 +412,28 @@ func runsRoutines(info *sqlinfo.Info, sql string) bool {
 	return info.Kind == sqlinfo.Call || info.CallsRoutine || sqlinfo.FirstKeyword(sql) == "EXECUTE"
 }
 
+// hidesSets reports whether a statement may have set session variables
+// or roles that neither its text nor the server's reports show (MariaDB
+// reports neither an unscoped SET @@name nor a SET ROLE run by stored
+// code): a multi-statement text, a text the parse cannot read, or one
+// that runs SQL the parse does not see (EXECUTE, EXECUTE IMMEDIATE, a
+// procedure, a stored function, which no cached read calls).
+func hidesSets(info *sqlinfo.Info) bool {
+	return info.ParseError || info.WhyNot == "multi-statement" ||
+		info.Kind == sqlinfo.Call || info.Unmapped || info.CallsRoutine
+}
+
 // unseenMatters reports whether a state change no tracker shows may
 // matter to cached reads after a statement like info: one that might have
 // created a temporary table or changed the roles. User variables,
 // prepared statements and the temporary tables mycached parses do not.
 func unseenMatters(info *sqlinfo.Info) bool {
+	if info.CallsRoutine {
+		// A stored function run by any statement (SELECT f(), DO f(),
+		// SET @x = f(), INSERT ... VALUES (f())) may have done anything
+		// a procedure may.
+		return true
+	}
 	switch info.Kind {
 	case sqlinfo.Select, sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace, sqlinfo.Show:
 		return info.WhyNot == "multi-statement" || info.ParseError

@@ -414,6 +414,13 @@ func (r *Relayer) eof(head []byte) {
 	r.Resp.Status = st
 	r.Resp.Warnings += w
 	r.S.Status = st
+	if st&mysql.SERVER_SESSION_STATE_CHANGED != 0 && r.S.Track {
+		// A classic EOF carries no state changes, only the flag that
+		// there were some (a function the statement called set a
+		// variable, a role, a temporary table): what they were is
+		// unknown.
+		r.Resp.Tracked.Unseen = true
+	}
 }
 
 func (r *Relayer) err(head []byte) {

@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"slices"
 	"strconv"
@@ -431,8 +433,24 @@ const (
 		"'auto_increment_increment', 'auto_increment_offset', " +
 		"'optimizer_switch', 'in_predicate_conversion_threshold', " +
 		"'max_recursive_iterations', 'system_versioning_asof', 'block_encryption_mode', " +
-		"'character_set_collations'"
+		"'character_set_collations', 'standard_compliant_cte', 'max_join_size', " +
+		"'sql_big_selects', 'old_passwords', 'sql_notes'"
 )
+
+// MarkVarsStale has the session read again, before its next cacheable
+// read, every variable it read when it began: after a statement that may
+// have changed any of them unseen. MariaDB reports no change made by an
+// unscoped SET @@name, and the parse cannot see the ones run by EXECUTE
+// or stored code.
+func (s *Session) MarkVarsStale() {
+	s.StaleVars = s.StaleVars[:0]
+	for _, n := range strings.Split(startValueNames, ", ") {
+		n = strings.Trim(n, "'")
+		if n != "max_allowed_packet" {
+			s.StaleVars = append(s.StaleVars, n)
+		}
+	}
+}
 
 // noteStartValues notes what startValuesSQL read.
 func (s *Session) noteStartValues(r ownResult) {
@@ -527,8 +545,11 @@ func (s *Session) learnIdentity() error {
 }
 
 // setIdentity reads SHOW GRANTS: the column is "Grants for user@host",
-// and the grants of the active roles are the lines granted to a name
-// without a host.
+// and the rows are the account's grants, the roles granted to it, and
+// the grants of the roles in force. The scope is the account and all of
+// these rows, as the server wrote them: two sessions share entries only
+// when the server grants them exactly the same, whatever the roles are
+// called (a role's name may hold spaces or an @).
 func (s *Session) setIdentity(r ownResult) {
 	s.IdentityStale = false
 	if r.err != nil || len(r.cols) != 1 || !strings.HasPrefix(r.cols[0], "Grants for ") {
@@ -539,26 +560,15 @@ func (s *Session) setIdentity(r ownResult) {
 	}
 	id := strings.TrimPrefix(r.cols[0], "Grants for ")
 	s.Account = id
-	var roles []string
+	rows := make([]string, 0, len(r.rows))
 	for _, row := range r.rows {
-		if len(row) == 0 {
-			continue
-		}
-		i := strings.LastIndex(row[0], " TO ")
-		if i < 0 {
-			continue
-		}
-		grantee := strings.TrimSpace(row[0][i+4:])
-		if j := strings.Index(grantee, " "); j >= 0 {
-			grantee = grantee[:j] // " WITH GRANT OPTION", " IDENTIFIED BY ..."
-		}
-		if !strings.Contains(grantee, "@") && !slices.Contains(roles, grantee) {
-			roles = append(roles, grantee)
-		}
+		rows = append(rows, strings.Join(row, "\x00"))
 	}
-	slices.Sort(roles)
-	if len(roles) > 0 {
-		id += "+" + strings.Join(roles, "+")
+	slices.Sort(rows)
+	h := sha256.New()
+	for _, row := range rows {
+		h.Write([]byte(row))
+		h.Write([]byte{'\n'})
 	}
-	s.Identity = id
+	s.Identity = id + "+" + hex.EncodeToString(h.Sum(nil)[:16])
 }
