@@ -3,11 +3,14 @@ package mysqlproxy_test
 import (
 	"bufio"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	mysqlc "github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/mycached/mycached/mysqlproxy"
 	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
@@ -289,5 +292,51 @@ func readUntilClosed(t *testing.T, nc net.Conn) string {
 		if err != nil {
 			return string(out)
 		}
+	}
+}
+
+// TestDeepExpressions: texts whose parse would nest hundreds of
+// thousands of levels, sent by clients that leave at once, cost mycached
+// no more than reading them: the server's answer comes as it does
+// directly, and the heap stays where it was.
+func TestDeepExpressions(t *testing.T) {
+	db, p := sharedProxy(t)
+	texts := []string{
+		"SELECT " + strings.Repeat("1+", 200000) + "1",
+		"DO " + strings.Repeat("NOT ", 200000) + "1",
+		"SELECT " + strings.Repeat("(", 100000) + "1" + strings.Repeat(")", 100000),
+	}
+	stop := make(chan struct{})
+	peak := peakHeap(stop)
+	heap0 := heapInuse()
+	for _, q := range texts {
+		var got [2]string
+		for i, addr := range []string{db.Addr, p.addr} {
+			c := dialRaw(t, addr, "root", rootPass, "", true)
+			_, err := c.Execute(q)
+			got[i] = fmt.Sprint(err)
+			// Others leave as soon as they have sent it.
+			for range 8 {
+				o := dialRaw(t, addr, "root", rootPass, "", true)
+				_ = o.WritePacket(append(append(make([]byte, 4), mysqlc.COM_QUERY), q...))
+				o.Close()
+			}
+		}
+		if got[0] != got[1] {
+			t.Errorf("%.20s...: mycached answered %s, MariaDB %s", q, got[1], got[0])
+		}
+	}
+	c := dialRaw(t, p.addr, "root", rootPass, "", true)
+	if _, err := c.Execute("SELECT 1"); err != nil {
+		t.Fatalf("after the deep texts: %v", err)
+	}
+	// What the leavers sent is read by now; give its analysis the time
+	// to show in the heap.
+	time.Sleep(2 * time.Second)
+	close(stop)
+	grew := int64(<-peak) - int64(heap0)
+	t.Logf("heap grew %d MiB at its peak", grew>>20)
+	if grew > 64<<20 {
+		t.Errorf("the heap grew by %d MiB at its peak", grew>>20)
 	}
 }

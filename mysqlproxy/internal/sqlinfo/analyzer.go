@@ -101,6 +101,11 @@ func cloneString(s string) string {
 }
 
 func (a *Analyzer) analyzeMiss(sql string) *Info {
+	if len(sql) > maxParseLen || tooDeep(sql, maxParseDepth) {
+		info := fallback(sql)
+		info.WhyNot = "too-complex"
+		return info
+	}
 	if hasExecComment(sql) {
 		return analyzeExec(sql, true, func(view string) *Info {
 			info, _ := a.parse(view, "")

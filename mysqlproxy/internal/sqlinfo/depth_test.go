@@ -1,0 +1,45 @@
+package sqlinfo
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTooDeep: texts whose parse would nest past the bound are not
+// parsed, and are classified at once, conservatively; wide but shallow
+// texts (a bulk INSERT, a long IN list) are still parsed.
+func TestTooDeep(t *testing.T) {
+	n := 200000
+	deep := map[string]string{
+		"chained +":     "SELECT " + strings.Repeat("1+", n) + "1",
+		"chained NOT":   "SELECT " + strings.Repeat("NOT ", n) + "1",
+		"unary minus":   "DO " + strings.Repeat("- ", n) + "1",
+		"parentheses":   "SELECT " + strings.Repeat("(", n) + "1" + strings.Repeat(")", n),
+		"OR chain":      "DELETE FROM t WHERE " + strings.Repeat("a=1 OR ", n) + "a=2",
+		"nested chains": "SELECT " + strings.Repeat("1+(", n/2) + "1" + strings.Repeat(")", n/2),
+	}
+	a := NewAnalyzer(Options{})
+	for name, q := range deep {
+		start := time.Now()
+		info := a.Analyze(q)
+		if info.WhyNot != "too-complex" || info.Cacheable {
+			t.Errorf("%s: got WhyNot %q, cacheable %v; want too-complex", name, info.WhyNot, info.Cacheable)
+		}
+		if strings.HasPrefix(q, "DELETE") && !info.Global {
+			t.Errorf("%s: a write not parsed must invalidate everything", name)
+		}
+		t.Logf("%s: %d bytes in %v", name, len(q), time.Since(start))
+	}
+	shallow := map[string]string{
+		"bulk insert":   "INSERT INTO t VALUES " + strings.Repeat("(-1, 'a-b', 2*3),", 20000) + "(1, 'x', 2)",
+		"IN list":       "SELECT v FROM t WHERE id IN (" + strings.Repeat("-1,", 20000) + "1)",
+		"quoted parens": "SELECT '" + strings.Repeat("((((", 5000) + "' FROM t WHERE id = 1",
+		"a long OR":     "SELECT v FROM t WHERE " + strings.Repeat("id = 1 OR ", 1000) + "id = 2",
+	}
+	for name, q := range shallow {
+		if info := a.Analyze(q); info.ParseError {
+			t.Errorf("%s: not parsed (%q)", name, info.WhyNot)
+		}
+	}
+}
