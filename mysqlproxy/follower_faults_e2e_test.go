@@ -344,3 +344,23 @@ func binaryLogs(t testing.TB, m *testenv.MariaDB) int {
 	}
 	return n
 }
+
+// TestFollowerGlobalOnlyVariables: SET GLOBAL ft_boolean_syntax changes
+// what every session's boolean full-text search returns at once, and the
+// binlog does not log it; the followers' polls see it and invalidate.
+func TestFollowerGlobalOnlyVariables(t *testing.T) {
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	mustExec(t, f.direct, "CREATE TABLE ft (id INT PRIMARY KEY, s TEXT, FULLTEXT (s)) ENGINE=MyISAM")
+	mustExec(t, f.direct, "INSERT INTO ft VALUES (1, 'apple'), (2, 'apple banana'), (3, 'cherry'), (4, 'plum'), (5, 'pear')")
+	f.sync(t)
+	q := "SELECT COUNT(*) FROM ft WHERE MATCH (s) AGAINST ('+apple -banana' IN BOOLEAN MODE)"
+	f.warm(t, q)
+	// '+' and '-' swapped: now "apple" is excluded and "banana" required.
+	mustExec(t, f.direct, `SET GLOBAL ft_boolean_syntax = '- +><()~*:""&|'`)
+	t.Cleanup(func() { _, _ = f.direct.Exec("SET GLOBAL ft_boolean_syntax = DEFAULT") })
+	want := readInt(t, f.direct, q)
+	waitFor(t, 10*time.Second, "both sidecars to answer as the server does", func() bool {
+		return readInt(t, f.viaA, q) == want && readInt(t, f.viaB, q) == want
+	})
+}

@@ -91,6 +91,11 @@ type Follower struct {
 
 	xa map[string][]string // prepared XA transactions' dependencies, by xid
 
+	// globals are the result-changing global variables the last poll
+	// read; globalsSeen says one did.
+	globals     string
+	globalsSeen bool
+
 	// runStart is the creation time of the binlog a run of the server
 	// opened at its start, as its format event says, for the last such
 	// binlog read (0 before any, and for a file opened by a rotation);
@@ -318,11 +323,12 @@ func (f *Follower) tick() {
 func (f *Follower) pollServer() {
 	at := time.Now()
 	ctx, cancel := context.WithTimeout(f.ctx, max(f.opts.Poll, time.Second))
-	pos, err := f.opts.Meta.BinlogPos(ctx)
+	pos, globals, err := f.opts.Meta.BinlogPosAndGlobals(ctx)
 	cancel()
 	if err != nil {
 		return
 	}
+	f.checkGlobals(globals)
 	p, err := parsePos(pos)
 	if err != nil {
 		return
@@ -333,6 +339,19 @@ func (f *Follower) pollServer() {
 		f.polls = append(f.polls, poll{at: at, pos: p})
 	}
 	f.advanceLocked()
+}
+
+// checkGlobals invalidates everything when a global-only variable that
+// changes results (meta's resultGlobals) changed since the last poll.
+func (f *Follower) checkGlobals(globals string) {
+	f.mu.Lock()
+	prev, seen := f.globals, f.globalsSeen
+	f.globals, f.globalsSeen = globals, true
+	f.mu.Unlock()
+	if seen && globals != prev {
+		f.log.Warn("binlog: a global variable that changes results changed; every cached entry is invalidated", "now", globals)
+		f.opts.Bump(f.ctx, []string{deps.Global})
+	}
 }
 
 // advanceLocked moves freshness to the newest poll the applied position

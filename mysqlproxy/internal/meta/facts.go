@@ -3,6 +3,7 @@ package meta
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -162,12 +163,35 @@ func orNone(s string) string {
 // every transaction visible to sessions at the time of the call is at or
 // before it.
 func (m *Meta) BinlogPos(ctx context.Context) (string, error) {
-	rows, err := m.query(ctx, "SHOW GLOBAL VARIABLES LIKE 'gtid_binlog_pos'")
+	pos, _, err := m.BinlogPosAndGlobals(ctx)
+	return pos, err
+}
+
+// resultGlobals are global-only variables that change what reads return
+// in every session at once (the operators of boolean full-text search),
+// so a change of one invalidates everything. The binlog does not log SET
+// GLOBAL; the follower's polls read them.
+const resultGlobals = "'ft_boolean_syntax', 'ft_query_expansion_limit'"
+
+// BinlogPosAndGlobals returns BinlogPos and, in the same round trip, the
+// values of resultGlobals as one string.
+func (m *Meta) BinlogPosAndGlobals(ctx context.Context) (string, string, error) {
+	rows, err := m.query(ctx, "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('gtid_binlog_pos', "+resultGlobals+")")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	if len(rows) != 1 {
-		return "", fmt.Errorf("meta: the server has no gtid_binlog_pos")
+	pos, found := "", false
+	var globals []string
+	for _, r := range rows {
+		if strings.EqualFold(r["variable_name"], "gtid_binlog_pos") {
+			pos, found = r["value"], true
+			continue
+		}
+		globals = append(globals, r["variable_name"]+"="+r["value"])
 	}
-	return rows[0]["value"], nil
+	if !found {
+		return "", "", fmt.Errorf("meta: the server has no gtid_binlog_pos")
+	}
+	slices.Sort(globals)
+	return pos, strings.Join(globals, "\n"), nil
 }
