@@ -17,7 +17,7 @@ const (
 // skipping quoted strings and identifiers, and overestimates rather than
 // under.
 func tooDeep(sql string, limit int) bool {
-	var outer []int // the operators chained at each enclosing level
+	var outer []int  // the operators chained at each enclosing level
 	run, sum := 0, 0 // chained at this level; open levels and their chains
 	for i := 0; i < len(sql); i++ {
 		c := sql[i]
