@@ -340,3 +340,71 @@ func TestDeepExpressions(t *testing.T) {
 		t.Errorf("the heap grew by %d MiB at its peak", grew>>20)
 	}
 }
+
+// TestFailedChangeUser: a COM_CHANGE_USER the server refuses leaves the
+// session the old user's, reset (variables, temporary tables): what the
+// session reads next is keyed by its state after the reset, not before.
+// One mycached cannot parse gets the server's answer, and the session
+// goes on.
+func TestFailedChangeUser(t *testing.T) {
+	db, p := sharedProxy(t)
+	name := db.NewDatabase(t)
+	db.Exec(t, "USE `"+name+"`; CREATE TABLE tz (id INT PRIMARY KEY, ts TIMESTAMP NULL); INSERT INTO tz VALUES (1, '2020-01-01 00:00:00')")
+	q := "SELECT CAST(ts AS CHAR) FROM tz WHERE id = 1"
+	read := func(c *rawConn) string {
+		t.Helper()
+		res, err := c.Execute(q)
+		if err != nil {
+			t.Fatalf("%s: %s: %v", c.RemoteAddr(), q, err)
+		}
+		s, _ := res.GetString(0, 0)
+		return s
+	}
+	changeUser := func(c *rawConn, payload []byte) []byte {
+		t.Helper()
+		if err := c.command(payload...); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			pk, err := c.ReadPacket()
+			if err != nil {
+				t.Fatalf("change user: %v", err)
+			}
+			if pk[0] != 0xfe || len(pk) < 2 {
+				return pk
+			}
+			// An auth switch: answer it with no password.
+			if err := c.WritePacket(make([]byte, 4)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	bad := append(append([]byte{mysqlc.COM_CHANGE_USER}, "nobody_here\x00\x00"...), name+"\x00\x2d\x00mysql_native_password\x00\x00"...) // an empty list of connect attributes
+	var got, answers [2]string
+	for i, addr := range []string{db.Addr, p.addr} {
+		c := dialRaw(t, addr, "root", rootPass, name, true)
+		if _, err := c.Execute("SET time_zone = '+05:00'"); err != nil {
+			t.Fatal(err)
+		}
+		read(c)
+		read(c)
+		answers[i] = fmt.Sprintf("%q", changeUser(c, bad))
+		read(c) // at the server's time zone now
+		read(c)
+		d := dialRaw(t, addr, "root", rootPass, name, true)
+		if _, err := d.Execute("SET time_zone = '+05:00'"); err != nil {
+			t.Fatal(err)
+		}
+		got[i] = read(d)
+		// Malformed (no connect attributes, which the capabilities
+		// promise): the server's error, and the session goes on.
+		answers[i] += fmt.Sprintf(" %q", changeUser(c, bad[:len(bad)-1]))
+		got[i] += " " + read(c)
+	}
+	if got[0] != got[1] {
+		t.Errorf("after a refused change of user: mycached %q, MariaDB %q", got[1], got[0])
+	}
+	if answers[0] != answers[1] {
+		t.Errorf("change-user answers: mycached %s, MariaDB %s", answers[1], answers[0])
+	}
+}

@@ -555,26 +555,37 @@ func (s *Session) relayRaw(p []byte) error {
 }
 
 func (s *Session) changeUser(p []byte) error {
-	h, err := parseChangeUser(p, s.Hello.Caps)
-	if err != nil {
-		return err
-	}
+	// One mycached cannot read goes to the server all the same, which
+	// answers it (error 1047) and goes on, as it does directly.
+	h, perr := parseChangeUser(p, s.Hello.Caps)
 	ok, okp, okSeq, err := s.authExchange(p, 0, 0)
 	if err != nil {
 		return err
 	}
-	if ok {
-		s.Hello.User, s.Hello.DB = h.User, h.DB
-		if h.Charset != 0 {
-			s.Hello.Charset = h.Charset
-		}
-		clear(s.stmts)
-		if err := s.finishAuth(okp, okSeq); err != nil {
+	if ok && perr != nil {
+		return perr // logged in as someone mycached cannot name
+	}
+	if !ok {
+		// The server refused, and the session stays the old user's, in
+		// its database; but the server reset it first (variables,
+		// temporary tables, user variables), as for a change that
+		// succeeds.
+		if err := s.setupSession(); err != nil {
 			return err
 		}
 		s.handler.Reset()
-		s.Log = s.Log.With("user", h.User)
+		return nil
 	}
+	s.Hello.User, s.Hello.DB = h.User, h.DB
+	if h.Charset != 0 {
+		s.Hello.Charset = h.Charset
+	}
+	clear(s.stmts)
+	if err := s.finishAuth(okp, okSeq); err != nil {
+		return err
+	}
+	s.handler.Reset()
+	s.Log = s.Log.With("user", h.User)
 	return nil
 }
 
