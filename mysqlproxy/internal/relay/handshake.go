@@ -249,6 +249,11 @@ func (s *Session) handshake() (bool, error) {
 
 	// The client's reply: maybe an SSL request first.
 	resp, cseq, err := s.Client.ReadPacket(s.buf, 1<<20)
+	if errors.Is(err, wire.ErrPacketTooLarge) {
+		// A reply no client sends: the server calls it a bad handshake.
+		s.SendError(cseq+1, mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake", true)
+		return false, errBadHandshake
+	}
 	if err != nil {
 		return false, ClientError{err}
 	}
