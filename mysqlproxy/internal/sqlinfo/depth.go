@@ -31,6 +31,26 @@ func tooDeep(sql string, limit int) bool {
 				}
 			}
 			continue
+		case '#':
+			i = skipLine(sql, i)
+			continue
+		case '/':
+			if i+1 < len(sql) && sql[i+1] == '*' {
+				if i+2 < len(sql) && (sql[i+2] == '!' || sql[i+2] == 'M') {
+					// An executable comment: its text is read.
+					i += 2
+					continue
+				}
+				i = skipBlockComment(sql, i) - 1
+				continue
+			}
+			run++
+		case '-':
+			if i+2 < len(sql) && sql[i+1] == '-' && (sql[i+2] <= ' ') || i+2 == len(sql) && sql[i+1] == '-' {
+				i = skipLine(sql, i)
+				continue
+			}
+			run++
 		case '(':
 			outer = append(outer, run)
 			sum += run + 1
@@ -43,7 +63,7 @@ func tooDeep(sql string, limit int) bool {
 			}
 		case ',', ';':
 			run = 0
-		case '+', '-', '*', '/', '%', '^', '&', '|', '~', '!', '<', '>', '=':
+		case '+', '*', '%', '^', '&', '|', '~', '!', '<', '>', '=':
 			run++
 		default:
 			if isWordByte(c) && (i == 0 || !isWordByte(sql[i-1])) {
