@@ -91,7 +91,7 @@ func chainingWord(w string) bool {
 		return false
 	}
 	for _, k := range [...]string{"AND", "OR", "XOR", "NOT", "CASE", "WHEN", "DIV", "MOD", "LIKE", "BETWEEN"} {
-		if len(w) == len(k) && equalFoldASCII(w, k) {
+		if len(w) == len(k) && equalFoldASCII(k, w) {
 			return true
 		}
 	}

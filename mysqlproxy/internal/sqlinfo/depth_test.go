@@ -17,6 +17,7 @@ func TestTooDeep(t *testing.T) {
 		"unary minus":   "DO " + strings.Repeat("- ", n) + "1",
 		"parentheses":   "SELECT " + strings.Repeat("(", n) + "1" + strings.Repeat(")", n),
 		"OR chain":      "DELETE FROM t WHERE " + strings.Repeat("a=1 OR ", n) + "a=2",
+		"or chain":      "SELECT 1 FROM t WHERE " + strings.Repeat("a or ", n) + "b",
 		"nested chains": "SELECT " + strings.Repeat("1+(", n/2) + "1" + strings.Repeat(")", n/2),
 	}
 	a := NewAnalyzer(Options{})
