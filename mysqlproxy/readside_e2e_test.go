@@ -1616,6 +1616,57 @@ var rsCases = []rsCase{
 		},
 	},
 
+	{
+		// Writes whose targets the parse must find itself, before any
+		// follower hears of them: through a view with a check option or
+		// one whose reads are never cached, to a sequence by NEXTVAL or
+		// SETVAL, inside BEGIN NOT ATOMIC.
+		class: "write", name: "targets-the-parse-must-find", steps: 9,
+		setup: []string{
+			"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 0), (2, 0)",
+			"CREATE VIEW vc AS SELECT id, v FROM t WHERE id < 10 WITH CHECK OPTION",
+			"CREATE VIEW vl AS SELECT id, v FROM vc WHERE id < 5 WITH LOCAL CHECK OPTION",
+			"CREATE VIEW vn AS SELECT id, v FROM t WHERE id < UNIX_TIMESTAMP()",
+			"CREATE SEQUENCE s", "CREATE TABLE ts (id INT PRIMARY KEY, n BIGINT)", "INSERT INTO ts VALUES (1, 0)",
+		},
+		body: func(x *rsRun) {
+			row := []string{"SELECT v FROM t WHERE id = 1", "SELECT SUM(v) FROM t"}
+			seq := []string{"SELECT next_not_cached_value FROM s"}
+			for _, c := range []struct {
+				write string
+				reads []string
+			}{
+				{"UPDATE vc SET v = v + 1 WHERE id = 1", row},
+				{"UPDATE vl SET v = v + 1 WHERE id = 1", row},
+				{"UPDATE vn SET v = v + 1 WHERE id = 1", row},
+				{"DELETE FROM vc WHERE id = 2", row},
+				{"SELECT SETVAL(s, 5000)", seq},
+				{"DO NEXTVAL(s)", seq},
+				{"SET @x = NEXT VALUE FOR s", seq},
+				{"UPDATE ts SET n = NEXTVAL(s) WHERE id = 1", seq},
+				{"BEGIN NOT ATOMIC UPDATE t SET v = v + 1 WHERE id = 1; END", row},
+			} {
+				x.step(c.write, func(x *rsRun) {
+					x.sync()
+					r := x.rootVia(x.B())
+					for _, q := range c.reads {
+						r.fill(q)
+					}
+					// The followers are held: only the writing sidecar's
+					// own reading of the write protects the others.
+					w := x.rootVia(x.A())
+					if out := run(w.via, "text", c.write); strings.HasPrefix(out, "error") {
+						x.t.Fatalf("%s: %s", c.write, out)
+					}
+					for _, q := range c.reads {
+						r.same(q)
+						x.rootVia(x.A()).same(q)
+					}
+					x.release()
+				})
+			}
+		},
+	},
 	// Row-level dependencies: a literal keys a row only when MariaDB
 	// surely compares it as that row; keys change with DDL anywhere.
 	{

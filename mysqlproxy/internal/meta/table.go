@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/mycached/mycached/mysqlproxy/internal/deps"
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 )
 
@@ -390,6 +391,7 @@ var viewAnalyzer = sqlinfo.NewAnalyzer(sqlinfo.Options{ExactCap: 1000, DigestCap
 func (m *Meta) learnView(ctx context.Context, t *Table, qname string, depth int) error {
 	if depth >= maxViewDepth {
 		t.Uncacheable = "view-too-deep"
+		t.Also = appendUniq(t.Also, deps.Global)
 		return nil
 	}
 	rows, err := m.query(ctx, "SHOW CREATE VIEW "+qname)
@@ -402,12 +404,25 @@ func (m *Meta) learnView(ctx context.Context, t *Table, qname string, depth int)
 	mm := viewRe.FindStringSubmatch(rows[0]["create view"])
 	if mm == nil {
 		t.Uncacheable = "view-unreadable"
+		t.Also = appendUniq(t.Also, deps.Global)
 		return nil
 	}
-	info := viewAnalyzer.Analyze(mm[1])
-	if ok, why := info.CacheableIn(t.DB); !ok {
-		t.Uncacheable = "view:" + why
+	// The check option is the view's, not its SELECT's.
+	def := checkOptionRe.ReplaceAllString(mm[1], "")
+	info := viewAnalyzer.Analyze(def)
+	if info.ParseError || info.Unmapped {
+		// What it reads is unknown: a write through it may change
+		// anything.
+		t.Uncacheable = "view-unreadable"
+		t.Also = appendUniq(t.Also, deps.Global)
 		return nil
+	}
+	// The base tables are learned even when reads of the view are not
+	// cached (it calls NOW(), CURRENT_USER()): a write through it
+	// changes them.
+	why := ""
+	if ok, w := info.CacheableIn(t.DB); !ok {
+		why = "view:" + w
 	}
 	for _, r := range sqlinfo.Qualify(info.Reads, t.DB) {
 		t.Also = appendUniq(t.Also, m.namer.Table(r.DB, r.Name))
@@ -415,16 +430,19 @@ func (m *Meta) learnView(ctx context.Context, t *Table, qname string, depth int)
 		if err != nil {
 			return err
 		}
-		if base.Uncacheable != "" {
-			t.Uncacheable = base.Uncacheable
-			return nil
+		if base.Uncacheable != "" && why == "" {
+			why = base.Uncacheable
 		}
 		for _, a := range base.Also {
 			t.Also = appendUniq(t.Also, a)
 		}
 	}
+	t.Uncacheable = why
 	return nil
 }
+
+// checkOptionRe finds the check option that may end a view's definition.
+var checkOptionRe = regexp.MustCompile(`(?is)\s+WITH\s+(?:CASCADED\s+|LOCAL\s+)?CHECK\s+OPTION\s*$`)
 
 func appendUniq(ss []string, s string) []string {
 	if slices.Contains(ss, s) {

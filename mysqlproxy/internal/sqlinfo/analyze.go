@@ -226,6 +226,14 @@ func analyzeOne(s ast.StmtNode, sql string) *Info {
 	info.Reads = w.reads
 	info.NoCacheHint = w.noHint
 	info.CallsRoutine = w.routine
+	for _, t := range w.seqWrites {
+		info.MayWrite = true
+		if t.Name == "" {
+			unmappedGlobal(info)
+			continue
+		}
+		info.Writes = appendTable(info.Writes, t)
+	}
 	keyInfo(info, s, sql, w.subquery)
 	switch {
 	case info.Kind != Select:

@@ -302,6 +302,12 @@ func fallback(sql string) *Info {
 		info.Kind = Use
 	case "BEGIN":
 		info.Kind = Begin
+		if equalFoldASCII("NOT", secondKeyword(sql)) {
+			// BEGIN NOT ATOMIC ... END: a compound statement, which
+			// may write and set anything.
+			info.Kind = Other
+			unmappedGlobal(info)
+		}
 	case "START":
 		info.Kind = Begin
 	case "COMMIT":

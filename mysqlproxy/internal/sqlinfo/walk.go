@@ -14,6 +14,8 @@ type walker struct {
 	subquery bool
 	// routine reports a call of a stored function.
 	routine bool
+	// seqWrites are the sequences NEXTVAL and SETVAL advance.
+	seqWrites []Table
 	// skip holds table nodes that are write targets only, not reads.
 	skip []*ast.TableName
 	// ctes holds the CTE names in scope; scopes records its length at each
@@ -137,6 +139,14 @@ func (w *walker) table(x *ast.TableName) {
 
 func (w *walker) funcCall(x *ast.FuncCallExpr) {
 	name := x.FnName.L
+	if (name == "nextval" || name == "setval") && len(x.Args) > 0 {
+		// NEXTVAL(s), NEXT VALUE FOR s and SETVAL(s, n) write s.
+		if tn, ok := x.Args[0].(*ast.TableNameExpr); ok && tn.Name != nil {
+			w.seqWrites = appendTable(w.seqWrites, tableOf(tn.Name))
+		} else {
+			w.seqWrites = append(w.seqWrites, Table{}) // unknown: see analyzeOne
+		}
+	}
 	switch {
 	case x.Schema.O != "":
 		w.routine = true
