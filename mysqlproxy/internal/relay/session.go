@@ -430,15 +430,32 @@ func (s *Session) hidTrackerChange(p []byte) bool {
 //
 // It reads again, the same way, the session variables in StaleVars.
 func (s *Session) RefreshIdentity() error {
+	var qs []string
 	if len(s.StaleVars) > 0 {
-		if err := s.learnVars(); err != nil {
-			return err
+		if q := s.staleVarsSQL(); q != "" {
+			qs = append(qs, q)
 		}
 	}
-	if !s.IdentityStale {
+	grants := s.IdentityStale
+	if grants {
+		qs = append(qs, showGrants)
+	}
+	if len(qs) == 0 {
 		return nil
 	}
-	return s.learnIdentity()
+	// Both in one round trip.
+	res, err := s.ownQueries(qs...)
+	if err != nil {
+		return err
+	}
+	if grants {
+		s.setIdentity(res[len(res)-1])
+		res = res[:len(res)-1]
+	}
+	if len(res) > 0 {
+		s.noteStartValues(res[0])
+	}
+	return nil
 }
 
 // dispatch handles one command packet: the handler first, then the

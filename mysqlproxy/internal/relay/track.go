@@ -504,10 +504,11 @@ func (s *Session) IsAccount(names []string) bool {
 	return false
 }
 
-// learnVars reads the values of StaleVars from the server. A name that
-// is not a plain variable name is dropped: only names the server accepted
-// in a SET get there.
-func (s *Session) learnVars() error {
+// staleVarsSQL returns the statement that reads the values of StaleVars
+// from the server, or "", and empties StaleVars. A name that is not a
+// plain variable name is dropped: only names the server accepted in a
+// SET get there.
+func (s *Session) staleVarsSQL() string {
 	var b strings.Builder
 	b.WriteString("SHOW VARIABLES WHERE Variable_name IN (")
 	n := 0
@@ -524,24 +525,9 @@ func (s *Session) learnVars() error {
 	b.WriteString(")")
 	s.StaleVars = s.StaleVars[:0]
 	if n == 0 {
-		return nil
+		return ""
 	}
-	res, err := s.ownQueries(b.String())
-	if err != nil {
-		return err
-	}
-	s.noteStartValues(res[0])
-	return nil
-}
-
-// learnIdentity asks the backend who the session is.
-func (s *Session) learnIdentity() error {
-	res, err := s.ownQueries(showGrants)
-	if err != nil {
-		return err
-	}
-	s.setIdentity(res[0])
-	return nil
+	return b.String()
 }
 
 // setIdentity reads SHOW GRANTS: the column is "Grants for user@host",
