@@ -101,10 +101,8 @@ func cloneString(s string) string {
 }
 
 func (a *Analyzer) analyzeMiss(sql string) *Info {
-	if len(sql) > maxParseLen || tooDeep(sql, maxParseDepth) {
-		info := fallback(sql)
-		info.WhyNot = "too-complex"
-		return info
+	if len(sql) > maxParseLen {
+		return tooComplex(sql)
 	}
 	if hasExecComment(sql) {
 		return analyzeExec(sql, true, func(view string) *Info {
@@ -238,6 +236,9 @@ func normalize(sql string) (digest string, ok bool) {
 // parse runs the full parser and analyses the result, with the template
 // that rebuilds it for other literals when it has one. It never panics.
 func (a *Analyzer) parse(sql, digest string) (info *Info, tmpl *template) {
+	if tooDeep(sql, maxParseDepth) {
+		return tooComplex(sql), nil
+	}
 	p := a.parsers.Get().(*parser.Parser)
 	var stmts []ast.StmtNode
 	var err error
@@ -266,6 +267,14 @@ func (a *Analyzer) parse(sql, digest string) (info *Info, tmpl *template) {
 		info.NoCacheHint = true
 	}
 	return info, tmpl
+}
+
+// tooComplex is the analysis of a text not parsed for its size or depth
+// (see maxParseDepth): by its first keywords.
+func tooComplex(sql string) *Info {
+	info := fallback(sql)
+	info.WhyNot = "too-complex"
+	return info
 }
 
 type panicError struct{}
