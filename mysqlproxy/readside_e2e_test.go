@@ -1006,6 +1006,30 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// The server keeps the database privileges a session found at
+		// login: after a REVOKE, a session from before may still read
+		// what a new one of the same account may not.
+		class: "identity", name: "revoke-while-connected",
+		setup: append([]string{"CREATE TABLE sec (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO sec VALUES (1, 'secret')"}, rsOneRow...),
+		body: func(x *rsRun) {
+			// t's grant lets kim into the database after the REVOKE.
+			kim := x.account("kim", "GRANT SELECT ON {db}.t TO {user}", "GRANT SELECT ON {db}.* TO {user}")
+			in := rsAccount{user: kim, pass: "pw"}
+			q := "SELECT id, v FROM sec WHERE id = 1"
+			// In the database: the server keeps that database's access.
+			old := x.sess(x.A(), in)
+			old.same(q)
+			x.exec("REVOKE SELECT ON " + x.db + ".* FROM '" + kim + "'@'%'")
+			x.sync()
+			x.release()
+			// A statement after which mycached reads the grants again.
+			old.exec("DO 1; DO 1")
+			old.warm(q)
+			x.sess(x.B(), in).same(q)
+			x.sess(x.A(), in).same(q)
+		},
+	},
+	{
 		// A stored function run by a statement that is not a cacheable
 		// read changes the role, a variable (unscoped, which no tracker
 		// reports), or creates a temporary table over a real one.

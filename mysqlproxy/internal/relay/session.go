@@ -138,6 +138,10 @@ type Session struct {
 	StaleVars []string
 	// Account is the account alone ("user@host"), "" when not known.
 	Account string
+	// grantsAtLogin is the hash of SHOW GRANTS when the session logged
+	// in: the server keeps the global and database privileges it found
+	// then for the session's life, whatever GRANT or REVOKE says since.
+	grantsAtLogin string
 
 	buf       []byte // the command packet being handled
 	cursorCmd bool   // the command forwarded last asked for a cursor
@@ -598,6 +602,7 @@ func (s *Session) changeUser(p []byte) error {
 		s.Hello.Charset = h.Charset
 	}
 	clear(s.stmts)
+	s.grantsAtLogin = "" // a new login
 	if err := s.finishAuth(okp, okSeq); err != nil {
 		return err
 	}

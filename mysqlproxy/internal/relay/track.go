@@ -556,5 +556,15 @@ func (s *Session) setIdentity(r ownResult) {
 		h.Write([]byte(row))
 		h.Write([]byte{'\n'})
 	}
-	s.Identity = id + "+" + hex.EncodeToString(h.Sum(nil)[:16])
+	now := hex.EncodeToString(h.Sum(nil)[:16])
+	if s.grantsAtLogin == "" {
+		s.grantsAtLogin = now
+	}
+	// The grants the session logged in with count too: after a REVOKE,
+	// a session that logged in before it may still read what a new one
+	// may not, and the two must not share entries.
+	s.Identity = id + "+" + s.grantsAtLogin
+	if now != s.grantsAtLogin {
+		s.Identity += "+" + now
+	}
 }
