@@ -1691,6 +1691,33 @@ var rsCases = []rsCase{
 			}
 		},
 	},
+	{
+		// sql_mode=ORACLE's s.nextval and s.currval read like a column.
+		class: "write", name: "oracle-sequence-operations",
+		setup: []string{"CREATE SEQUENCE s"},
+		body: func(x *rsRun) {
+			// Through the sidecars alone: each side's NEXTVAL advances
+			// the one sequence.
+			seen := map[string]bool{}
+			for i := range 6 {
+				c := x.rootVia(x.sidecarN(i % 2)).via
+				run(c, "text", "SET sql_mode = ORACLE")
+				// The rows, after the column line.
+				val := func(q string) string {
+					_, rows, _ := strings.Cut(query(c, x.proto, q), "\n")
+					return rows
+				}
+				next := val("SELECT s.nextval FROM dual")
+				if seen[next] || next == "" {
+					x.t.Fatalf("s.nextval gave %q again", next)
+				}
+				seen[next] = true
+				if cur := val("SELECT s.currval FROM dual"); cur != next {
+					x.t.Errorf("s.currval after s.nextval gave %q: got %q", next, cur)
+				}
+			}
+		},
+	},
 	// Row-level dependencies: a literal keys a row only when MariaDB
 	// surely compares it as that row; keys change with DDL anywhere.
 	{

@@ -176,13 +176,19 @@ func hasNoCacheHint(sql string) bool {
 	return false
 }
 
-// ContainsFold reports whether s contains lower, a lower-case ASCII word
-// that begins with a letter, in any case, without copying s: the
-// candidates are found with IndexByte, each case's next one kept until
-// passed.
-func ContainsFold[T ~string | ~[]byte](s T, lower string) bool {
+// ContainsFold reports whether s contains lower, a lower-case ASCII
+// string, in any case, without copying s: the candidates are found with
+// IndexByte, each case's next one kept until passed.
+func ContainsFold[T ~string | ~[]byte](s T, lower string) bool { return IndexFold(s, lower) >= 0 }
+
+// IndexFold is ContainsFold's search: the index of the first match, or
+// -1.
+func IndexFold[T ~string | ~[]byte](s T, lower string) int {
 	n := len(lower)
-	lo, up := lower[0], lower[0]-'a'+'A'
+	lo, up := lower[0], lower[0]
+	if lo >= 'a' && lo <= 'z' {
+		up = lo - 'a' + 'A'
+	}
 	nextLo, nextUp := -1, -1
 	for i := 0; i+n <= len(s); {
 		if nextLo < i {
@@ -193,14 +199,14 @@ func ContainsFold[T ~string | ~[]byte](s T, lower string) bool {
 		}
 		at := min(nextLo, nextUp)
 		if at+n > len(s) {
-			return false
+			return -1
 		}
 		if foldEqual(s[at:at+n], lower) {
-			return true
+			return at
 		}
 		i = at + 1
 	}
-	return false
+	return -1
 }
 
 // indexByteFrom returns the index of the first c in s at or after i, or
