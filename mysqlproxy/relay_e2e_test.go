@@ -834,3 +834,35 @@ func TestE2EClassicEOFFunctionSideEffects(t *testing.T) {
 		}
 	}
 }
+
+// TestE2ENamesCollateInKey: SET NAMES x COLLATE y describes result
+// columns in y, which no variable shows (collation_connection may equal
+// y with other result columns): a session that set it is not served the
+// column definitions of one that did not.
+func TestE2ENamesCollateInKey(t *testing.T) {
+	t.Parallel()
+	m, p := sharedProxy(t)
+	name := m.NewDatabase(t)
+	m.Exec(t, "USE `"+name+"`; CREATE TABLE cs (id INT PRIMARY KEY, u VARCHAR(10) CHARACTER SET utf8mb4); INSERT INTO cs VALUES (1, 'x')")
+	q := "SELECT u FROM cs WHERE id = 1"
+	charsets := func(addr string) [2]uint16 {
+		var out [2]uint16
+		for i, set := range []string{"SET collation_connection = utf8mb4_bin", "SET NAMES utf8mb4 COLLATE utf8mb4_bin"} {
+			c := dialRaw(t, addr, "root", rootPass, name, true)
+			if _, err := c.Execute(set); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				res, err := c.Execute(q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[i] = res.Fields[0].Charset
+			}
+		}
+		return out
+	}
+	if got, want := charsets(p.addr), charsets(m.Addr); got != want {
+		t.Errorf("result column collations: mycached %v, MariaDB %v", got, want)
+	}
+}

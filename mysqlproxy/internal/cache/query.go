@@ -255,6 +255,11 @@ func (c *Session) noteUntracked(sets []sqlinfo.SetVar, tracked map[string]string
 		if v.User || v.Global || digestFree[v.Name] || v.Name == "role" || v.Name == "transaction" {
 			continue
 		}
+		if v.Name == sqlinfo.ResultsCollation {
+			// No server reports it: the text says it.
+			c.s.NoteVar(v.Name, v.Value)
+			continue
+		}
 		if _, ok := tracked[v.Name]; ok || slices.Contains(c.s.StaleVars, v.Name) {
 			continue
 		}

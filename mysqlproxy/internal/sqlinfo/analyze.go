@@ -396,6 +396,11 @@ func deleteTargets(x *ast.DeleteStmt) []Table {
 
 // setVars lists the assignments of a SET statement, expanding SET NAMES and
 // SET CHARACTER SET into the variables they set.
+//
+// SET NAMES x COLLATE y also sets the collation that result columns are
+// described in, which no variable shows (character_set_results says x
+// only): ResultsCollation names it, a variable of mycached's own, "" for
+// the charset's default.
 func setVars(x *ast.SetStmt) []SetVar {
 	var out []SetVar
 	for _, v := range x.Variables {
@@ -407,16 +412,20 @@ func setVars(x *ast.SetStmt) []SetVar {
 				SetVar{Name: "character_set_connection", Value: cs},
 				SetVar{Name: "character_set_results", Value: cs})
 			if v.ExtendValue != nil {
-				out = append(out, SetVar{Name: "collation_connection", Value: restoreValue(v.ExtendValue)})
+				coll := restoreValue(v.ExtendValue)
+				out = append(out, SetVar{Name: "collation_connection", Value: coll},
+					SetVar{Name: ResultsCollation, Value: coll})
 			} else {
 				// The connection collation follows the charset's default.
-				out = append(out, SetVar{Name: "collation_connection", Value: cs})
+				out = append(out, SetVar{Name: "collation_connection", Value: cs},
+					SetVar{Name: ResultsCollation})
 			}
 		case ast.SetCharset:
 			cs := restoreValue(v.Value)
 			out = append(out,
 				SetVar{Name: "character_set_client", Value: cs},
 				SetVar{Name: "character_set_results", Value: cs},
+				SetVar{Name: ResultsCollation},
 				// The connection charset becomes character_set_database's.
 				SetVar{Name: "character_set_connection", Value: "@@character_set_database"})
 		default:
@@ -430,6 +439,9 @@ func setVars(x *ast.SetStmt) []SetVar {
 				Global: v.IsGlobal,
 				User:   !v.IsSystem,
 			})
+			if name == "character_set_results" && v.IsSystem && !v.IsGlobal {
+				out = append(out, SetVar{Name: ResultsCollation})
+			}
 		}
 	}
 	return out
@@ -526,3 +538,7 @@ func seqNameBefore(sql string, end int) Table {
 	}
 	return Table{}
 }
+
+// ResultsCollation is the name setVars gives the collation SET NAMES ...
+// COLLATE gives result columns.
+const ResultsCollation = "mycached:results_collation"
