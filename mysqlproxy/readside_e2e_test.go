@@ -1670,25 +1670,37 @@ var rsCases = []rsCase{
 				{"UPDATE ts SET n = NEXTVAL(s) WHERE id = 1", seq},
 				{"BEGIN NOT ATOMIC UPDATE t SET v = v + 1 WHERE id = 1; END", row},
 			} {
-				x.step(c.write, func(x *rsRun) {
-					x.sync()
-					r := x.rootVia(x.B())
-					for _, q := range c.reads {
-						r.fill(q)
-					}
-					// The followers are held: only the writing sidecar's
-					// own reading of the write protects the others.
-					w := x.rootVia(x.A())
-					if out := run(w.via, "text", c.write); strings.HasPrefix(out, "error") {
-						x.t.Fatalf("%s: %s", c.write, out)
-					}
-					for _, q := range c.reads {
-						r.same(q)
-						x.rootVia(x.A()).same(q)
-					}
-					x.release()
-				})
+				x.step(c.write, func(x *rsRun) { x.rsWriteHeld(c.write, false, c.reads...) })
 			}
+		},
+	},
+	{
+		// More writes the parse must read right: a column name that Go
+		// folds together with another one and the server does not, a
+		// USE inside a multi-statement text, a trigger's error after a
+		// MyISAM row was written.
+		class: "write", name: "targets-the-parse-must-find-2", steps: 5,
+		setup: []string{
+			"CREATE TABLE kg (`ა` INT PRIMARY KEY, `Ა` INT, v INT)", "INSERT INTO kg VALUES (1, 5, 0), (5, 1, 0)",
+			"CREATE TABLE m (id INT PRIMARY KEY, v INT) ENGINE=MyISAM", "INSERT INTO m VALUES (1, 1)",
+			"CREATE TRIGGER m_bi BEFORE INSERT ON m FOR EACH ROW BEGIN IF NEW.id = 3 THEN SET @x = (SELECT nocol FROM m LIMIT 1); END IF; END",
+		},
+		body: func(x *rsRun) {
+			kg := []string{"SELECT v FROM kg WHERE `ა` = 1", "SELECT v FROM kg WHERE `Ა` = 5", "SELECT v FROM kg WHERE `Ა` = 1"}
+			x.step("georgian-by-capital", func(x *rsRun) { x.rsWriteHeld("UPDATE kg SET v = v + 1 WHERE `Ა` = 5", false, kg...) })
+			x.step("georgian-by-key", func(x *rsRun) { x.rsWriteHeld("UPDATE kg SET v = v + 1 WHERE `ა` = 1", false, kg...) })
+			db2 := x.newDB()
+			x.exec("CREATE TABLE `"+db2+"`.t7 (id INT PRIMARY KEY, v INT)", "INSERT INTO `"+db2+"`.t7 VALUES (1, 0)")
+			x.step("use-in-a-multi-statement", func(x *rsRun) {
+				x.rsWriteHeld("USE `"+db2+"`; UPDATE t7 SET v = v + 5 WHERE id = 1", false, "SELECT v FROM `"+db2+"`.t7 WHERE id = 1")
+			})
+			x.step("trigger-error-after-a-myisam-row", func(x *rsRun) {
+				x.rsWriteHeld("INSERT INTO m VALUES (2, 2), (3, 3)", true, "SELECT COUNT(*) FROM m", "SELECT v FROM m WHERE id = 2")
+			})
+			// And what the followers make of the writes to kg.
+			x.sync()
+			x.release()
+			x.fresh(kg...)
 		},
 	},
 	{
@@ -2335,6 +2347,27 @@ func (x *rsRun) rsWriteAndReadNow(write string, reads ...string) {
 		r.same(q)
 	}
 	x.fresh(reads...)
+}
+
+// rsWriteHeld warms reads through B, writes through A with the
+// followers held, so that only A's own reading of the write protects the
+// others, and compares the reads through B and a new session of A. The
+// write must succeed, or fail when fails says so.
+func (x *rsRun) rsWriteHeld(write string, fails bool, reads ...string) {
+	x.t.Helper()
+	x.sync()
+	r := x.rootVia(x.B())
+	for _, q := range reads {
+		r.fill(q)
+	}
+	if out := run(x.rootVia(x.A()).via, "text", write); strings.HasPrefix(out, "error") != fails {
+		x.t.Fatalf("%s: %s", write, out)
+	}
+	for _, q := range reads {
+		r.same(q)
+		x.rootVia(x.A()).same(q)
+	}
+	x.release()
 }
 
 // rsPKChanged follows a change of t's primary key: once the followers

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -338,10 +339,10 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 			c.temps[t.String()] = struct{}{}
 		}
 	}
-	if info.MayWrite && !(refusedBeforeRunning(resp) && !runsRoutines(info, sql)) {
+	if info.MayWrite && !(c.refusedBeforeRunning(info, resp) && !runsRoutines(info, sql)) {
 		c.invalidate(info, sql, resp, params)
 	}
-	if c.e.follower.Load() != nil && !refusedBeforeRunning(resp) {
+	if c.e.follower.Load() != nil && !c.refusedBeforeRunning(info, resp) {
 		c.noteOwnWrite(lastGTID, info, sql)
 	}
 	c.transition(info, sql, before, ok)
@@ -397,18 +398,48 @@ func (c *Session) ownWritePending() bool {
 // raises before it executes anything (syntax, unknown table or column,
 // access denied). Nothing changed, so there is nothing to invalidate: a
 // typo does not flush the fleet's cache.
-func refusedBeforeRunning(resp *relay.Response) bool {
+//
+// A trigger may raise the same errors after the statement has written
+// rows: an InnoDB table's statement is rolled back, a MyISAM table's is
+// not. Only a syntax error is surely raised before anything ran, or an
+// error of a statement whose every table is known to be transactional.
+func (c *Session) refusedBeforeRunning(info *sqlinfo.Info, resp *relay.Response) bool {
 	if resp.Kind != relay.RespErr {
 		return false
 	}
 	switch resp.ErrCode {
-	case mysql.ER_PARSE_ERROR, mysql.ER_SYNTAX_ERROR, mysql.ER_NO_SUCH_TABLE, mysql.ER_BAD_FIELD_ERROR,
+	case mysql.ER_PARSE_ERROR, mysql.ER_SYNTAX_ERROR:
+		return true
+	case mysql.ER_NO_SUCH_TABLE, mysql.ER_BAD_FIELD_ERROR,
 		mysql.ER_BAD_DB_ERROR, mysql.ER_NO_DB_ERROR, mysql.ER_TABLEACCESS_DENIED_ERROR,
 		mysql.ER_COLUMNACCESS_DENIED_ERROR, mysql.ER_DBACCESS_DENIED_ERROR, mysql.ER_ACCESS_DENIED_ERROR,
 		mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, mysql.ER_UNKNOWN_STMT_HANDLER:
-		return true
+		return c.allTransactional(info)
 	}
 	return false
+}
+
+// allTransactional reports whether every table info writes is known to
+// be transactional; a table that does not exist counts, as nothing can
+// have written it.
+func (c *Session) allTransactional(info *sqlinfo.Info) bool {
+	if info.Unmapped {
+		// It would bump everything: as before, for a refusal of one.
+		return true
+	}
+	if c.e.meta() == nil {
+		return false
+	}
+	for _, t := range sqlinfo.Qualify(info.Writes, c.db) {
+		m, err := c.e.meta().Table(context.Background(), t.DB, t.Name)
+		if errors.Is(err, meta.ErrNoTable) {
+			continue
+		}
+		if err != nil || m.Kind != meta.Base || !m.Transactional {
+			return false
+		}
+	}
+	return true
 }
 
 // runsRoutines reports whether a statement may run stored code, which

@@ -313,6 +313,14 @@ func (m *Meta) learnTable(ctx context.Context, t *Table, qname string, depth int
 	types := map[string]string{}
 	for i, c := range cols {
 		f := strings.ToLower(c["field"])
+		if _, dup := pos[f]; dup {
+			// Two columns the server tells apart, and Go's case folding
+			// does not (letters newer than the server's tables, as
+			// Georgian capitals): which one a name means is unknown, so
+			// rows are not keyed at all.
+			t.Columns, t.AutoInc = len(cols), ""
+			return nil
+		}
 		pos[f], types[f] = i, strings.ToLower(c["type"])
 		if strings.Contains(strings.ToLower(c["extra"]), "auto_increment") {
 			t.AutoInc = f

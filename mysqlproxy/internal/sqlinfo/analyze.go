@@ -26,16 +26,27 @@ func analyzeStmts(stmts []ast.StmtNode, sql string) *Info {
 			info.WhyNot = st.WhyNot
 			info.ReadOnlyTx = st.ReadOnlyTx
 		}
+		// After a USE earlier in the text, unqualified names are in its
+		// database, not the session's.
+		in := func(t Table) Table {
+			if t.DB == "" && info.UseDB != "" {
+				t.DB = info.UseDB
+			}
+			return t
+		}
 		for _, t := range st.Reads {
-			info.Reads = appendTable(info.Reads, t)
+			info.Reads = appendTable(info.Reads, in(t))
 		}
 		for _, t := range st.Writes {
-			info.Writes = appendTable(info.Writes, t)
+			info.Writes = appendTable(info.Writes, in(t))
 		}
 		info.MayWrite = info.MayWrite || st.MayWrite
 		info.Unmapped = info.Unmapped || st.Unmapped
 		info.Global = info.Global || st.Global
 		for _, db := range st.DBWide {
+			if db == "" {
+				db = info.UseDB // "" still: the session's
+			}
 			info.DBWide = appendString(info.DBWide, db)
 		}
 		info.NoCacheHint = info.NoCacheHint || st.NoCacheHint

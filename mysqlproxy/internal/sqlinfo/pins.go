@@ -122,6 +122,11 @@ func (t *target) column(e ast.ExprNode) (string, bool) {
 			return "", false
 		}
 	}
+	if !isASCII(n.Name.O) {
+		// Go folds the case of letters the server may not (it compares
+		// column names by older tables): such a name pins no key.
+		return "", false
+	}
 	return n.Name.L, true
 }
 

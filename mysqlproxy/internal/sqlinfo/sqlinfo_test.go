@@ -102,6 +102,7 @@ func TestAnalyze(t *testing.T) {
 		{sql: "SELECT * FROM sys.x", kind: Select, reads: tbls("sys.x"), whyNot: "system-schema"},
 		{sql: "SELECT 1; SELECT 2", kind: Select, whyNot: "multi-statement"},
 		{sql: "SELECT * FROM a; UPDATE b SET x=1", kind: Select, reads: tbls("a", "b"), writes: tbls("b"), whyNot: "multi-statement", mayWrite: true},
+		{sql: "UPDATE b SET x=1; USE d2; UPDATE b SET x=2", kind: Update, reads: tbls("b", "d2.b"), writes: tbls("b", "d2.b"), whyNot: "multi-statement", mayWrite: true},
 		{sql: "SELECT 1;", kind: Select, cacheable: true},
 		{sql: "SELECT 1 ; ", kind: Select, cacheable: true},
 		{sql: "SHOW TABLES", kind: Show, whyNot: "not-select"},
