@@ -45,12 +45,18 @@ func (e *Engine) tableMeta(t sqlinfo.Table) *meta.Table {
 	return m
 }
 
+// maxKeyRows is the most rows a statement is keyed by. A read or write
+// naming more (IN with thousands of values) depends on its table alone:
+// a generation per row would cost a memcached key per row on each hit
+// and each write, for a statement that seldom repeats.
+const maxKeyRows = 1000
+
 // keyRows returns, for a statement that pins columns of its table, the
 // primary-key values of every row it names, or nil when it does not pin
 // the whole primary key to integer values the server surely reads as
 // those rows. params are the bound values of a prepared statement.
 func keyRows(pk []string, cols []string, rows [][]sqlinfo.Value, params []wire.Param) [][]string {
-	if len(pk) == 0 || len(rows) == 0 {
+	if len(pk) == 0 || len(rows) == 0 || len(rows) > maxKeyRows {
 		return nil
 	}
 	idx := make([]int, len(pk))

@@ -258,13 +258,16 @@ func (s *Store) bump(ctx context.Context, deps []string) error {
 	if len(deps) == 1 {
 		return s.bumpOrPend(ctx, deps[0])
 	}
-	var first error
-	for _, d := range s.bumpPipelined(ctx, deps) {
+	failed := s.bumpPipelined(ctx, deps)
+	for _, d := range failed {
 		s.pending.add(d)
-		s.log.Warn("store: bump failed; pending", "dep", d)
-		first = ErrPending
 	}
-	return first
+	if len(failed) == 0 {
+		return nil
+	}
+	// One line for the batch, however many rows it named.
+	s.log.Warn("store: bump failed; pending", "dep", failed[0], "deps", len(failed))
+	return ErrPending
 }
 
 // bumpOrPend bumps dep, or records it as pending when memcached failed.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"slices"
@@ -232,7 +233,8 @@ func readGetReply(r *bufio.Reader, keys []string, vals [][]byte, separate bool) 
 		}
 		key, n, ok := parseValueLine(line)
 		if !ok {
-			return errors.Join(errProtocol, errors.New(string(bytes.TrimRight(line, "\r\n"))))
+			// The reply's first bytes, quoted: they may be anything.
+			return fmt.Errorf("%w: %.64q", errProtocol, bytes.TrimRight(line, "\r\n"))
 		}
 		i := findKey(keys, key, next)
 		if i < 0 {

@@ -138,6 +138,7 @@ func (s *Store) retryPending() {
 			return
 		case <-timer.C:
 		}
+		landed, last := 0, ""
 		for dep, seq := range s.pending.snapshot() {
 			ctx, cancel := context.WithTimeout(context.Background(), 4*s.opts.Timeout)
 			err := s.bumpOne(ctx, dep)
@@ -146,7 +147,10 @@ func (s *Store) retryPending() {
 				break
 			}
 			s.pending.landed(dep, seq)
-			s.log.Info("store: pending bump landed", "dep", dep)
+			landed, last = landed+1, dep
+		}
+		if landed > 0 {
+			s.log.Info("store: pending bumps landed", "dep", last, "deps", landed)
 		}
 		backoff = min(2*backoff, retryMax)
 	}
