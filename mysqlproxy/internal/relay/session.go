@@ -126,9 +126,10 @@ type Session struct {
 	VarsGen uint64
 	// maxAllowed is the server's max_allowed_packet, 0 until known.
 	maxAllowed int
-	// Identity is the account the server matched, with the roles in
-	// force, as SHOW GRANTS names them; IdentityStale says it may have
-	// changed since (SET ROLE, or a change no tracker shows).
+	// Identity is the scope of the session's entries: the account the
+	// server matched and hashes of its SHOW GRANTS, at login and now
+	// (see setIdentity); IdentityStale says the grants may have changed
+	// since (SET ROLE, or a change no tracker shows).
 	Identity      string
 	IdentityStale bool
 	// StaleVars are session variables a statement set that no tracker

@@ -536,10 +536,11 @@ func (s *Session) staleVarsSQL() string {
 
 // setIdentity reads SHOW GRANTS: the column is "Grants for user@host",
 // and the rows are the account's grants, the roles granted to it, and
-// the grants of the roles in force. The scope is the account and all of
-// these rows, as the server wrote them: two sessions share entries only
-// when the server grants them exactly the same, whatever the roles are
-// called (a role's name may hold spaces or an @).
+// the grants of the roles in force. The scope is the account and a hash
+// of these rows as the server wrote them, at login and, where it
+// differs, now: two sessions share entries only when the server grants
+// them exactly the same, whatever the roles are called (a role's name
+// may hold spaces or an @).
 func (s *Session) setIdentity(r ownResult) {
 	s.IdentityStale = false
 	if r.err != nil || len(r.cols) != 1 || !strings.HasPrefix(r.cols[0], "Grants for ") {
