@@ -201,10 +201,7 @@ var noStore = time.Unix(1<<62, 0)
 // stored either.
 func (c *Session) snapshotRule() (since time.Time, shared bool) {
 	inTx := c.s.InTransaction()
-	iso := c.sessionIsolation()
-	if inTx && c.txIsolation != "" {
-		iso = c.txIsolation
-	}
+	iso := c.isolation(inTx)
 	switch {
 	case iso == "READ-UNCOMMITTED":
 		return noStore, false
@@ -225,18 +222,20 @@ func (c *Session) snapshotRule() (since time.Time, shared bool) {
 // UNCOMMITTED: the session's level or the transaction's, or one set for
 // the next transaction alone that mycached cannot see.
 func (c *Session) mayReadUncommitted() bool {
-	if c.s.InTransaction() {
-		if c.txUnknownIsolation {
-			return true
-		}
-	} else if c.nextTxUnknown {
+	inTx := c.s.InTransaction()
+	if inTx && c.txUnknownIsolation || !inTx && c.nextTxUnknown {
 		return true
 	}
-	iso := c.sessionIsolation()
-	if c.s.InTransaction() && c.txIsolation != "" {
-		iso = c.txIsolation
+	return c.isolation(inTx) == "READ-UNCOMMITTED"
+}
+
+// isolation returns the level a read runs at: the transaction's while
+// one is open (inTx) and its level is known, else the session's.
+func (c *Session) isolation(inTx bool) string {
+	if inTx && c.txIsolation != "" {
+		return c.txIsolation
 	}
-	return iso == "READ-UNCOMMITTED"
+	return c.sessionIsolation()
 }
 
 // snapshotIsolation reports whether the open transaction reads a
@@ -246,10 +245,7 @@ func (c *Session) snapshotIsolation() bool {
 	if c.txUnknownIsolation {
 		return true
 	}
-	iso := c.sessionIsolation()
-	if c.txIsolation != "" {
-		iso = c.txIsolation
-	}
+	iso := c.isolation(true)
 	return iso != "READ-COMMITTED" && iso != "READ-UNCOMMITTED"
 }
 

@@ -134,7 +134,7 @@ func (c *Session) Prepare(p []byte) (*relay.Stmt, error) {
 	if st != nil {
 		st.Ext = &stmtNote{
 			info: c.e.Analyzer.AnalyzeIn(st.SQL, c.dialect()), db: c.s.Hello.DB,
-			state: c.state.digestOf(c.s), known: !c.tainted && len(c.s.StaleVars) == 0,
+			state: c.state.digestOf(c.s), known: !c.tainted,
 		}
 	}
 	return st, err

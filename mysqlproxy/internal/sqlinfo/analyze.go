@@ -234,7 +234,6 @@ func analyzeOne(s ast.StmtNode, sql string) *Info {
 		unmappedGlobal(info)
 	}
 	s.Accept(w)
-	seqDotOps(w, sql)
 	info.Reads = w.reads
 	info.NoCacheHint = w.noHint
 	info.CallsRoutine = w.routine
@@ -479,75 +478,6 @@ func restore(n ast.Node) string {
 		return ""
 	}
 	return sb.String()
-}
-
-// seqDotOps notes the sequence operations of sql_mode=ORACLE, s.nextval
-// and s.currval, which the parser reads as a column of a table s: the
-// statement is not cached, and s.nextval writes s. Outside that mode the
-// same text names a column nextval: then this costs a read its caching
-// and an extra bump.
-func seqDotOps(w *walker, sql string) {
-	for _, op := range [...]string{"nextval", "currval"} {
-		for i := 0; i < len(sql); {
-			j := IndexFold(sql[i:], "."+op)
-			if j < 0 {
-				break
-			}
-			at := i + j
-			i = at + 1 + len(op)
-			if i < len(sql) && isWordByte(sql[i]) {
-				continue // .nextvalue, a longer name
-			}
-			w.reject("nondeterministic:" + op)
-			if op != "nextval" {
-				continue
-			}
-			name := seqNameBefore(sql, at)
-			if name.Name == "" {
-				w.seqWrites = append(w.seqWrites, Table{}) // unknown
-				continue
-			}
-			w.seqWrites = appendTable(w.seqWrites, name)
-		}
-	}
-}
-
-// seqNameBefore reads the (possibly qualified, possibly quoted) name that
-// ends at sql[end], as in db.s.nextval.
-func seqNameBefore(sql string, end int) Table {
-	var parts []string
-	i := end
-	for len(parts) < 2 {
-		j := i
-		if j > 0 && sql[j-1] == '`' {
-			k := strings.LastIndexByte(sql[:j-1], '`')
-			if k < 0 {
-				return Table{}
-			}
-			parts = append(parts, strings.ReplaceAll(sql[k+1:j-1], "``", "`"))
-			i = k
-		} else {
-			for j > 0 && isWordByte(sql[j-1]) {
-				j--
-			}
-			if j == i {
-				break
-			}
-			parts = append(parts, sql[j:i])
-			i = j
-		}
-		if i == 0 || sql[i-1] != '.' {
-			break
-		}
-		i--
-	}
-	switch len(parts) {
-	case 1:
-		return Table{Name: parts[0]}
-	case 2:
-		return Table{DB: parts[1], Name: parts[0]}
-	}
-	return Table{}
 }
 
 // ResultsCollation is the name setVars gives the collation SET NAMES ...

@@ -176,19 +176,13 @@ func hasNoCacheHint(sql string) bool {
 	return false
 }
 
-// ContainsFold reports whether s contains lower, a lower-case ASCII
-// string, in any case, without copying s: the candidates are found with
-// IndexByte, each case's next one kept until passed.
-func ContainsFold[T ~string | ~[]byte](s T, lower string) bool { return IndexFold(s, lower) >= 0 }
-
-// IndexFold is ContainsFold's search: the index of the first match, or
-// -1.
-func IndexFold[T ~string | ~[]byte](s T, lower string) int {
+// ContainsFold reports whether s contains lower, a lower-case ASCII word
+// that begins with a letter, in any case, without copying s: the
+// candidates are found with IndexByte, each case's next one kept until
+// passed.
+func ContainsFold[T ~string | ~[]byte](s T, lower string) bool {
 	n := len(lower)
-	lo, up := lower[0], lower[0]
-	if lo >= 'a' && lo <= 'z' {
-		up = lo - 'a' + 'A'
-	}
+	lo, up := lower[0], lower[0]-'a'+'A'
 	nextLo, nextUp := -1, -1
 	for i := 0; i+n <= len(s); {
 		if nextLo < i {
@@ -199,14 +193,14 @@ func IndexFold[T ~string | ~[]byte](s T, lower string) int {
 		}
 		at := min(nextLo, nextUp)
 		if at+n > len(s) {
-			return -1
+			return false
 		}
 		if foldEqual(s[at:at+n], lower) {
-			return at
+			return true
 		}
 		i = at + 1
 	}
-	return -1
+	return false
 }
 
 // indexByteFrom returns the index of the first c in s at or after i, or

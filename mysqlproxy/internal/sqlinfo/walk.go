@@ -14,7 +14,7 @@ type walker struct {
 	subquery bool
 	// routine reports a call of a stored function.
 	routine bool
-	// seqWrites are the sequences NEXTVAL and SETVAL advance.
+	// seqWrites are the sequences NEXTVAL, SETVAL and s.nextval advance.
 	seqWrites []Table
 	// skip holds table nodes that are write targets only, not reads.
 	skip []*ast.TableName
@@ -79,6 +79,8 @@ func (w *walker) Enter(n ast.Node) (ast.Node, bool) {
 		w.table(x)
 	case *ast.FuncCallExpr:
 		w.funcCall(x)
+	case *ast.ColumnNameExpr:
+		w.seqDotOp(x.Name)
 	case *ast.VariableExpr:
 		if x.IsSystem {
 			w.reject("system-variable")
@@ -157,6 +159,25 @@ func (w *walker) funcCall(x *ast.FuncCallExpr) {
 		w.routine = true
 		w.reject("stored-function:" + name)
 	}
+}
+
+// seqDotOp notes the sequence operations of sql_mode=ORACLE, s.nextval
+// and s.currval, which the parser reads as a column of a table s: the
+// statement is not cached, and s.nextval writes s. Outside that mode the
+// same text names a column nextval: then this costs a read its caching
+// and an extra bump.
+func (w *walker) seqDotOp(c *ast.ColumnName) {
+	if c == nil || c.Table.O == "" {
+		return
+	}
+	switch c.Name.L {
+	case "nextval":
+		w.seqWrites = appendTable(w.seqWrites, Table{DB: c.Schema.O, Name: c.Table.O})
+	case "currval":
+	default:
+		return
+	}
+	w.reject("nondeterministic:" + c.Name.L)
 }
 
 func tableOf(x *ast.TableName) Table {
