@@ -45,6 +45,18 @@ const admWindow = 128
 // little about a shape whose keys repeat at a distance.
 const admProbationWindows = 8
 
+// A rejected shape's reads are judged by a sample of them, so that the
+// others cost no more than a passthrough: the texts (or parameters) one
+// in admSample hashes to, the same in every session and sidecar, so that
+// a sampled read's ghost sees the earlier reads of its key; and one read
+// in admProbe of the others, so that a shape whose reads come to repeat
+// on keys outside the sample is seen to. Its windows take that many
+// more reads.
+const (
+	admSample = 8
+	admProbe  = 16
+)
+
 // admission is one shape's state. The counters are updated without a
 // lock; the verdict is drawn under mu by the execution that ends a window.
 type admission struct {
@@ -63,6 +75,12 @@ type admission struct {
 	// ghostless says the last window's real hits were most of its reads:
 	// the ghosts cannot tell more, and are not kept.
 	ghostless atomic.Bool
+
+	// probes counts a rejected shape's reads outside the sample;
+	// policyForces says the policy forced admission for one of the
+	// shape's reads, which all ask it from then on.
+	probes       atomic.Uint32
+	policyForces atomic.Bool
 
 	mu sync.Mutex
 	// The costs last measured, kept across windows that measure none.
@@ -87,6 +105,17 @@ func (a *admission) admit(override cachepolicy.Admit) bool {
 // rejected reports whether the shape's reads are relayed unless the
 // policy says otherwise.
 func (a *admission) rejected() bool { return a != nil && a.state.Load() == admRejected }
+
+// probe reports whether a read of a rejected shape outside the sample is
+// judged all the same.
+func (a *admission) probe() bool { return a.probes.Add(1)%admProbe == 0 }
+
+// forced notes that the policy forced admission for a read of the shape.
+func (a *admission) forced() {
+	if a != nil && !a.policyForces.Load() {
+		a.policyForces.Store(true)
+	}
+}
 
 // looked notes one execution: whether it hit for real (with its lookup
 // time on a miss), whether it would have hit by its ghost, and whether

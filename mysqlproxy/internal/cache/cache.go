@@ -81,6 +81,14 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		params = relay.ExecuteParams(st, p)
 	}
 	adm := qs.admission()
+	// A read of a rejected shape is judged (asks the policy, is looked up
+	// in the ghosts and counted) only when its text falls in the shape's
+	// sample, or now and then: the others are relayed at once, at the cost
+	// of a passthrough, unless the policy forces some of the shape's reads.
+	judged := !adm.rejected() || sampled(p, st) || adm.probe()
+	if !judged && !adm.policyForces.Load() {
+		return c.relayUnpaying(p, qs, adm)
+	}
 	deps := c.readDepsFor(info, params, !adm.rejected())
 	if deps.why != "" {
 		e.Stats.bypass(deps.why)
@@ -104,6 +112,11 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		e.Stats.bypass(whyPolicy)
 		qs.note(whyPolicy, 0)
 		return c.s.RelayMode(p, relay.ModeResult)
+	}
+	if dec.Admit == cachepolicy.AdmitAlways {
+		adm.forced()
+	} else if !judged {
+		return c.relayUnpaying(p, qs, adm)
 	}
 	all := deps.all
 	if len(dec.Depends) > 0 {
@@ -129,12 +142,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		}
 		if !adm.admit(dec.Admit) {
 			adm.looked(false, false, ghost, 0)
-			e.Stats.bypass(whyNotPaying)
-			qs.note(whyNotPaying, 0)
-			sent := time.Now()
-			err := c.s.RelayMode(p, relay.ModeResult)
-			adm.relayed(time.Since(sent))
-			return err
+			return c.relayUnpaying(p, qs, adm)
 		}
 	}
 	start := time.Now()
@@ -183,6 +191,34 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		return err
 	}
 	return c.fill(p, key, check, all, cur, dec, start, adm)
+}
+
+// relayUnpaying relays a read of a shape whose reads do not pay for
+// their lookups, and notes the backend time it took.
+func (c *Session) relayUnpaying(p []byte, qs *queryStat, adm *admission) error {
+	c.e.Stats.bypass(whyNotPaying)
+	qs.note(whyNotPaying, 0)
+	sent := time.Now()
+	err := c.s.RelayMode(p, relay.ModeResult)
+	adm.relayed(time.Since(sent))
+	return err
+}
+
+// sampled reports whether a read falls in its shape's sample: one text
+// (or set of parameters) in admSample, the same ones in every session
+// and sidecar, so that a sampled read's ghost sees the sampled reads of
+// the same key before it.
+func sampled(p []byte, st *relay.Stmt) bool {
+	b := p[1:]
+	if st != nil {
+		// COM_STMT_EXECUTE: the statement id, flags and iteration count
+		// differ between sessions; the parameters follow them.
+		if len(p) < 10 {
+			return true
+		}
+		b = p[10:]
+	}
+	return xxhash.Sum64(b)%admSample == 0
 }
 
 // noStore is a since time that keeps a fill from being stored at all.

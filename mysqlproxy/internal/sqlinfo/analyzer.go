@@ -1,7 +1,9 @@
 package sqlinfo
 
 import (
+	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -41,6 +43,7 @@ type Analyzer struct {
 	exact   shardedMemo[*Info]
 	digest  shardedMemo[*shapes]
 	skels   shardedMemo[*skelEntry] // by skelKey; see skeleton.go
+	door    doorkeeper              // texts lately seen; see Analyze
 	parsers sync.Pool               // of *parser.Parser, which is not safe for concurrent use
 	bufs    sync.Pool               // of *[]byte, shape signature scratch
 	scans   sync.Pool               // of *textScan, template matching scratch
@@ -73,6 +76,7 @@ func NewAnalyzer(opts Options) *Analyzer {
 		opts.MaxTextLen = 64 << 10
 	}
 	a := &Analyzer{maxText: opts.MaxTextLen}
+	a.door.seed = maphash.MakeSeed()
 	a.exact.init(opts.ExactCap, opts.MaxBytes/2, (*Info).memSize)
 	a.digest.init(opts.DigestCap, opts.MaxBytes/4, (*shapes).memSize)
 	a.skels.init(opts.DigestCap, opts.MaxBytes/4, (*skelEntry).memSize)
@@ -89,26 +93,50 @@ func (a *Analyzer) Analyze(sql string) *Info {
 	if info, ok := a.exact.get(sql); ok {
 		return info
 	}
-	info := a.analyzeMiss(sql)
-	if len(sql) <= a.maxText {
+	info, cheap := a.analyzeMiss(sql)
+	// A text answered cheaply, from its skeleton, is memoized by its
+	// exact text once it has been seen twice: texts that differ in a
+	// literal each time (reads of uniformly random keys) would only churn
+	// the memo.
+	if len(sql) <= a.maxText && (!cheap || a.door.again(sql)) {
 		a.exact.put(cloneString(sql), info)
 	}
 	return info
+}
+
+// doorkeeper remembers a hash of each text lately seen, in a fixed table
+// where later texts overwrite earlier ones: again is true (barring a
+// collision) for a text seen since the last one that took its slot.
+type doorkeeper struct {
+	seed  maphash.Seed
+	slots [1 << 14]atomic.Uint64
+}
+
+func (d *doorkeeper) again(sql string) bool {
+	h := maphash.String(d.seed, sql)
+	s := &d.slots[h%uint64(len(d.slots))]
+	if s.Load() == h {
+		return true
+	}
+	s.Store(h)
+	return false
 }
 
 func cloneString(s string) string {
 	return string(append([]byte(nil), s...))
 }
 
-func (a *Analyzer) analyzeMiss(sql string) *Info {
+// analyzeMiss analyzes a text the exact memo does not hold, and reports
+// whether its skeleton answered it, cheaply.
+func (a *Analyzer) analyzeMiss(sql string) (*Info, bool) {
 	if len(sql) > maxParseLen {
-		return tooComplex(sql)
+		return tooComplex(sql), false
 	}
 	if hasExecComment(sql) {
 		return analyzeExec(sql, true, func(view string) *Info {
 			info, _ := a.parse(view, "")
 			return info
-		})
+		}), false
 	}
 	sc := a.scans.Get().(*textScan)
 	defer a.scans.Put(sc)
@@ -117,7 +145,7 @@ func (a *Analyzer) analyzeMiss(sql string) *Info {
 	if keyed {
 		if e, ok := a.skels.get(string(sc.key)); ok {
 			if info, ok := e.answer(sql, sc); ok {
-				return info
+				return info, true
 			}
 		}
 	}
@@ -126,7 +154,7 @@ func (a *Analyzer) analyzeMiss(sql string) *Info {
 		// An empty digest is shared by empty texts and some unparsable
 		// ones ("\""), which must not answer for each other.
 		info, _ := a.parse(sql, "")
-		return info
+		return info, false
 	}
 	hint := hasNoCacheHint(sql)
 	bp := a.bufs.Get().(*[]byte)
@@ -146,7 +174,7 @@ func (a *Analyzer) analyzeMiss(sql string) *Info {
 			if keyed {
 				a.rememberSkeleton(sc, sql, digest, sh.infos[i], sh.tmpls[i], hint)
 			}
-			return info
+			return info, false
 		}
 	}
 	info, tmpl := a.parse(sql, digest)
@@ -168,7 +196,7 @@ func (a *Analyzer) analyzeMiss(sql string) *Info {
 			a.rememberSkeleton(sc, sql, digest, info, tmpl, hint)
 		}
 	}
-	return info
+	return info, false
 }
 
 // rememberSkeleton memoizes under sc's skeleton key the analysis info of
