@@ -60,18 +60,22 @@ func DecodeParams(p []byte, n int, types []byte) []Param {
 			continue
 		case mysql.MYSQL_TYPE_TINY:
 			size = 1
-		case mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR:
+		case mysql.MYSQL_TYPE_SHORT:
 			size = 2
-		case mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_FLOAT:
+		case mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_FLOAT:
 			size = 4
 		case mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_DOUBLE:
 			size = 8
 		case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_TIME:
-			if len(p) <= at {
+			// The server reads a length-encoded length.
+			l, k := Lenenc(p[at:])
+			if k == 0 || l > 12 {
 				return nil
 			}
-			size = 1 + int(p[at])
-		default: // strings, blobs, decimals, JSON: length-encoded
+			size = k + int(l)
+		case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING,
+			mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB,
+			mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_DECIMAL, mysql.MYSQL_TYPE_NEWDECIMAL:
 			l, k := Lenenc(p[at:])
 			if k == 0 || uint64(len(p)-at-k) < l {
 				return nil
@@ -79,6 +83,11 @@ func DecodeParams(p []byte, n int, types []byte) []Param {
 			out[i] = Param{Text: string(p[at+k : at+k+int(l)]), OK: true}
 			at += k + int(l)
 			continue
+		default:
+			// YEAR, INT24, BIT, GEOMETRY and the rest: the server's
+			// reading of them differs by version (MariaDB 10.11 reads no
+			// bytes for some), so none of the values is known.
+			return nil
 		}
 		if len(p) < at+size {
 			return nil
@@ -92,12 +101,12 @@ func DecodeParams(p []byte, n int, types []byte) []Param {
 			if !unsigned {
 				x = uint64(int64(int8(v[0])))
 			}
-		case mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR:
+		case mysql.MYSQL_TYPE_SHORT:
 			x = uint64(binary.LittleEndian.Uint16(v))
 			if !unsigned {
 				x = uint64(int64(int16(x)))
 			}
-		case mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_INT24:
+		case mysql.MYSQL_TYPE_LONG:
 			x = uint64(binary.LittleEndian.Uint32(v))
 			if !unsigned {
 				x = uint64(int64(int32(x)))
