@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http/httptest"
@@ -14,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	mysqlc "github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/mycached/mycached/cachepolicy"
 	"github.com/mycached/mycached/mysqlproxy"
@@ -724,5 +728,169 @@ func TestCacheL1AdmitsLargeEntry(t *testing.T) {
 	}
 	if st := mycachedStatus(t, c); st["Stores"] != st["L1_entries"] {
 		t.Errorf("SHOW MYCACHED STATUS: Stores = %d but L1_entries = %d; a store that L1 dropped is counted as stored", st["Stores"], st["L1_entries"])
+	}
+}
+
+// TestHitTakesSessionFlags: a hit carries the reading session's status
+// flags that describe the session, not the filling one's. A procedure that
+// sets NO_BACKSLASH_ESCAPES and restores sql_mode leaves the flag set on
+// its session (clients choose how to escape strings by it); another
+// session's hit must not carry it.
+func TestHitTakesSessionFlags(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1)")
+	m.Exec(t, "CREATE PROCEDURE "+db+".nbe() BEGIN SET @@sql_mode = 'NO_BACKSLASH_ESCAPES'; END")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	const q = "SELECT id FROM t WHERE id = 1"
+	status := func(c *rawConn, sql string) uint16 {
+		t.Helper()
+		if err := c.command(append([]byte{0x03}, sql...)...); err != nil {
+			t.Fatal(err)
+		}
+		pkts, err := c.readResponse(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, _ := hex.DecodeString(pkts[len(pkts)-1])
+		if last[0] == 0xff {
+			t.Fatalf("%s: %s", sql, last)
+		}
+		return c.endStatus(last)
+	}
+	for _, eof := range []bool{false, true} {
+		filler := dialRaw(t, p.addr, "root", rootPass, db, eof)
+		status(filler, "CALL nbe()")
+		for range 3 {
+			if st := status(filler, q); st&mysqlc.SERVER_STATUS_NO_BACKSLASH_ESCAPED == 0 {
+				t.Fatalf("deprecate EOF %v: the filling session's flags %#x lack NO_BACKSLASH_ESCAPES", eof, st)
+			}
+		}
+		c := openDB(t, rootDSN(p.addr, db, ""))
+		before := hits(t, c)
+		reader := dialRaw(t, p.addr, "root", rootPass, db, eof)
+		if st := status(reader, q); st&mysqlc.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 {
+			t.Errorf("deprecate EOF %v: another session's read got status %#x, with NO_BACKSLASH_ESCAPES", eof, st)
+		}
+		if hits(t, c) == before {
+			t.Errorf("deprecate EOF %v: the read was not a hit; the test proves nothing", eof)
+		}
+	}
+}
+
+// TestHiddenSetNamesCollate: the collation result columns are described
+// in, which SET NAMES x COLLATE y sets and no variable shows, is part of
+// the key however it was set: by EXECUTE IMMEDIATE as well as in plain
+// text.
+func TestHiddenSetNamesCollate(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, s VARCHAR(10) CHARACTER SET utf8mb4)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 'x')")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	const q = "SELECT s FROM t WHERE id = 1"
+	// charset returns the character set number of the result's column.
+	charset := func(c *rawConn, setup ...string) uint16 {
+		t.Helper()
+		for _, sql := range append(setup, q) {
+			if err := c.command(append([]byte{0x03}, sql...)...); err != nil {
+				t.Fatal(err)
+			}
+			pkts, err := c.readResponse(false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sql != q {
+				continue
+			}
+			col, _ := hex.DecodeString(pkts[1])
+			rest := col
+			for range 6 { // catalog, schema, table, org_table, name, org_name
+				n, _, k := mysqlc.LengthEncodedInt(rest)
+				rest = rest[k+int(n):]
+			}
+			return uint16(rest[1]) | uint16(rest[2])<<8
+		}
+		return 0
+	}
+	for _, tc := range [][2]string{
+		{"EXECUTE IMMEDIATE 'SET NAMES utf8mb4 COLLATE utf8mb4_bin'", "SET collation_connection = utf8mb4_bin"},
+		{"SET collation_connection = utf8mb4_bin", "EXECUTE IMMEDIATE 'SET NAMES utf8mb4 COLLATE utf8mb4_bin'"},
+		{"SET NAMES utf8mb4 COLLATE utf8mb4_bin", "SET NAMES utf8mb4 COLLATE utf8mb4_bin; EXECUTE IMMEDIATE 'SET NAMES utf8mb4'"},
+	} {
+		for i, setup := range tc {
+			for range 3 {
+				direct := charset(dialRaw(t, m.Addr, "root", rootPass, db, false), setup)
+				if got := charset(dialRaw(t, p.addr, "root", rootPass, db, false), setup); got != direct {
+					t.Errorf("after %q (%d of %q): column charset %d, want %d", setup, i, tc, got, direct)
+				}
+			}
+		}
+	}
+}
+
+// TestHitAfterCursor: an execute the server runs closes the cursor an
+// earlier execute of the statement opened. A hit never reaches the
+// server, so after a cursor the statement's executes are relayed until
+// one closes it: a COM_STMT_FETCH then fails as it does directly.
+func TestHitAfterCursor(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1), (2), (3)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	run := func(addr string) string {
+		c := dialRaw(t, addr, "root", rootPass, db, false)
+		st, err := c.Prepare("SELECT id FROM t WHERE id > ? ORDER BY id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := binary.LittleEndian.AppendUint32(nil, st.ID)
+		execute := func(flags byte) {
+			t.Helper()
+			// One LONGLONG parameter, 0.
+			pkt := append(append([]byte{mysqlc.COM_STMT_EXECUTE}, id...), flags, 1, 0, 0, 0, 0, 1, mysqlc.MYSQL_TYPE_LONGLONG, 0)
+			pkt = append(pkt, make([]byte, 8)...)
+			if err := c.command(pkt...); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.readResponse(false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fetch := func() string {
+			t.Helper()
+			if err := c.command(append(append([]byte{mysqlc.COM_STMT_FETCH}, id...), 1, 0, 0, 0)...); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := c.readResponse(true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last, _ := hex.DecodeString(raw[len(raw)-1]); last[0] == 0xff {
+				return fmt.Sprintf("error %d", binary.LittleEndian.Uint16(last[1:]))
+			}
+			return fmt.Sprintf("%d packets", len(raw))
+		}
+		for range 3 {
+			execute(0) // warm
+		}
+		execute(1) // CURSOR_TYPE_READ_ONLY
+		out := "fetch " + fetch()
+		execute(0)
+		out += "; after a plain execute, fetch " + fetch()
+		return out
+	}
+	want := run(m.Addr)
+	if got := run(p.addr); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	c := openDB(t, rootDSN(p.addr, db, ""))
+	if hits(t, c) == 0 {
+		t.Error("no hit: the test proves nothing")
 	}
 }

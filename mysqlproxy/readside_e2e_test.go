@@ -1030,6 +1030,48 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// The server fixes a session's privileges on a database when it
+		// USEs it (by statement or COM_INIT_DB), and its global ones when
+		// it sets a role: a REVOKE after that leaves them to the session,
+		// not to a new one whose grants read the same.
+		class: "identity", name: "privileges-fixed-at-use-and-set-role", steps: 3,
+		setup: append([]string{"CREATE TABLE sec (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO sec VALUES (1, 'secret')"}, rsOneRow...),
+		body: func(x *rsRun) {
+			q := "SELECT id, v FROM " + x.db + ".sec WHERE id = 1"
+			x.step("use", func(x *rsRun) {
+				lu := x.account("lu", "GRANT SELECT ON {db}.t TO {user}")
+				old := x.as(x.A(), lu)
+				x.exec("GRANT SELECT ON " + x.db + ".* TO '" + lu + "'@'%'")
+				old.exec("USE " + x.db)
+				x.exec("REVOKE SELECT ON " + x.db + ".* FROM '" + lu + "'@'%'")
+				x.sync()
+				x.release()
+				old.warm(q)
+				for _, p := range x.sidecars() {
+					n := x.as(p, lu)
+					n.exec("USE " + x.db)
+					n.same(q)
+				}
+			})
+			x.step("set-role", func(x *rsRun) {
+				role := x.name("ur")
+				x.exec("CREATE ROLE "+role, "GRANT SELECT ON *.* TO "+role)
+				ru := x.account("ru", "GRANT "+role+" TO {user}")
+				old := x.as(x.A(), ru)
+				old.exec("SET ROLE " + role)
+				x.exec("REVOKE SELECT ON *.* FROM " + role)
+				x.sync()
+				x.release()
+				old.warm(q)
+				for _, p := range x.sidecars() {
+					n := x.as(p, ru)
+					n.exec("SET ROLE " + role)
+					n.same(q)
+				}
+			})
+		},
+	},
+	{
 		// A stored function run by a statement that is not a cacheable
 		// read changes the role, a variable (unscoped, which no tracker
 		// reports), or creates a temporary table over a real one.
@@ -1091,6 +1133,61 @@ var rsCases = []rsCase{
 				s.exec(text)
 				s.same(div)
 				s.same(div)
+			}
+		},
+	},
+	{
+		// Temporary tables no tracker reports (MariaDB reports none
+		// made by CREATE TEMPORARY TABLE ... SELECT) and no parse sees:
+		// made by EXECUTE, PREPARE, a compound statement, a trigger.
+		// Their session reads them, every other session the real table.
+		class: "session", name: "hidden-temporary-tables",
+		setup: append(slices.Clone(rsRows),
+			"CREATE TABLE trig (x INT)",
+			"CREATE TRIGGER trig_ai AFTER INSERT ON trig FOR EACH ROW CREATE TEMPORARY TABLE u (id INT)"),
+		body: func(x *rsRun) {
+			const q = "SELECT id FROM u"
+			for i, create := range []string{
+				"EXECUTE IMMEDIATE 'CREATE TEMPORARY TABLE u SELECT 7 AS id'",
+				"PREPARE s FROM 'CREATE OR REPLACE TEMPORARY TABLE u SELECT 8 AS id'; EXECUTE s",
+				"BEGIN NOT ATOMIC CREATE TEMPORARY TABLE u SELECT 9 AS id; END",
+				"INSERT INTO trig VALUES (1)",
+			} {
+				p := x.sidecars()[i%len(x.sidecars())]
+				other := x.rootVia(p)
+				other.warm(q)
+				s := x.rootVia(p)
+				s.exec(create)
+				s.same(q)
+				s.same(q)
+				other.same(q)
+				for _, p := range x.sidecars() {
+					x.rootVia(p).same(q)
+				}
+			}
+		},
+	},
+	{
+		// Variables set unseen under limits that would cut short or
+		// refuse the statement that reads them again.
+		class: "session", name: "hidden-sets-under-limits",
+		setup: rsRows,
+		body: func(x *rsRun) {
+			all := "SELECT id FROM t WHERE id < 4"
+			join := "SELECT a.id FROM t a, t b WHERE a.id < 3 AND b.id < 3"
+			for i, limit := range []string{"SET sql_select_limit = 1", "SET max_join_size = 1"} {
+				p := x.sidecars()[i%len(x.sidecars())]
+				w := x.rootVia(p)
+				w.warm(all)
+				w.warm(join)
+				s := x.rootVia(p)
+				s.exec(limit, "EXECUTE IMMEDIATE 'SET @@div_precision_increment = 9'")
+				s.same(all)
+				s.same(join)
+				s.same(all)
+				s.exec("SET @a = 1; SET @@sql_select_limit = 2")
+				s.same(all)
+				x.rootVia(p).same(all)
 			}
 		},
 	},

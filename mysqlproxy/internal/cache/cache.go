@@ -57,7 +57,10 @@ func bypassReasons() []string {
 
 // statusMask are the status flags a hit takes from the session rather than
 // from the response that filled the entry.
-const statusMask = mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_STATUS_AUTOCOMMIT | mysql.SERVER_STATUS_IN_TRANS_READONLY
+// NO_BACKSLASH_ESCAPES tells clients how to escape strings, and a routine
+// may leave it set on its session after restoring sql_mode.
+const statusMask = mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_STATUS_AUTOCOMMIT | mysql.SERVER_STATUS_IN_TRANS_READONLY |
+	mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED
 
 // cacheRead serves a cacheable read (a COM_QUERY, or a COM_STMT_EXECUTE
 // when st is set) from the cache, or relays it and stores the response.
@@ -88,6 +91,13 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	judged := !adm.rejected() || sampled(p, st) || adm.probe()
 	if !judged && !adm.policyForces.Load() {
 		return c.relayUnpaying(p, qs, adm)
+	}
+	if why, err := c.checkTemps(info); err != nil {
+		return err
+	} else if why != "" {
+		e.Stats.bypass(why)
+		qs.note(why, 0)
+		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	deps := c.readDepsFor(info, params, !adm.rejected())
 	if deps.why != "" {
@@ -393,6 +403,11 @@ func storable(resp *relay.Response, teed bool, dec cachepolicy.Decision) string 
 		return whyNotStored
 	case resp.Warnings != 0:
 		return whyNotStored
+	case len(resp.Tracked.Vars) > 0:
+		// The session's variables changed under the read (the server
+		// reports a trigger's SET @@name with the statement after it):
+		// the key was made from their values before.
+		return whyNotStored
 	case resp.Rows == 0 && !dec.CacheEmpty:
 		return whyNotStored
 	}
@@ -516,6 +531,11 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 			return whyLongData
 		}
 		if len(p) > 5 && p[5]&0x0f != 0 { // CURSOR_TYPE_*: rows come by fetch
+			return whyCursor
+		}
+		if st.CursorOpen {
+			// An execute the server runs closes the cursor an earlier
+			// one opened; a hit would leave it open for COM_STMT_FETCH.
 			return whyCursor
 		}
 	}

@@ -158,8 +158,16 @@ type Session struct {
 	xa       bool                // an XA transaction is open: its end may come from another session
 	txDeps   map[string]struct{} // what it wrote, bumped again when it ends
 	temps    map[string]struct{} // temporary tables ("db.t"), which shadow real ones
-	q        cachepolicy.Query   // reused for each policy call
-	checkBuf []byte
+	// tempsUnknown says a statement may have created temporary tables
+	// no parse or tracker shows (MariaDB reports none made by CREATE
+	// TEMPORARY TABLE ... SELECT, and none made by stored code or
+	// EXECUTE can be parsed): each table a read names is then asked
+	// about once (tempsChecked holds those found real) before the cache
+	// serves or stores it.
+	tempsUnknown bool
+	tempsChecked map[string]struct{}
+	q            cachepolicy.Query // reused for each policy call
+	checkBuf     []byte
 
 	// ownWrite is the GTID of the session's last write through this
 	// sidecar, while the follower has not applied it, and ownWriteAt

@@ -256,15 +256,17 @@ func (c *Session) noteUntracked(sets []sqlinfo.SetVar, tracked map[string]string
 		if v.User || v.Global || digestFree[v.Name] || v.Name == "role" || v.Name == "transaction" {
 			continue
 		}
-		if v.Name == sqlinfo.ResultsCollation {
-			// No server reports it: the text says it.
-			c.s.NoteVar(v.Name, v.Value)
+		name := v.Name
+		if name == sqlinfo.ResultsCollation {
+			// No variable shows it, nor any tracker: a read of the
+			// variables has it, in its columns' definitions.
+			name = "character_set_results"
+		} else if _, ok := tracked[name]; ok {
 			continue
 		}
-		if _, ok := tracked[v.Name]; ok || slices.Contains(c.s.StaleVars, v.Name) {
-			continue
+		if !slices.Contains(c.s.StaleVars, name) {
+			c.s.StaleVars = append(c.s.StaleVars, name)
 		}
-		c.s.StaleVars = append(c.s.StaleVars, v.Name)
 	}
 }
 
@@ -298,6 +300,16 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 			c.s.MarkVarsStale()
 		}
 		c.s.IdentityStale = true
+		c.tempsMayHide()
+	}
+	if ok && (info.Kind == sqlinfo.Use || resp.Tracked.Schema) || c.s.IdentityStale && setsRole(info) {
+		// The server fixed the session's privileges on its database (USE)
+		// or its global ones (SET ROLE) just now: the grants are read
+		// before the client has the answer, so that they are those in
+		// force then, not after a REVOKE that follows. A failure leaves
+		// them stale, read again before the next cacheable read.
+		c.s.IdentityStale = true
+		_ = c.s.RefreshIdentity()
 	}
 	switch info.Kind {
 	case sqlinfo.Use:
@@ -316,10 +328,14 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 	}
 	if resp.Tracked.Unseen && unseenMatters(info) {
 		// The state changed in a way no tracker shows, from a statement
-		// whose effect cannot be read from its text: a temporary table
-		// may shadow a real one now, and the roles may have changed.
-		c.tainted = true
+		// whose effect cannot be read from its text (or from a trigger):
+		// a temporary table may shadow a real one now, and the roles or
+		// variables may have changed.
+		c.tempsMayHide()
 		c.s.IdentityStale = true
+		if c.s.Track {
+			c.s.MarkVarsStale()
+		}
 	}
 	switch kw := sqlinfo.FirstKeyword(sql); {
 	case !ok:
@@ -471,7 +487,10 @@ func unseenMatters(info *sqlinfo.Info) bool {
 		return true
 	}
 	switch info.Kind {
-	case sqlinfo.Select, sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace, sqlinfo.Show:
+	case sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace:
+		// Triggers run stored code.
+		return true
+	case sqlinfo.Select, sqlinfo.Show:
 		return info.WhyNot == "multi-statement" || info.ParseError
 	case sqlinfo.Set:
 		return info.ParseError
@@ -686,6 +705,75 @@ func (c *Session) noteTemporary(info *sqlinfo.Info) {
 	}
 }
 
+// setsRole reports whether a statement sets the session's role.
+func setsRole(info *sqlinfo.Info) bool {
+	for _, v := range info.Sets {
+		if v.Name == "role" {
+			return true
+		}
+	}
+	return false
+}
+
+// tempsMayHide notes that temporary tables may exist that the session
+// has not seen created.
+func (c *Session) tempsMayHide() {
+	c.tempsUnknown = true
+	clear(c.tempsChecked)
+}
+
+// checkTemps asks the server, for each table a read names that it has
+// not asked about since the last statement that may have created
+// temporary tables unseen, whether the name is a temporary table of the
+// session. It returns why the read must bypass the cache, or "".
+func (c *Session) checkTemps(info *sqlinfo.Info) (string, error) {
+	if !c.tempsUnknown {
+		return "", nil
+	}
+	var ask []string
+	for _, t := range sqlinfo.Qualify(info.Reads, c.db) {
+		if _, ok := c.tempsChecked[t.String()]; !ok && !slices.Contains(ask, t.String()) {
+			ask = append(ask, t.String())
+		}
+	}
+	if len(ask) == 0 {
+		return "", nil
+	}
+	tables := sqlinfo.Qualify(info.Reads, c.db)
+	var names [][2]string
+	for _, k := range ask {
+		for _, t := range tables {
+			if t.String() == k {
+				names = append(names, [2]string{t.DB, t.Name})
+				break
+			}
+		}
+	}
+	temp, err := c.s.Temporary(names)
+	if err != nil {
+		return "", err
+	}
+	why := ""
+	for i, k := range ask {
+		switch temp[i] {
+		case relay.TableReal:
+			if c.tempsChecked == nil {
+				c.tempsChecked = make(map[string]struct{})
+			}
+			c.tempsChecked[k] = struct{}{}
+		case relay.TableTemporary:
+			if c.temps == nil {
+				c.temps = make(map[string]struct{})
+			}
+			c.temps[k] = struct{}{}
+			why = whyTemporary
+		default:
+			why = whyTemporary // unknown: asked again next time
+		}
+	}
+	return why, nil
+}
+
 // secondWord returns the word after the first keyword of sql.
 func secondWord(sql string) string {
 	f := strings.Fields(sql)
@@ -714,6 +802,8 @@ func isDrop(digest string) bool {
 // COM_RESET_CONNECTION and COM_CHANGE_USER start afresh.
 func (c *Session) Reset() {
 	clear(c.temps)
+	c.tempsUnknown = false
+	clear(c.tempsChecked)
 	clear(c.diagStmts)
 	c.lastHit = nil
 	c.nextTxUnknown, c.txUnknownIsolation = false, false

@@ -236,6 +236,7 @@ func (s *Session) handshake() (bool, error) {
 		return false, err
 	}
 	s.ConnID = g.connID
+	s.mariadb = g.mariadb
 	// The analysis reads executable comments by the server's version.
 	sqlinfo.SetServerVersion(g.version)
 	backendOffersTLS := g.caps&mysql.CLIENT_SSL != 0
@@ -381,18 +382,32 @@ func (s *Session) askBackend(resp []byte, cseq byte, plain bool) bool {
 // The OK's session state is the client's as it stands: the backend
 // session still has the trackers a new session starts with, which are
 // the client's own; mycached's own go on only with the set-up.
+//
+// The set-up statements are sent before the client has its OK, and read
+// after: the server reads the grants it fixed at login right behind the
+// login, before the client can act on being in.
 func (s *Session) finishAuth(okp []byte, seq byte) error {
 	o, perr := wire.ParseOKPacket(okp, s.Track)
 	if perr == nil {
 		okp = wire.AppendOKPacket(nil, o, s.ClientTrack)
 	}
-	if _, err := s.Client.WritePacket(okp, seq); err != nil {
-		return ClientError{err}
+	s.beforeOwnRead = func() error {
+		if _, err := s.Client.WritePacket(okp, seq); err != nil {
+			return ClientError{err}
+		}
+		if err := s.Client.W.Flush(); err != nil {
+			return ClientError{err}
+		}
+		return nil
 	}
-	if err := s.Client.W.Flush(); err != nil {
-		return ClientError{err}
+	err := s.setupSession()
+	if f := s.beforeOwnRead; f != nil {
+		s.beforeOwnRead = nil
+		if ferr := f(); err == nil {
+			err = ferr
+		}
 	}
-	if err := s.setupSession(); err != nil {
+	if err != nil {
 		return err
 	}
 	if perr == nil {

@@ -8,6 +8,7 @@ package relay
 
 import (
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
@@ -113,6 +114,7 @@ type Session struct {
 	// (CLIENT_SESSION_TRACK, with every tracker on); ClientTrack says the
 	// client asked for them too.
 	Track, ClientTrack bool
+	mariadb            bool // the backend is MariaDB
 	// ExtMeta says column definitions carry MariaDB's extended metadata
 	// (MARIADB_CLIENT_EXTENDED_METADATA), so mycached's own carry it too.
 	ExtMeta         bool
@@ -139,10 +141,16 @@ type Session struct {
 	StaleVars []string
 	// Account is the account alone ("user@host"), "" when not known.
 	Account string
-	// grantsAtLogin is the hash of SHOW GRANTS when the session logged
-	// in: the server keeps the global and database privileges it found
-	// then for the session's life, whatever GRANT or REVOKE says since.
-	grantsAtLogin string
+	// The server fixes a session's global privileges at login and at
+	// SET ROLE, and its privileges on the current database at USE, and
+	// keeps them whatever GRANT or REVOKE says since. grantsLast is the
+	// hash of the last SHOW GRANTS read, and grantsHistory a hash of
+	// every different one read since login, in order: two sessions share
+	// a scope only when they saw the same grants at the same turns.
+	grantsLast, grantsHistory string
+	// beforeOwnRead, when set, runs once between sending statements of
+	// mycached's own and reading their answers (see finishAuth).
+	beforeOwnRead func() error
 
 	buf       []byte // the command packet being handled
 	cursorCmd bool   // the command forwarded last asked for a cursor
@@ -437,9 +445,7 @@ func (s *Session) hidTrackerChange(p []byte) bool {
 func (s *Session) RefreshIdentity() error {
 	var qs []string
 	if len(s.StaleVars) > 0 {
-		if q := s.staleVarsSQL(); q != "" {
-			qs = append(qs, q)
-		}
+		qs = append(qs, s.varsSQL(s.staleVarsSQL())...)
 	}
 	grants := s.IdentityStale
 	if grants {
@@ -448,7 +454,7 @@ func (s *Session) RefreshIdentity() error {
 	if len(qs) == 0 {
 		return nil
 	}
-	// Both in one round trip.
+	// All in one round trip.
 	res, err := s.ownQueries(qs...)
 	if err != nil {
 		return err
@@ -458,6 +464,12 @@ func (s *Session) RefreshIdentity() error {
 		res = res[:len(res)-1]
 	}
 	if len(res) > 0 {
+		if res[0].err != nil {
+			// The values are unknown: the session's reads bypass the
+			// cache until a later read of them succeeds.
+			s.MarkVarsStale()
+			return nil
+		}
 		s.noteStartValues(res[0])
 	}
 	return nil
@@ -500,13 +512,25 @@ func (s *Session) dispatch(p []byte) error {
 		s.SendError(1, mysql.ER_NOT_SUPPORTED_YET, "42000", "mycached: replication commands are not relayed; connect a replica to the server directly", true)
 		return nil
 	case mysql.COM_INIT_DB:
-		if err := s.RelayMode(p, ModeResult); err != nil {
+		if err := s.Forward(p); err != nil {
+			return err
+		}
+		r := Relayer{S: s, NoFlush: true}
+		err := r.Relay(ModeResult)
+		s.Done(&r)
+		if err != nil {
 			return err
 		}
 		if s.Last.Kind == RespOK {
 			s.Hello.DB = string(p[1:])
+			// The server fixed the session's privileges on the database
+			// now: read the grants before the client knows it is in.
+			s.IdentityStale = true
+			if err := s.RefreshIdentity(); err != nil {
+				return err
+			}
 		}
-		return nil
+		return s.Flush()
 	case mysql.COM_RESET_CONNECTION:
 		if err := s.RelayMode(p, ModeResult); err != nil {
 			return err
@@ -530,6 +554,13 @@ func (s *Session) Forward(p []byte) error {
 	// An execute with a cursor type answers with the metadata alone, and
 	// the rows come by COM_STMT_FETCH.
 	s.cursorCmd = len(p) > 5 && p[0] == mysql.COM_STMT_EXECUTE && p[5]&0x0f != 0
+	if len(p) >= 5 && (p[0] == mysql.COM_STMT_EXECUTE || p[0] == mysql.COM_STMT_RESET) {
+		// An execute the server runs closes the statement's cursor, and
+		// opens one if it asks for it; a reset closes it.
+		if st := s.stmts[binary.LittleEndian.Uint32(p[1:])]; st != nil {
+			st.CursorOpen = s.cursorCmd
+		}
+	}
 	s.backendWatch.stop()
 	if s.dead.Load() {
 		return ErrBackendGone
@@ -603,7 +634,7 @@ func (s *Session) changeUser(p []byte) error {
 		s.Hello.Charset = h.Charset
 	}
 	clear(s.stmts)
-	s.grantsAtLogin = "" // a new login
+	s.grantsLast, s.grantsHistory = "", "" // a new login
 	if err := s.finishAuth(okp, okSeq); err != nil {
 		return err
 	}

@@ -18,6 +18,9 @@ type Stmt struct {
 	Columns  uint16
 	Types    []byte // parameter types bound by the last execute that sent them
 	LongData bool   // COM_STMT_SEND_LONG_DATA since the last execute
+	// CursorOpen says the server may hold a cursor of the statement,
+	// which only an execute or a reset it runs closes.
+	CursorOpen bool
 	// namesTrackers says the text names the session's trackers.
 	namesTrackers bool
 	// Ext is the handler's own note on the statement, such as its

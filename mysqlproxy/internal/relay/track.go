@@ -1,7 +1,9 @@
 package relay
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"slices"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
@@ -123,7 +126,10 @@ func (s *Session) noteState(raw []byte, t *Tracked) []byte {
 				t.Vars = map[string]string{}
 			}
 			t.Vars[n] = string(val)
-			sawVar = true
+			// Every binlogged write reports last_gtid, and sets no
+			// state-change flag for it: a flag next to it alone is a
+			// change no tracker shows (a trigger's temporary table).
+			sawVar = sawVar || n != "last_gtid"
 			if strings.HasPrefix(n, "session_track_") {
 				s.trackersChanged = true
 				s.clientTrack.set(n, string(val))
@@ -188,6 +194,13 @@ type ownResult struct {
 	err  error
 	cols []string
 	rows [][]string
+	// charset is the character set number of the first column's
+	// definition: for a string column, the collation results are
+	// described in (which SET NAMES x COLLATE y sets and no variable
+	// shows).
+	charset uint16
+	// limitsLifted says the statement ran under ownLimitsSQL.
+	limitsLifted bool
 }
 
 // errOwn means a statement of mycached's own failed on the backend.
@@ -209,7 +222,16 @@ func (s *Session) ownQueries(qs ...string) ([]ownResult, error) {
 	if err := s.Backend.W.Flush(); err != nil {
 		return nil, BackendError{err}
 	}
+	if f := s.beforeOwnRead; f != nil {
+		s.beforeOwnRead = nil
+		if err := f(); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]ownResult, len(qs))
+	for i, q := range qs {
+		out[i].limitsLifted = strings.HasPrefix(q, ownLimitsSQL)
+	}
 	var buf []byte
 	read := func() ([]byte, error) {
 		b, _, err := s.Backend.ReadPacket(buf, s.opts.MaxPacket)
@@ -247,6 +269,9 @@ func (s *Session) ownQueries(qs ...string) ([]ownResult, error) {
 			c, err := read()
 			if err != nil {
 				return nil, err
+			}
+			if len(out[i].cols) == 0 {
+				out[i].charset = columnCharset(c)
 			}
 			out[i].cols = append(out[i].cols, columnName(c))
 		}
@@ -301,6 +326,61 @@ func columnName(p []byte) string {
 	return string(name)
 }
 
+// What Temporary found of a table name.
+const (
+	TableUnknown   = iota // the server would not say
+	TableReal             // a table or view of the database
+	TableTemporary        // a temporary table of the session
+)
+
+// Temporary asks the server, in one round trip, whether each of names
+// (database, table) is a temporary table of the session: MariaDB lists
+// them nowhere, but SHOW CREATE TABLE shows the one a name reaches.
+func (s *Session) Temporary(names [][2]string) ([]int, error) {
+	qs := make([]string, len(names))
+	for i, n := range names {
+		qs[i] = "SHOW CREATE TABLE " + quoteIdent(n[0]) + "." + quoteIdent(n[1])
+	}
+	res, err := s.ownQueries(qs...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(names))
+	for i, r := range res {
+		switch {
+		case r.err != nil || len(r.rows) != 1 || len(r.rows[0]) < 2:
+		case strings.HasPrefix(r.rows[0][1], "CREATE TEMPORARY TABLE"):
+			out[i] = TableTemporary
+		default:
+			out[i] = TableReal
+		}
+	}
+	return out, nil
+}
+
+// quoteIdent quotes an identifier with backticks.
+func quoteIdent(s string) string {
+	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
+}
+
+// columnCharset reads the character set number of a column definition
+// packet, or 0.
+func columnCharset(p []byte) uint16 {
+	rest := p
+	for i := 0; i < 6; i++ { // catalog, schema, table, org_table, name, org_name
+		_, r, ok := wire.LenencString(rest)
+		if !ok {
+			return 0
+		}
+		rest = r
+	}
+	// The length of the fixed fields (0x0c), then the character set.
+	if len(rest) < 3 {
+		return 0
+	}
+	return binary.LittleEndian.Uint16(rest[1:])
+}
+
 // textRow reads a text protocol row (NULL as "").
 func textRow(b []byte) []string {
 	var row []string
@@ -337,12 +417,14 @@ func (s *Session) setupSession() error {
 		return nil
 	}
 	// The values are read before the trackers change, so that the
-	// client's own trackers are among them.
+	// client's own trackers are among them; the limits (see varsSQL)
+	// after, through the trackers.
 	start := startValuesSQL
 	if s.ClientTrack {
 		start = startValuesTrackSQL
 	}
-	res, err := s.ownQueries(start, trackersSQL, showGrants)
+	vars := s.varsSQL(start)
+	res, err := s.ownQueries(slices.Concat(vars[:1], []string{trackersSQL}, vars[1:], []string{showGrants})...)
 	if err != nil {
 		return err
 	}
@@ -350,13 +432,42 @@ func (s *Session) setupSession() error {
 		s.clientTrack = clientTrackers{}
 	}
 	s.noteStartValues(res[0])
+	if res[0].err != nil {
+		s.MarkVarsStale()
+	}
 	s.trackersChanged = false
 	if res[1].err != nil {
 		// A server without the trackers: state comes from parsing.
 		s.Track = false
 	}
-	s.setIdentity(res[2])
+	s.setIdentity(res[len(res)-1])
 	return nil
+}
+
+// Statements of mycached's own that read variables run under the
+// session's limits, which may cut their answer short (sql_select_limit),
+// refuse it (max_join_size, max_statement_time) or hide it. On MariaDB
+// with the trackers on, SHOW VARIABLES runs with the limits lifted for
+// it alone (ownLimitsSQL), which makes it report the lifted values of
+// sql_select_limit and sql_big_selects; those two are read through the
+// trackers instead, by setting each to itself (limitVarsSQL), which
+// changes nothing.
+const (
+	ownLimitsSQL  = "SET STATEMENT max_statement_time=0, sql_select_limit=18446744073709551615, sql_big_selects=1 FOR "
+	limitVarsSQL  = "SET @@session.sql_select_limit = @@session.sql_select_limit, @@session.sql_big_selects = @@session.sql_big_selects"
+	limitVarNames = "sql_select_limit sql_big_selects"
+)
+
+// varsSQL returns the statements that read the variables show reads,
+// the limits lifted where they can be; none for an empty show.
+func (s *Session) varsSQL(show string) []string {
+	switch {
+	case show == "":
+		return nil
+	case !s.mariadb || !s.Track:
+		return []string{show}
+	}
+	return []string{ownLimitsSQL + show, limitVarsSQL}
 }
 
 // restoreTrackers turns mycached's trackers back on after the client
@@ -373,7 +484,8 @@ func (s *Session) setupSession() error {
 func (s *Session) restoreTrackers(handed bool) error {
 	s.handed = false
 	mine := s.clientTrack
-	res, err := s.ownQueries(startValuesTrackSQL, trackersSQL)
+	vars := s.varsSQL(startValuesTrackSQL)
+	res, err := s.ownQueries(slices.Concat(vars[:1], []string{trackersSQL}, vars[1:])...)
 	if err != nil {
 		return err
 	}
@@ -456,8 +568,12 @@ func (s *Session) MarkVarsStale() {
 	}
 }
 
-// noteStartValues notes what startValuesSQL read.
+// noteStartValues notes what startValuesSQL read, and the collation its
+// columns were described in.
 func (s *Session) noteStartValues(r ownResult) {
+	if r.err == nil && r.charset != 0 {
+		s.setVar(sqlinfo.ResultsCollation, "#"+strconv.Itoa(int(r.charset)))
+	}
 	for _, row := range r.rows {
 		if len(row) != 2 {
 			continue
@@ -466,6 +582,9 @@ func (s *Session) noteStartValues(r ownResult) {
 		if strings.HasPrefix(name, "session_track_") {
 			s.clientTrack.set(name, row[1])
 			continue
+		}
+		if r.limitsLifted && strings.Contains(limitVarNames, name) {
+			continue // read through the trackers
 		}
 		if name == "max_allowed_packet" {
 			// Read-only in a session: the server refuses a larger
@@ -544,8 +663,12 @@ func (s *Session) staleVarsSQL() string {
 func (s *Session) setIdentity(r ownResult) {
 	s.IdentityStale = false
 	if r.err != nil || len(r.cols) != 1 || !strings.HasPrefix(r.cols[0], "Grants for ") {
-		// Unknown: a scope of this connection's own, shared with nobody.
-		s.Identity = "?" + s.ClientAddr + "#" + strconv.FormatUint(s.ID, 10)
+		// Unknown: a scope of this connection's own, shared with nobody,
+		// in this process or another (whose connections may have the
+		// same address and number).
+		var nonce [16]byte
+		_, _ = rand.Read(nonce[:])
+		s.Identity = "?" + hex.EncodeToString(nonce[:])
 		s.Account = ""
 		return
 	}
@@ -562,14 +685,17 @@ func (s *Session) setIdentity(r ownResult) {
 		h.Write([]byte{'\n'})
 	}
 	now := hex.EncodeToString(h.Sum(nil)[:16])
-	if s.grantsAtLogin == "" {
-		s.grantsAtLogin = now
+	// The grants the session saw before count too: after a REVOKE, a
+	// session that logged in, or used its database, or set its role,
+	// before it may still read what a new one may not, and the two must
+	// not share entries.
+	switch {
+	case s.grantsLast == "":
+		s.grantsHistory = now
+	case now != s.grantsLast:
+		h := sha256.Sum256([]byte(s.grantsHistory + "+" + now))
+		s.grantsHistory = hex.EncodeToString(h[:16])
 	}
-	// The grants the session logged in with count too: after a REVOKE,
-	// a session that logged in before it may still read what a new one
-	// may not, and the two must not share entries.
-	s.Identity = id + "+" + s.grantsAtLogin
-	if now != s.grantsAtLogin {
-		s.Identity += "+" + now
-	}
+	s.grantsLast = now
+	s.Identity = id + "+" + s.grantsHistory
 }
