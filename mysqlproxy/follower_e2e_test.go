@@ -179,6 +179,38 @@ var bypassCases = []bypassCase{
 		write: throughA("DELETE FROM p WHERE id = 1"),
 	},
 	{
+		// A key to the table itself: the binlog lists the row deleted,
+		// not the rows its cascade deleted or set to NULL.
+		name: "self-referencing foreign key cascade",
+		setup: []string{
+			"CREATE TABLE sr (id INT PRIMARY KEY, parent INT, FOREIGN KEY (parent) REFERENCES sr (id) ON DELETE CASCADE)",
+			"CREATE TABLE sn (id INT PRIMARY KEY, parent INT, FOREIGN KEY (parent) REFERENCES sn (id) ON DELETE SET NULL)",
+			"INSERT INTO sr VALUES (1, NULL), (2, 1), (3, 2)", "INSERT INTO sn VALUES (1, NULL), (2, 1)",
+		},
+		reads: []string{"SELECT * FROM sr WHERE id = 2", "SELECT * FROM sr WHERE id = 3", "SELECT parent FROM sn WHERE id = 2"},
+		write: direct("DELETE FROM sr WHERE id = 1", "DELETE FROM sn WHERE id = 1"),
+	},
+	{
+		name: "self-referencing foreign key cascade, through a sidecar",
+		setup: []string{
+			"CREATE TABLE sr (id INT PRIMARY KEY, parent INT, FOREIGN KEY (parent) REFERENCES sr (id) ON DELETE CASCADE)",
+			"INSERT INTO sr VALUES (1, NULL), (2, 1)",
+		},
+		reads: []string{"SELECT * FROM sr WHERE id = 2"},
+		write: throughA("DELETE FROM sr WHERE id = 1"),
+	},
+	{
+		name: "cycle of foreign key cascades",
+		setup: []string{
+			"CREATE TABLE ca (id INT PRIMARY KEY, b INT)",
+			"CREATE TABLE cb (id INT PRIMARY KEY, a INT, FOREIGN KEY (a) REFERENCES ca (id) ON DELETE CASCADE)",
+			"ALTER TABLE ca ADD FOREIGN KEY (b) REFERENCES cb (id) ON DELETE CASCADE",
+			"INSERT INTO ca VALUES (1, NULL), (2, NULL)", "INSERT INTO cb VALUES (10, 1)", "UPDATE ca SET b = 10 WHERE id = 2",
+		},
+		reads: []string{"SELECT * FROM ca WHERE id = 2", "SELECT * FROM cb WHERE id = 10"},
+		write: direct("DELETE FROM ca WHERE id = 1"),
+	},
+	{
 		name: "foreign key on update cascade, written directly",
 		setup: []string{
 			"CREATE TABLE p (id INT PRIMARY KEY)",

@@ -132,12 +132,15 @@ func (m *Meta) Gen() uint64 { return m.genA.Load() }
 
 // Children returns the tables whose rows change when rows of table (a
 // range generation's name) are deleted or updated, through foreign keys,
-// as far as the tables learned so far tell, transitively.
+// as far as the tables learned so far tell, transitively. The table
+// itself is among them when a chain of keys leads back to it (a key to
+// itself, a cycle): its other rows change then, which the binlog does
+// not list.
 func (m *Meta) Children(table string) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []string
-	seen := map[string]bool{table: true}
+	seen := map[string]bool{}
 	queue := []string{table}
 	for len(queue) > 0 {
 		p := queue[0]
