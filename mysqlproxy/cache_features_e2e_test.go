@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	mysqlc "github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/mycached/mycached/cachepolicy"
 	"github.com/mycached/mycached/mysqlproxy"
@@ -891,6 +893,141 @@ func TestHitAfterCursor(t *testing.T) {
 	}
 	c := openDB(t, rootDSN(p.addr, db, ""))
 	if hits(t, c) == 0 {
+		t.Error("no hit: the test proves nothing")
+	}
+}
+
+// TestSerializableReadsLock: at SERIALIZABLE, a read inside a transaction
+// (or with autocommit off) takes shared locks on what it reads, which
+// keep other sessions' writes waiting until it ends. A hit takes none, so
+// such reads go to the server: a write from elsewhere then waits, as it
+// does directly, instead of being lost under the reader's next update.
+func TestSerializableReadsLock(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (3, 3)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	const q = "SELECT v FROM t WHERE id = 3"
+	warm := openDB(t, rootDSN(p.addr, db, ""))
+	for range 3 {
+		var v int
+		if err := warm.QueryRow(q).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hits(t, warm) == 0 {
+		t.Fatal("the read is not cached; the test proves nothing")
+	}
+	ctx := context.Background()
+	for _, begin := range []string{"BEGIN", "SET autocommit = 0"} {
+		z := conn(t, openDB(t, rootDSN(p.addr, db, "")))
+		execConn(t, z, "SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+		execConn(t, z, begin)
+		var v int
+		if err := z.QueryRowContext(ctx, q).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		y := conn(t, openDB(t, rootDSN(m.Addr, db, "")))
+		execConn(t, y, "SET SESSION innodb_lock_wait_timeout = 1")
+		_, err := y.ExecContext(ctx, "UPDATE t SET v = v + 10 WHERE id = 3")
+		if me, ok := errors.AsType[*mysql.MySQLError](err); !ok || me.Number != 1205 {
+			t.Errorf("%s at SERIALIZABLE, then a read: another session's update got %v, want error 1205 (lock wait)", begin, err)
+		}
+		execConn(t, z, "ROLLBACK")
+		z.Close()
+		y.Close()
+	}
+}
+
+func execConn(t *testing.T, c *sql.Conn, q string) {
+	t.Helper()
+	if _, err := c.ExecContext(context.Background(), q); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// TestInitDBAfterHit: COM_INIT_DB clears the diagnostics, and leaves
+// ROW_COUNT() at 0, as it does directly: a hit before it is not run again
+// in the new database to make the diagnostics, and mycached's own read of
+// the grants there does not show.
+func TestInitDBAfterHit(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db, db2 := m.NewDatabase(t), m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1)")
+	m.Exec(t, "CREATE TABLE "+db2+".t (id VARCHAR(10) PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db2+".t VALUES ('x', 1), ('y', 2)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	run := func(addr string) string {
+		c := dialRaw(t, addr, "root", rootPass, db, false)
+		for range 3 {
+			if _, err := c.Execute("SELECT v FROM t WHERE id = 1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.UseDB(db2); err != nil {
+			t.Fatal(err)
+		}
+		w, err := c.Execute("SHOW WARNINGS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.UseDB(db); err != nil {
+			t.Fatal(err)
+		}
+		rc, err := c.Execute("SELECT ROW_COUNT()")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := rc.GetInt(0, 0)
+		return fmt.Sprintf("%d warnings; ROW_COUNT() %d", w.RowNumber(), n)
+	}
+	want := run(m.Addr)
+	if got := run(p.addr); got != want {
+		t.Errorf("after COM_INIT_DB: got %s, want %s", got, want)
+	}
+	if hits(t, openDB(t, rootDSN(p.addr, db, ""))) == 0 {
+		t.Error("no hit: the test proves nothing")
+	}
+}
+
+// TestNoHitOnKilledSession: a read right after the server killed the
+// session gets the error it gets directly, not a cached answer, however
+// soon after the KILL it comes.
+func TestNoHitOnKilledSession(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	const q = "SELECT v FROM t WHERE id = 1"
+	root := openDB(t, rootDSN(m.Addr, db, ""))
+	for i := range 5 {
+		c := dialRaw(t, p.addr, "root", rootPass, db, false)
+		for range 3 {
+			if _, err := c.Execute(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := c.Execute("SELECT CONNECTION_ID()")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := r.GetInt(0, 0)
+		mustExec(t, root, fmt.Sprintf("KILL %d", id))
+		// The KILL returns before the killed thread closes its socket.
+		waitFor(t, 5*time.Second, "the killed session to end", func() bool {
+			return readInt(t, root, fmt.Sprintf("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %d", id)) == 0
+		})
+		if _, err := c.Execute(q); err == nil {
+			t.Errorf("try %d: a read right after KILL was answered", i)
+		}
+	}
+	if hits(t, openDB(t, rootDSN(p.addr, db, ""))) == 0 {
 		t.Error("no hit: the test proves nothing")
 	}
 }

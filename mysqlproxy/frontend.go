@@ -40,6 +40,8 @@ func (f *frontend) Command(p []byte) (bool, error) {
 		return true, f.execute(p)
 	case mysql.COM_STMT_CLOSE, mysql.COM_STMT_SEND_LONG_DATA, mysql.COM_STMT_RESET:
 		return f.kv.Command(p)
+	case mysql.COM_INIT_DB:
+		f.cache.ChangingDB()
 	}
 	return false, nil
 }

@@ -1038,21 +1038,23 @@ var rsCases = []rsCase{
 		setup: append([]string{"CREATE TABLE sec (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO sec VALUES (1, 'secret')"}, rsOneRow...),
 		body: func(x *rsRun) {
 			q := "SELECT id, v FROM " + x.db + ".sec WHERE id = 1"
-			x.step("use", func(x *rsRun) {
-				lu := x.account("lu", "GRANT SELECT ON {db}.t TO {user}")
-				old := x.as(x.A(), lu)
-				x.exec("GRANT SELECT ON " + x.db + ".* TO '" + lu + "'@'%'")
-				old.exec("USE " + x.db)
-				x.exec("REVOKE SELECT ON " + x.db + ".* FROM '" + lu + "'@'%'")
-				x.sync()
-				x.release()
-				old.warm(q)
-				for _, p := range x.sidecars() {
-					n := x.as(p, lu)
-					n.exec("USE " + x.db)
-					n.same(q)
-				}
-			})
+			for i, use := range []string{"USE %s", "USE %s; SELECT no_such_column"} {
+				x.step(strings.Fields(use)[len(strings.Fields(use))-1], func(x *rsRun) {
+					lu := x.account(fmt.Sprintf("lu%d", i), "GRANT SELECT ON {db}.t TO {user}")
+					old := x.as(x.A(), lu)
+					x.exec("GRANT SELECT ON " + x.db + ".* TO '" + lu + "'@'%'")
+					old.exec(fmt.Sprintf(use, x.db))
+					x.exec("REVOKE SELECT ON " + x.db + ".* FROM '" + lu + "'@'%'")
+					x.sync()
+					x.release()
+					old.warm(q)
+					for _, p := range x.sidecars() {
+						n := x.as(p, lu)
+						n.exec("USE " + x.db)
+						n.same(q)
+					}
+				})
+			}
 			x.step("set-role", func(x *rsRun) {
 				role := x.name("ur")
 				x.exec("CREATE ROLE "+role, "GRANT SELECT ON *.* TO "+role)
@@ -1144,7 +1146,12 @@ var rsCases = []rsCase{
 		class: "session", name: "hidden-temporary-tables",
 		setup: append(slices.Clone(rsRows),
 			"CREATE TABLE trig (x INT)",
-			"CREATE TRIGGER trig_ai AFTER INSERT ON trig FOR EACH ROW CREATE TEMPORARY TABLE u (id INT)"),
+			"CREATE TRIGGER trig_ai AFTER INSERT ON trig FOR EACH ROW CREATE TEMPORARY TABLE u (id INT)",
+			// MariaDB reports no state change for these.
+			"CREATE TABLE trig2 (x INT)",
+			"CREATE TRIGGER trig2_ai AFTER INSERT ON trig2 FOR EACH ROW CREATE TEMPORARY TABLE u SELECT 6 AS id",
+			"CREATE FUNCTION mkt() RETURNS INT MODIFIES SQL DATA BEGIN CREATE TEMPORARY TABLE u SELECT 4 AS id; RETURN 1; END",
+			"CREATE VIEW vf AS SELECT mkt() AS x"),
 		body: func(x *rsRun) {
 			const q = "SELECT id FROM u"
 			for i, create := range []string{
@@ -1152,6 +1159,9 @@ var rsCases = []rsCase{
 				"PREPARE s FROM 'CREATE OR REPLACE TEMPORARY TABLE u SELECT 8 AS id'; EXECUTE s",
 				"BEGIN NOT ATOMIC CREATE TEMPORARY TABLE u SELECT 9 AS id; END",
 				"INSERT INTO trig VALUES (1)",
+				"INSERT INTO trig2 VALUES (1)",
+				"SELECT * FROM vf",
+				"EXECUTE IMMEDIATE 'CREATE TEMPORARY TABLE tmp0 SELECT 5 AS id'; SELECT id FROM u; ALTER TABLE tmp0 RENAME TO u",
 			} {
 				p := x.sidecars()[i%len(x.sidecars())]
 				other := x.rootVia(p)

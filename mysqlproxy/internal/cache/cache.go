@@ -42,6 +42,7 @@ const (
 	whyTxTracked      = "transaction-tracked"
 	whyUncommitted    = "read-uncommitted"
 	whyOwnWrite       = "own-write-unapplied"
+	whyLockingRead    = "serializable-locks"
 )
 
 // bypassReasons returns the reasons above, which NewStats shows on
@@ -52,6 +53,7 @@ func bypassReasons() []string {
 		whyPending, whySessionOff, whyHint, whyTemporary, whyCursor, whyLongData,
 		whyTainted, whyNotStored, whyUnknownTable, whyNoMetadata, whyFollowerBehind,
 		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyUncommitted, whyOwnWrite,
+		whyLockingRead,
 	}
 }
 
@@ -77,7 +79,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	if why := c.bypassReason(info, st, p); why != "" {
 		e.Stats.bypass(why)
 		qs.note(why, 0)
-		return c.s.RelayMode(p, relay.ModeResult)
+		return c.relayRunningCode(p, info)
 	}
 	var params []wire.Param
 	if st != nil && info.Point != nil {
@@ -103,7 +105,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	if deps.why != "" {
 		e.Stats.bypass(deps.why)
 		qs.note(deps.why, 0)
-		return c.s.RelayMode(p, relay.ModeResult)
+		return c.relayRunningCode(p, info)
 	}
 	q := &c.q
 	*q = cachepolicy.Query{
@@ -159,6 +161,11 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	ent, tier, cur, status := e.Store.LookupMode(context.Background(), key, check, all, mode)
 	switch status {
 	case store.Hit:
+		if c.s.BackendEnded() {
+			// The server ended the session: the client gets what it
+			// would directly.
+			return c.s.RelayMode(p, relay.ModeResult)
+		}
 		adm.looked(true, true, ghost, 0)
 		e.Stats.hit(tier, time.Since(start))
 		qs.note("", 1)
@@ -201,6 +208,16 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		return err
 	}
 	return c.fill(p, key, check, all, cur, dec, start, adm)
+}
+
+// relayRunningCode relays a read that is not served from the cache,
+// which may run stored code through a view it reads.
+func (c *Session) relayRunningCode(p []byte, info *sqlinfo.Info) error {
+	err := c.s.RelayMode(p, relay.ModeResult)
+	if c.runsCode(info) {
+		c.hiddenCodeRan()
+	}
+	return err
 }
 
 // relayUnpaying relays a read of a shape whose reads do not pay for
@@ -273,6 +290,17 @@ func (c *Session) mayReadUncommitted() bool {
 		return true
 	}
 	return c.isolation(inTx) == "READ-UNCOMMITTED"
+}
+
+// locksReads reports whether a plain read takes shared locks: at
+// SERIALIZABLE, inside a transaction or with autocommit off (a read with
+// autocommit on is a transaction of its own, and reads a snapshot).
+func (c *Session) locksReads() bool {
+	inTx := c.s.InTransaction()
+	if !inTx && c.s.Status&mysql.SERVER_STATUS_AUTOCOMMIT != 0 {
+		return false
+	}
+	return c.isolation(inTx) == "SERIALIZABLE"
 }
 
 // isolation returns the level a read runs at: the transaction's while
@@ -484,6 +512,11 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 	if c.mayReadUncommitted() {
 		// Directly, the read would see other sessions' uncommitted rows.
 		return whyUncommitted
+	}
+	if c.locksReads() {
+		// Directly, the read would take shared locks on what it reads,
+		// and wait for other sessions' uncommitted writes.
+		return whyLockingRead
 	}
 	if v := c.s.Vars["sql_auto_is_null"]; v == "ON" || v == "1" {
 		// WHERE id IS NULL then finds the row last inserted by the

@@ -295,21 +295,26 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 			}
 		}
 	}
-	if hidesSets(info) {
-		if c.s.Track {
-			c.s.MarkVarsStale()
-		}
-		c.s.IdentityStale = true
-		c.tempsMayHide()
+	if hidesSets(info) || c.runsCode(info) {
+		c.hiddenCodeRan()
 	}
-	if ok && (info.Kind == sqlinfo.Use || resp.Tracked.Schema) || c.s.IdentityStale && setsRole(info) {
+	if info.Kind == sqlinfo.DDL {
+		// ALTER TABLE tmp RENAME TO t, of a temporary table made unseen:
+		// what was found of a name may have changed.
+		clear(c.tempsChecked)
+	}
+	if ok && info.Kind == sqlinfo.Use || resp.Tracked.Schema || c.s.IdentityStale && setsRole(info) {
 		// The server fixed the session's privileges on its database (USE)
 		// or its global ones (SET ROLE) just now: the grants are read
 		// before the client has the answer, so that they are those in
 		// force then, not after a REVOKE that follows. A failure leaves
 		// them stale, read again before the next cacheable read.
 		c.s.IdentityStale = true
-		_ = c.s.RefreshIdentity()
+		if ok && resp.Kind == relay.RespOK {
+			_ = c.s.RefreshIdentityAfterOK()
+		} else {
+			_ = c.s.RefreshIdentity()
+		}
 	}
 	switch info.Kind {
 	case sqlinfo.Use:
@@ -705,6 +710,59 @@ func (c *Session) noteTemporary(info *sqlinfo.Info) {
 	}
 }
 
+// ChangingDB notes a COM_INIT_DB, which the session relays: the server
+// clears the diagnostics, and a hit before it must not be run again in
+// the new database to make them.
+func (c *Session) ChangingDB() { c.lastHit = nil }
+
+// hiddenCodeRan notes that SQL the parse did not see ran on the session:
+// its variables, roles and temporary tables may have changed unseen.
+func (c *Session) hiddenCodeRan() {
+	if c.s.Track {
+		c.s.MarkVarsStale()
+	}
+	c.s.IdentityStale = true
+	c.tempsMayHide()
+}
+
+// runsCode reports whether a statement ran stored code that its text
+// does not show: a trigger of a table it writes, a stored function a
+// view it reads calls.
+func (c *Session) runsCode(info *sqlinfo.Info) bool {
+	if c.e.meta() == nil {
+		return false
+	}
+	var ts []sqlinfo.Table
+	switch info.Kind {
+	case sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace:
+		ts = info.Writes
+	case sqlinfo.Select:
+		ts = info.Reads
+	default:
+		return false
+	}
+	for _, t := range sqlinfo.Qualify(ts, c.db) {
+		m := c.e.tableMeta(t)
+		if m == nil {
+			continue
+		}
+		if m.RunsCode && (info.Kind != sqlinfo.Select || m.Kind != meta.Base) {
+			return true
+		}
+		if info.Kind == sqlinfo.Select {
+			continue
+		}
+		for _, a := range m.Also {
+			// A write through a view fires the triggers of its base
+			// tables.
+			if k := c.e.meta().Known(a); k != nil && k.RunsCode && k.Kind == meta.Base {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // setsRole reports whether a statement sets the session's role.
 func setsRole(info *sqlinfo.Info) bool {
 	for _, v := range info.Sets {
@@ -731,23 +789,16 @@ func (c *Session) checkTemps(info *sqlinfo.Info) (string, error) {
 		return "", nil
 	}
 	var ask []string
+	var names [][2]string
 	for _, t := range sqlinfo.Qualify(info.Reads, c.db) {
-		if _, ok := c.tempsChecked[t.String()]; !ok && !slices.Contains(ask, t.String()) {
-			ask = append(ask, t.String())
+		k := t.String()
+		if _, ok := c.tempsChecked[k]; !ok && !slices.Contains(ask, k) {
+			ask = append(ask, k)
+			names = append(names, [2]string{t.DB, t.Name})
 		}
 	}
 	if len(ask) == 0 {
 		return "", nil
-	}
-	tables := sqlinfo.Qualify(info.Reads, c.db)
-	var names [][2]string
-	for _, k := range ask {
-		for _, t := range tables {
-			if t.String() == k {
-				names = append(names, [2]string{t.DB, t.Name})
-				break
-			}
-		}
 	}
 	temp, err := c.s.Temporary(names)
 	if err != nil {

@@ -52,7 +52,11 @@ type Table struct {
 	// information_schema, or one calling a nondeterministic function), or
 	// "".
 	Uncacheable string
-	parents     []string // tables whose row changes change this one's rows (foreign keys)
+	// RunsCode says that reading or writing it may run stored code,
+	// which may change the session unseen: a table with triggers, a view
+	// that calls a stored function.
+	RunsCode bool
+	parents  []string // tables whose row changes change this one's rows (foreign keys)
 }
 
 // IntKey reports whether every column of the primary key is an integer.
@@ -308,6 +312,9 @@ func (m *Meta) learnTable(ctx context.Context, t *Table, qname string, depth int
 			}
 		}
 	}
+	// Unknown triggers count as some.
+	trg, err := m.query(ctx, "SHOW TRIGGERS FROM "+QuoteIdent(t.DB)+" LIKE "+quoteLike(t.Name))
+	t.RunsCode = err != nil || len(trg) > 0
 	cols, err := m.query(ctx, "SHOW COLUMNS FROM "+qname)
 	if err != nil {
 		return err
@@ -435,6 +442,7 @@ func (m *Meta) learnView(ctx context.Context, t *Table, qname string, depth int)
 	if ok, w := info.CacheableIn(t.DB); !ok {
 		why = "view:" + w
 	}
+	t.RunsCode = info.CallsRoutine
 	for _, r := range sqlinfo.Qualify(info.Reads, t.DB) {
 		t.Also = appendUniq(t.Also, m.namer.Table(r.DB, r.Name))
 		base, err := m.table(ctx, r.DB, r.Name, depth+1)
@@ -444,6 +452,7 @@ func (m *Meta) learnView(ctx context.Context, t *Table, qname string, depth int)
 		if base.Uncacheable != "" && why == "" {
 			why = base.Uncacheable
 		}
+		t.RunsCode = t.RunsCode || base.RunsCode && base.Kind != Base
 		for _, a := range base.Also {
 			t.Also = appendUniq(t.Also, a)
 		}

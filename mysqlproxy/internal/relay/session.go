@@ -239,6 +239,13 @@ var ErrBackendGone = errors.New("relay: the backend closed the session")
 // be answered on it, from the cache or otherwise.
 func (s *Session) Dead() bool { return s.dead.Load() }
 
+// BackendEnded reports whether the server has ended the session, as far
+// as can be told without waiting: the watcher notices only once the
+// backend has been idle a while (watchDelay), and a read answered by
+// mycached alone must not be served on a session the server killed a
+// moment ago.
+func (s *Session) BackendEnded() bool { return s.dead.Load() || connClosed(s.Backend.NetConn) }
+
 // backendEvent runs when the backend sends something, or closes, while
 // the session waits for the client. A server speaks unasked only to end
 // a session (an error such as "connection was killed", then the close):
@@ -442,7 +449,14 @@ func (s *Session) hidTrackerChange(p []byte) bool {
 // (ROW_COUNT(), warnings): a read.
 //
 // It reads again, the same way, the session variables in StaleVars.
-func (s *Session) RefreshIdentity() error {
+func (s *Session) RefreshIdentity() error { return s.refreshIdentity() }
+
+// RefreshIdentityAfterOK is RefreshIdentity right after a statement that
+// answered OK with no rows (USE, SET ROLE): it leaves ROW_COUNT() as
+// that statement did.
+func (s *Session) RefreshIdentityAfterOK() error { return s.refreshIdentity("DO 0") }
+
+func (s *Session) refreshIdentity(tail ...string) error {
 	var qs []string
 	if len(s.StaleVars) > 0 {
 		qs = append(qs, s.varsSQL(s.staleVarsSQL())...)
@@ -455,10 +469,11 @@ func (s *Session) RefreshIdentity() error {
 		return nil
 	}
 	// All in one round trip.
-	res, err := s.ownQueries(qs...)
+	res, err := s.ownQueries(append(qs, tail...)...)
 	if err != nil {
 		return err
 	}
+	res = res[:len(qs)]
 	if grants {
 		s.setIdentity(res[len(res)-1])
 		res = res[:len(res)-1]
@@ -526,7 +541,7 @@ func (s *Session) dispatch(p []byte) error {
 			// The server fixed the session's privileges on the database
 			// now: read the grants before the client knows it is in.
 			s.IdentityStale = true
-			if err := s.RefreshIdentity(); err != nil {
+			if err := s.RefreshIdentityAfterOK(); err != nil {
 				return err
 			}
 		}

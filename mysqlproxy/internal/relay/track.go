@@ -583,7 +583,7 @@ func (s *Session) noteStartValues(r ownResult) {
 			s.clientTrack.set(name, row[1])
 			continue
 		}
-		if r.limitsLifted && strings.Contains(limitVarNames, name) {
+		if r.limitsLifted && slices.Contains(strings.Fields(limitVarNames), name) {
 			continue // read through the trackers
 		}
 		if name == "max_allowed_packet" {

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package relay
+
+import "net"
+
+func connClosed(net.Conn) bool { return false }
