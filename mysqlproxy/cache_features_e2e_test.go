@@ -1031,3 +1031,67 @@ func TestNoHitOnKilledSession(t *testing.T) {
 		t.Error("no hit: the test proves nothing")
 	}
 }
+
+// TestRefusedExecuteKeepsStatement: an execute the server refuses before
+// running it (1210, 1835) leaves the statement as it was, on the server:
+// the parameter types bound before, and the long data sent for the next
+// execute. mycached keeps the same, and serves no cached rows meanwhile.
+func TestRefusedExecuteKeepsStatement(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v VARCHAR(10))")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	run := func(addr string) string {
+		c := dialRaw(t, addr, "root", rootPass, db, false)
+		var out []string
+		send := func(id []byte, cmd byte, rest ...byte) {
+			t.Helper()
+			if err := c.command(append(append([]byte{cmd}, id...), rest...)...); err != nil {
+				t.Fatal(err)
+			}
+			if cmd == mysqlc.COM_STMT_SEND_LONG_DATA {
+				return // no answer
+			}
+			raw, err := c.readResponse(false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last, _ := hex.DecodeString(raw[len(raw)-1])
+			if last[0] == 0xff {
+				out = append(out, fmt.Sprintf("error %d", binary.LittleEndian.Uint16(last[1:])))
+				return
+			}
+			// The first row: the packet after the column definitions
+			// and their EOF.
+			out = append(out, fmt.Sprintf("%d packets, %s", len(raw), raw[len(raw)-2]))
+		}
+		prep := func(q string) []byte {
+			st, err := c.Prepare(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return binary.LittleEndian.AppendUint32(nil, st.ID)
+		}
+		hdr := []byte{0, 1, 0, 0, 0} // flags, iteration count
+		// Types refused: the ones bound before stay.
+		id := prep("SELECT ? AS x FROM t WHERE id = 1")
+		send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xfe, 0, 1, 'a')...)
+		send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xff, 0x89, 1, 'b')...)
+		send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 0, 1, 'c')...)
+		// Long data before a refused execute: it stays for the next.
+		id = prep("SELECT id FROM t WHERE v = ?")
+		for range 3 {
+			send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xfe, 0, 1, 'a')...)
+		}
+		send(id, mysqlc.COM_STMT_SEND_LONG_DATA, 0, 0, 'b')
+		send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1)...) // types announced, none sent
+		send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xfe, 0, 1, 'a')...)
+		return strings.Join(out, "\n")
+	}
+	want := run(m.Addr)
+	if got := run(p.addr); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

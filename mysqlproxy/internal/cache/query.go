@@ -144,8 +144,7 @@ func (c *Session) Prepare(p []byte) (*relay.Stmt, error) {
 // prepared SQL and the bound parameters. Its parameter types have been
 // noted (relay.NoteParamTypes).
 func (c *Session) Execute(p []byte, st *relay.Stmt) error {
-	// Whatever answers it, an execute ends the long data sent before it.
-	defer func() { st.LongData = false }()
+	defer relay.ExecuteDone(st, &c.s.Last)
 	note, _ := st.Ext.(*stmtNote)
 	if note == nil {
 		return c.s.RelayMode(p, relay.ModeResult)

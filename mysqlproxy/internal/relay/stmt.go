@@ -18,6 +18,9 @@ type Stmt struct {
 	Columns  uint16
 	Types    []byte // parameter types bound by the last execute that sent them
 	LongData bool   // COM_STMT_SEND_LONG_DATA since the last execute
+	// accepted are the types of the last execute the server did not
+	// refuse outright, which it keeps when it refuses one.
+	accepted []byte
 	// CursorOpen says the server may hold a cursor of the statement,
 	// which only an execute or a reset it runs closes.
 	CursorOpen bool
@@ -73,7 +76,25 @@ func NoteParamTypes(st *Stmt, p []byte) {
 	if len(p) < end {
 		return
 	}
+	st.accepted = append(st.accepted[:0], st.Types...)
 	st.Types = append(st.Types[:0], p[at+1:end]...)
+}
+
+// ExecuteDone notes how the server answered an execute of st. One it
+// refused before running (error 1210 "Incorrect arguments", 1835
+// "Malformed packet") leaves the statement as it was: the types bound
+// before, and the long data sent for the next execute. Any other answer
+// ends the long data.
+func ExecuteDone(st *Stmt, resp *Response) {
+	if resp.Kind == RespErr && (resp.ErrCode == 1210 || resp.ErrCode == 1835) {
+		st.Types = append(st.Types[:0], st.accepted...)
+		if len(st.Types) == 0 {
+			st.Types = nil
+		}
+		return
+	}
+	st.accepted = append(st.accepted[:0], st.Types...)
+	st.LongData = false
 }
 
 // ExecuteParams decodes the parameters an execute of st binds, or returns
