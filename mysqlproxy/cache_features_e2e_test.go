@@ -749,14 +749,7 @@ func TestHitTakesSessionFlags(t *testing.T) {
 	const q = "SELECT id FROM t WHERE id = 1"
 	status := func(c *rawConn, sql string) uint16 {
 		t.Helper()
-		if err := c.command(append([]byte{0x03}, sql...)...); err != nil {
-			t.Fatal(err)
-		}
-		pkts, err := c.readResponse(false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		last, _ := hex.DecodeString(pkts[len(pkts)-1])
+		_, last := c.exchange(t, append([]byte{0x03}, sql...)...)
 		if last[0] == 0xff {
 			t.Fatalf("%s: %s", sql, last)
 		}
@@ -798,13 +791,7 @@ func TestHiddenSetNamesCollate(t *testing.T) {
 	charset := func(c *rawConn, setup ...string) uint16 {
 		t.Helper()
 		for _, sql := range append(setup, q) {
-			if err := c.command(append([]byte{0x03}, sql...)...); err != nil {
-				t.Fatal(err)
-			}
-			pkts, err := c.readResponse(false)
-			if err != nil {
-				t.Fatal(err)
-			}
+			pkts, _ := c.exchange(t, append([]byte{0x03}, sql...)...)
 			if sql != q {
 				continue
 			}
@@ -856,13 +843,7 @@ func TestHitAfterCursor(t *testing.T) {
 			t.Helper()
 			// One LONGLONG parameter, 0.
 			pkt := append(append([]byte{mysqlc.COM_STMT_EXECUTE}, id...), flags, 1, 0, 0, 0, 0, 1, mysqlc.MYSQL_TYPE_LONGLONG, 0)
-			pkt = append(pkt, make([]byte, 8)...)
-			if err := c.command(pkt...); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := c.readResponse(false); err != nil {
-				t.Fatal(err)
-			}
+			c.exchange(t, append(pkt, make([]byte, 8)...)...)
 		}
 		fetch := func() string {
 			t.Helper()
@@ -1048,17 +1029,14 @@ func TestRefusedExecuteKeepsStatement(t *testing.T) {
 		var out []string
 		send := func(id []byte, cmd byte, rest ...byte) {
 			t.Helper()
-			if err := c.command(append(append([]byte{cmd}, id...), rest...)...); err != nil {
-				t.Fatal(err)
-			}
+			pkt := append(append([]byte{cmd}, id...), rest...)
 			if cmd == mysqlc.COM_STMT_SEND_LONG_DATA {
-				return // no answer
+				if err := c.command(pkt...); err != nil { // no answer
+					t.Fatal(err)
+				}
+				return
 			}
-			raw, err := c.readResponse(false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			last, _ := hex.DecodeString(raw[len(raw)-1])
+			raw, last := c.exchange(t, pkt...)
 			if last[0] == 0xff {
 				out = append(out, fmt.Sprintf("error %d", binary.LittleEndian.Uint16(last[1:])))
 				return

@@ -228,6 +228,22 @@ func (c *rawConn) command(payload ...byte) error {
 	return c.WritePacket(append(make([]byte, 4, 4+len(payload)), payload...))
 }
 
+// exchange sends one command and reads its whole response (see
+// readResponse), failing the test on a connection error. It returns the
+// packets as hex and the last one decoded.
+func (c *rawConn) exchange(t testing.TB, payload ...byte) ([]string, []byte) {
+	t.Helper()
+	if err := c.command(payload...); err != nil {
+		t.Fatal(err)
+	}
+	pkts, err := c.readResponse(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, _ := hex.DecodeString(pkts[len(pkts)-1])
+	return pkts, last
+}
+
 // isEnd reports whether p ends rows or metadata: an EOF, or an OK with the
 // EOF header under CLIENT_DEPRECATE_EOF.
 func isEnd(p []byte) bool { return len(p) > 0 && p[0] == 0xfe && len(p) < 0xffffff }

@@ -731,25 +731,21 @@ func (c *Session) runsCode(info *sqlinfo.Info) bool {
 	if c.e.meta() == nil {
 		return false
 	}
-	var ts []sqlinfo.Table
 	switch info.Kind {
-	case sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace:
-		ts = info.Writes
 	case sqlinfo.Select:
-		ts = info.Reads
+		// Memoized with the read's dependencies.
+		return c.e.deps(info, c.db).runsCode
+	case sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace:
 	default:
 		return false
 	}
-	for _, t := range sqlinfo.Qualify(ts, c.db) {
+	for _, t := range sqlinfo.Qualify(info.Writes, c.db) {
 		m := c.e.tableMeta(t)
 		if m == nil {
 			continue
 		}
-		if m.RunsCode && (info.Kind != sqlinfo.Select || m.Kind != meta.Base) {
+		if m.RunsCode {
 			return true
-		}
-		if info.Kind == sqlinfo.Select {
-			continue
 		}
 		for _, a := range m.Also {
 			// A write through a view fires the triggers of its base

@@ -28,7 +28,9 @@ type readDeps struct {
 	// knows of its tables: a view over information_schema, a table that
 	// does not exist (a temporary one), a table meta cannot read.
 	why string
-	gen uint64 // meta's Gen when computed
+	// runsCode says a view it reads calls a stored function.
+	runsCode bool
+	gen      uint64 // meta's Gen when computed
 	// pt is, for the table-level dependencies of a primary-key lookup
 	// that can be row-level, what every lookup of the shape shares.
 	pt *pointDeps
@@ -104,6 +106,9 @@ func (e *Engine) deps(info *sqlinfo.Info, db string) *readDeps {
 				adb, _, _ := strings.Cut(a, ".")
 				add(a, adb+".*")
 			}
+		}
+		if err == nil && m.RunsCode && m.Kind != meta.Base {
+			d.runsCode = true
 		}
 	}
 	d.all = append(d.all, dbs...)

@@ -173,10 +173,6 @@ func (s *Session) noteState(raw []byte, t *Tracked) []byte {
 	return wire.AppendState(nil, keep)
 }
 
-// NoteVar records a value of the session's state that the server does
-// not report (sqlinfo.ResultsCollation), for the cache key.
-func (s *Session) NoteVar(name, val string) { s.setVar(name, val) }
-
 // setVar records a session variable's value as the server reports it.
 func (s *Session) setVar(name, val string) {
 	if s.Vars == nil {
