@@ -312,7 +312,9 @@ func (s *syncBuffer) String() string {
 func startProxy(t *testing.T, name string, cfg mysqlproxy.Config) string {
 	t.Helper()
 	logs := &syncBuffer{}
-	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// Info, for the ends of sessions: when a lifecycle case fails, the
+	// log says when mycached saw the backend go and closed the client.
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, err := mysqlproxy.NewServer(cfg)
 	if err != nil {
 		t.Fatalf("NewServer: %v", err)
