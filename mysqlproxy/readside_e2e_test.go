@@ -1178,6 +1178,47 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// Under table locks the server refuses reads of the tables not
+		// locked (1100), however the locks were taken: the cache must
+		// not answer those reads, and answers them again once the locks
+		// are released.
+		class: "session", name: "table-locks-refuse-other-tables", steps: 8,
+		setup: rsRows,
+		body: func(x *rsRun) {
+			q := rsRow(1)
+			for i, lock := range []string{
+				"LOCK TABLES u READ",
+				"  lock\ttable u read",
+				"/*!40000 LOCK TABLES u READ */",
+				"/*M! LOCK TABLE u WRITE */",
+				"FLUSH TABLES u WITH READ LOCK",
+				"FLUSH TABLE u FOR EXPORT",
+				"DO 1; LOCK TABLES u READ",
+				"LOCK TABLES u READ; DO 1",
+			} {
+				p := x.sidecars()[i%len(x.sidecars())]
+				x.step(fmt.Sprint(i), func(x *rsRun) {
+					x.rootVia(p).warm(q)
+					s := x.rootVia(p)
+					// Both sides of the twin locking u at once would
+					// wait on each other: the sidecar's side goes first,
+					// then MariaDB's.
+					seq := func(c *sql.Conn) string {
+						out := run(c, "text", lock) + "\n" + query(c, x.proto, q) + query(c, x.proto, q)
+						out += run(c, "text", "UNLOCK TABLES") + "\n" + query(c, x.proto, q)
+						out += run(c, "text", lock) + "\n" + run(c, "text", "BEGIN") + "\n" + query(c, x.proto, q)
+						return out + run(c, "text", "COMMIT")
+					}
+					if got, want := seq(s.via), seq(s.direct); got != want {
+						x.t.Errorf("%s, %s:\ngot  %s\nwant %s", s.label, lock, got, want)
+					} else if !strings.Contains(want, "error 1100") {
+						x.t.Errorf("%s: MariaDB answered the read under the lock: the case proves nothing:\n%s", lock, want)
+					}
+				})
+			}
+		},
+	},
+	{
 		// Variables set unseen under limits that would cut short or
 		// refuse the statement that reads them again.
 		class: "session", name: "hidden-sets-under-limits",

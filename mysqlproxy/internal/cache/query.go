@@ -341,13 +341,14 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 			c.s.MarkVarsStale()
 		}
 	}
-	switch kw := sqlinfo.FirstKeyword(sql); {
-	case !ok:
-	case kw == "LOCK" && (strings.EqualFold(secondWord(sql), "TABLE") || strings.EqualFold(secondWord(sql), "TABLES")):
-		// Under LOCK TABLES the server refuses reads of other tables;
-		// the cache must not answer them.
+	switch {
+	case info.LocksTables:
+		// Under table locks the server refuses reads of other tables;
+		// the cache must not answer them. A lock statement that failed
+		// may have released the locks held before, or not: the session
+		// is taken to hold some.
 		c.lockedTables = true
-	case kw == "UNLOCK", info.Kind == sqlinfo.Begin:
+	case info.UnlocksTables && ok:
 		c.lockedTables = false
 	}
 	if info.Temporary && ok {
@@ -818,15 +819,6 @@ func (c *Session) checkTemps(info *sqlinfo.Info) (string, error) {
 		}
 	}
 	return why, nil
-}
-
-// secondWord returns the word after the first keyword of sql.
-func secondWord(sql string) string {
-	f := strings.Fields(sql)
-	if len(f) < 2 {
-		return ""
-	}
-	return f[1]
 }
 
 // namesTemporary reports whether ts name a temporary table of the

@@ -56,6 +56,12 @@ func analyzeStmts(stmts []ast.StmtNode, sql string) *Info {
 		}
 		info.Temporary = info.Temporary || st.Temporary
 		info.CallsRoutine = info.CallsRoutine || st.CallsRoutine
+		switch {
+		case locksTables(s):
+			info.LocksTables, info.UnlocksTables = true, false
+		case isUnlockTables(s) || isTxStart(s):
+			info.LocksTables, info.UnlocksTables = false, true
+		}
 	}
 	if len(stmts) > 1 {
 		info.Cacheable = false
@@ -65,6 +71,30 @@ func analyzeStmts(stmts []ast.StmtNode, sql string) *Info {
 		info.WhyNot = "empty"
 	}
 	return info
+}
+
+// locksTables reports a statement after which the session holds table
+// locks: LOCK TABLES, or FLUSH TABLES with a list and WITH READ LOCK.
+func locksTables(s ast.StmtNode) bool {
+	switch x := s.(type) {
+	case *ast.LockTablesStmt:
+		return true
+	case *ast.FlushStmt:
+		return x.Tp == ast.FlushTables && x.ReadLock && len(x.Tables) > 0
+	}
+	return false
+}
+
+func isUnlockTables(s ast.StmtNode) bool {
+	_, ok := s.(*ast.UnlockTablesStmt)
+	return ok
+}
+
+// isTxStart reports BEGIN or START TRANSACTION, which release the
+// session's table locks.
+func isTxStart(s ast.StmtNode) bool {
+	_, ok := s.(*ast.BeginStmt)
+	return ok
 }
 
 func appendString(ss []string, s string) []string {

@@ -375,7 +375,30 @@ func fallback(sql string) *Info {
 		info.Kind = unparsedWrites[FirstKeyword(sql)] // Other when not listed
 		unmappedGlobal(info)
 	}
+	info.LocksTables = namesWord(sql, "LOCK", "EXPORT")
 	return info
+}
+
+// namesWord reports whether sql has one of words (uppercase) as a word of
+// its own, outside quotes and plain comments.
+func namesWord(sql string, words ...string) bool {
+	l := NewLexer(sql, LexOptions{})
+	for {
+		t, err := l.Next()
+		if err != nil {
+			continue
+		}
+		if t.Kind == TokEOF {
+			return false
+		}
+		if t.Kind == TokWord {
+			for _, w := range words {
+				if equalFoldASCII(w, t.Text) {
+					return true
+				}
+			}
+		}
+	}
 }
 
 // unparsedWrites are the kinds of writes known by their first keyword.

@@ -135,6 +135,13 @@ type Info struct {
 	// ParseError reports that the text did not parse; Kind then comes from
 	// the first keyword.
 	ParseError bool
+	// LocksTables reports a text that may leave the session holding table
+	// locks (LOCK TABLES, FLUSH TABLES t WITH READ LOCK or FOR EXPORT),
+	// under which the server refuses reads of the tables not locked.
+	// UnlocksTables reports one that releases them (UNLOCK TABLES, or a
+	// transaction begun), and holds none after. A text that did not parse
+	// and names LOCK or EXPORT is taken to lock.
+	LocksTables, UnlocksTables bool
 	// CallsRoutine reports a call of a stored function, which may write
 	// whatever the statement's kind: SELECT f(), SET @x = f(), DO f().
 	CallsRoutine bool

@@ -249,6 +249,38 @@ func TestMiscFields(t *testing.T) {
 	}
 }
 
+// TestTableLocks: the texts after which the session holds table locks,
+// and those after which it holds none, however they are written.
+func TestTableLocks(t *testing.T) {
+	a := NewAnalyzer(Options{})
+	for _, c := range []struct {
+		sql            string
+		locks, unlocks bool
+	}{
+		{"LOCK TABLES t READ", true, false},
+		{"lock table t write, u read", true, false},
+		{"/*!40000 LOCK TABLES t READ */", true, false},
+		{"/*M! LOCK TABLE t READ */", true, false},
+		{"FLUSH TABLES t WITH READ LOCK", true, false},
+		{"FLUSH TABLE t FOR EXPORT", true, false},
+		{"DO 1; LOCK TABLES t READ", true, false},
+		{"LOCK TABLES t READ; UNLOCK TABLES", false, true},
+		{"UNLOCK TABLES", false, true},
+		{"BEGIN", false, true},
+		{"START TRANSACTION READ ONLY", false, true},
+		{"FLUSH TABLES WITH READ LOCK", false, false}, // global: reads go on
+		{"FLUSH TABLES", false, false},
+		{"SELECT GET_LOCK('lock', 1)", false, false},
+		{"SELECT a FROM t FOR UPDATE", false, false},
+		{"SELECT 'LOCK TABLES t READ'", false, false},
+	} {
+		got := a.Analyze(c.sql)
+		if got.LocksTables != c.locks || got.UnlocksTables != c.unlocks {
+			t.Errorf("%s: LocksTables, UnlocksTables = %v, %v; want %v, %v", c.sql, got.LocksTables, got.UnlocksTables, c.locks, c.unlocks)
+		}
+	}
+}
+
 func TestDigestSharing(t *testing.T) {
 	a := NewAnalyzer(Options{})
 	// A range, not a point lookup: point values are never shared.
