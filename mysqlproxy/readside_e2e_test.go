@@ -1034,7 +1034,7 @@ var rsCases = []rsCase{
 		// USEs it (by statement or COM_INIT_DB), and its global ones when
 		// it sets a role: a REVOKE after that leaves them to the session,
 		// not to a new one whose grants read the same.
-		class: "identity", name: "privileges-fixed-at-use-and-set-role", steps: 3,
+		class: "identity", name: "privileges-fixed-at-use-and-set-role", steps: 4,
 		setup: append([]string{"CREATE TABLE sec (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO sec VALUES (1, 'secret')"}, rsOneRow...),
 		body: func(x *rsRun) {
 			q := "SELECT id, v FROM " + x.db + ".sec WHERE id = 1"
@@ -1069,6 +1069,29 @@ var rsCases = []rsCase{
 					n := x.as(p, ru)
 					n.exec("SET ROLE " + role)
 					n.same(q)
+				}
+			})
+			x.step("use-versus-set-role", func(x *rsRun) {
+				// Two sessions that read the same grants after a REVOKE,
+				// one at USE (its global privileges stay), the other at
+				// SET ROLE NONE (they go): they must not share entries.
+				odb := x.name("odb")
+				x.exec("CREATE DATABASE "+odb, "CREATE TABLE "+odb+".sec (id INT PRIMARY KEY, v VARCHAR(20))",
+					"INSERT INTO "+odb+".sec VALUES (1, 'global')")
+				x.t.Cleanup(func() { x.exec("DROP DATABASE " + odb) })
+				oq := "SELECT id, v FROM " + odb + ".sec WHERE id = 1"
+				gu := x.account("gu", "GRANT SELECT ON *.* TO {user}", "GRANT SELECT ON {db}.* TO {user}")
+				for _, p := range x.sidecars() {
+					keep, drop := x.as(x.A(), gu), x.as(p, gu)
+					x.exec("REVOKE SELECT ON *.* FROM '" + gu + "'@'%'")
+					x.sync()
+					x.release()
+					drop.exec("SET ROLE NONE")
+					keep.exec("USE " + x.db)
+					drop.exec("USE " + x.db)
+					keep.warm(oq)
+					drop.same(oq)
+					x.exec("GRANT SELECT ON *.* TO '" + gu + "'@'%'")
 				}
 			})
 		},

@@ -308,7 +308,13 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		// before the client has the answer, so that they are those in
 		// force then, not after a REVOKE that follows. A failure leaves
 		// them stale, read again before the next cacheable read.
-		c.s.IdentityStale = true
+		c.s.IdentityStale, c.s.GrantsTurn = true, relay.TurnUse
+		switch {
+		case setsRole(info) && ok:
+			c.s.GrantsTurn = relay.TurnRole
+		case setsRole(info):
+			c.s.GrantsTurn = relay.TurnUnknown // it may have run, or not
+		}
 		if ok && resp.Kind == relay.RespOK {
 			_ = c.s.RefreshIdentityAfterOK()
 		} else {

@@ -141,13 +141,18 @@ type Session struct {
 	StaleVars []string
 	// Account is the account alone ("user@host"), "" when not known.
 	Account string
+	// GrantsTurn says why the grants are read next (see setIdentity);
+	// reading them sets it back to TurnUnknown.
+	GrantsTurn GrantsTurn
 	// The server fixes a session's global privileges at login and at
-	// SET ROLE, and its privileges on the current database at USE, and
-	// keeps them whatever GRANT or REVOKE says since. grantsLast is the
-	// hash of the last SHOW GRANTS read, and grantsHistory a hash of
-	// every different one read since login, in order: two sessions share
-	// a scope only when they saw the same grants at the same turns.
-	grantsLast, grantsHistory string
+	// SET ROLE, and its privileges on the current database at login, at
+	// SET ROLE and at USE, and keeps them whatever GRANT or REVOKE says
+	// since. grantsGlobal and grantsDB are the hashes of SHOW GRANTS read
+	// at the last of those turns; grantsUnknown chains those read after
+	// statements that may or may not have been such a turn (a SET ROLE
+	// in stored code). Two sessions share a scope only when the three
+	// are the same.
+	grantsGlobal, grantsDB, grantsUnknown string
 	// beforeOwnRead, when set, runs once between sending statements of
 	// mycached's own and reading their answers (see finishAuth).
 	beforeOwnRead func() error
@@ -540,7 +545,7 @@ func (s *Session) dispatch(p []byte) error {
 			s.Hello.DB = string(p[1:])
 			// The server fixed the session's privileges on the database
 			// now: read the grants before the client knows it is in.
-			s.IdentityStale = true
+			s.IdentityStale, s.GrantsTurn = true, TurnUse
 			if err := s.RefreshIdentityAfterOK(); err != nil {
 				return err
 			}
@@ -649,7 +654,7 @@ func (s *Session) changeUser(p []byte) error {
 		s.Hello.Charset = h.Charset
 	}
 	clear(s.stmts)
-	s.grantsLast, s.grantsHistory = "", "" // a new login
+	s.grantsGlobal, s.grantsDB, s.grantsUnknown = "", "", "" // a new login
 	if err := s.finishAuth(okp, okSeq); err != nil {
 		return err
 	}

@@ -409,6 +409,7 @@ func (s *Session) setupSession() error {
 			return err
 		}
 		s.noteStartValues(res[0])
+		s.GrantsTurn = TurnLogin
 		s.setIdentity(res[1])
 		return nil
 	}
@@ -436,6 +437,7 @@ func (s *Session) setupSession() error {
 		// A server without the trackers: state comes from parsing.
 		s.Track = false
 	}
+	s.GrantsTurn = TurnLogin
 	s.setIdentity(res[len(res)-1])
 	return nil
 }
@@ -681,17 +683,41 @@ func (s *Session) setIdentity(r ownResult) {
 		h.Write([]byte{'\n'})
 	}
 	now := hex.EncodeToString(h.Sum(nil)[:16])
-	// The grants the session saw before count too: after a REVOKE, a
-	// session that logged in, or used its database, or set its role,
-	// before it may still read what a new one may not, and the two must
-	// not share entries.
+	// The grants the session saw at its turns count, not only those in
+	// force now: after a REVOKE, a session that logged in, or used its
+	// database, or set its role, before it may still read what a new
+	// one may not, and the two must not share entries.
+	turn := s.GrantsTurn
+	s.GrantsTurn = TurnUnknown
 	switch {
-	case s.grantsLast == "":
-		s.grantsHistory = now
-	case now != s.grantsLast:
-		h := sha256.Sum256([]byte(s.grantsHistory + "+" + now))
-		s.grantsHistory = hex.EncodeToString(h[:16])
+	case turn == TurnLogin || s.grantsGlobal == "", turn == TurnRole:
+		s.grantsGlobal, s.grantsDB = now, now
+	case turn == TurnUse:
+		s.grantsDB = now
+	case now != s.grantsGlobal || now != s.grantsDB:
+		// Stored code may have set the role, or not: the scope keeps
+		// both possibilities apart from every other session's.
+		h := sha256.Sum256([]byte(s.grantsUnknown + "+" + now))
+		s.grantsUnknown = hex.EncodeToString(h[:16])
 	}
-	s.grantsLast = now
-	s.Identity = id + "+" + s.grantsHistory
+	if turn == TurnLogin {
+		s.grantsUnknown = ""
+	}
+	s.Identity = id + "+" + s.grantsGlobal + "/" + s.grantsDB + "/" + s.grantsUnknown
 }
+
+// GrantsTurn is why a session's grants are read.
+type GrantsTurn int
+
+const (
+	// TurnUnknown: after a statement that may have changed the roles
+	// unseen, or may not.
+	TurnUnknown GrantsTurn = iota
+	// TurnLogin: the session began, or changed its user.
+	TurnLogin
+	// TurnRole: SET ROLE, which fixes the global privileges and those
+	// on the current database.
+	TurnRole
+	// TurnUse: USE, which fixes the privileges on the database.
+	TurnUse
+)
