@@ -1013,10 +1013,64 @@ func TestNoHitOnKilledSession(t *testing.T) {
 	}
 }
 
+// stmtProbe drives prepared statements over the raw protocol and notes
+// what each command got: an error code, or the packet count, the last
+// row and the final status flags.
+type stmtProbe struct {
+	t   *testing.T
+	c   *rawConn
+	out []string
+}
+
+func newStmtProbe(t *testing.T, addr, db string) *stmtProbe {
+	return &stmtProbe{t: t, c: dialRaw(t, addr, "root", rootPass, db, false)}
+}
+
+// lastID names the statement prepared last, as MariaDB reads it.
+var lastID = []byte{0xff, 0xff, 0xff, 0xff}
+
+// execHdr is an execute's flags (no cursor) and iteration count.
+var execHdr = []byte{0, 1, 0, 0, 0}
+
+func (sp *stmtProbe) send(id []byte, cmd byte, rest ...byte) {
+	sp.t.Helper()
+	pkt := append(append([]byte{cmd}, id...), rest...)
+	if cmd == mysqlc.COM_STMT_SEND_LONG_DATA || cmd == mysqlc.COM_STMT_CLOSE {
+		if err := sp.c.command(pkt...); err != nil { // no answer
+			sp.t.Fatal(err)
+		}
+		return
+	}
+	raw, last := sp.c.exchange(sp.t, pkt...)
+	switch {
+	case last[0] == 0xff:
+		sp.out = append(sp.out, fmt.Sprintf("error %d", binary.LittleEndian.Uint16(last[1:])))
+	case len(raw) < 2:
+		sp.out = append(sp.out, fmt.Sprintf("%d packets", len(raw)))
+	default:
+		// The last row: the packet before the EOF, and the EOF's
+		// status flags.
+		sp.out = append(sp.out, fmt.Sprintf("%d packets, %q, status %#x", len(raw), raw[len(raw)-2], binary.LittleEndian.Uint16(last[3:])))
+	}
+}
+
+func (sp *stmtProbe) prep(q string) []byte {
+	sp.t.Helper()
+	st, err := sp.c.Prepare(q)
+	if err != nil {
+		sp.t.Fatal(err)
+	}
+	return binary.LittleEndian.AppendUint32(nil, st.ID)
+}
+
+func (sp *stmtProbe) String() string { return strings.Join(sp.out, "\n") }
+
 // TestRefusedExecuteKeepsStatement: an execute the server refuses before
-// running it (1210, 1835) leaves the statement as it was, on the server:
-// the parameter types bound before, and the long data sent for the next
-// execute. mycached keeps the same, and serves no cached rows meanwhile.
+// running it (1210, 1835) leaves the long data for the next execute, and
+// the parameter types bound before when it could not read the new ones,
+// or the new ones when it read them but not the values. mycached does
+// not guess which: it relays the statement's executes as they are, and
+// serves no cached rows, until one sends types again.
 func TestRefusedExecuteKeepsStatement(t *testing.T) {
 	t.Parallel()
 	m := testenvShared(t)
@@ -1025,48 +1079,86 @@ func TestRefusedExecuteKeepsStatement(t *testing.T) {
 	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
 	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
 	run := func(addr string) string {
-		c := dialRaw(t, addr, "root", rootPass, db, false)
-		var out []string
-		send := func(id []byte, cmd byte, rest ...byte) {
-			t.Helper()
-			pkt := append(append([]byte{cmd}, id...), rest...)
-			if cmd == mysqlc.COM_STMT_SEND_LONG_DATA {
-				if err := c.command(pkt...); err != nil { // no answer
-					t.Fatal(err)
-				}
-				return
-			}
-			raw, last := c.exchange(t, pkt...)
-			if last[0] == 0xff {
-				out = append(out, fmt.Sprintf("error %d", binary.LittleEndian.Uint16(last[1:])))
-				return
-			}
-			// The first row: the packet after the column definitions
-			// and their EOF.
-			out = append(out, fmt.Sprintf("%d packets, %s", len(raw), raw[len(raw)-2]))
-		}
-		prep := func(q string) []byte {
-			st, err := c.Prepare(q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return binary.LittleEndian.AppendUint32(nil, st.ID)
-		}
-		hdr := []byte{0, 1, 0, 0, 0} // flags, iteration count
+		sp := newStmtProbe(t, addr, db)
+		hdr := execHdr
 		// Types refused: the ones bound before stay.
-		id := prep("SELECT ? AS x FROM t WHERE id = 1")
-		send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xfe, 0, 1, 'a')...)
-		send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xff, 0x89, 1, 'b')...)
-		send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 0, 1, 'c')...)
+		id := sp.prep("SELECT ? AS x FROM t WHERE id = 1")
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xfe, 0, 1, 'a')...)
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xff, 0x89, 1, 'b')...)
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 0, 1, 'c')...)
+		// Types read, values missing: the new types stay.
+		id = sp.prep("SELECT ? AS x FROM t WHERE id = 2")
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0x08, 0, 5, 0, 0, 0, 0, 0, 0, 0)...)
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0x08, 0, 5, 0, 0, 0, 0, 0, 0, 0)...)
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xfe, 0)...)
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 0, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h')...)
 		// Long data before a refused execute: it stays for the next.
-		id = prep("SELECT id FROM t WHERE v = ?")
+		id = sp.prep("SELECT id FROM t WHERE v = ?")
 		for range 3 {
-			send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xfe, 0, 1, 'a')...)
+			sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xfe, 0, 1, 'a')...)
 		}
-		send(id, mysqlc.COM_STMT_SEND_LONG_DATA, 0, 0, 'b')
-		send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1)...) // types announced, none sent
-		send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xfe, 0, 1, 'a')...)
-		return strings.Join(out, "\n")
+		sp.send(id, mysqlc.COM_STMT_SEND_LONG_DATA, 0, 0, 'b')
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1)...) // types announced, none sent
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xfe, 0, 1, 'a')...)
+		return sp.String()
+	}
+	want := run(m.Addr)
+	if got := run(p.addr); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestLastStatementID: MariaDB reads the statement id 0xffffffff as the
+// statement prepared last, in every command. mycached reads it so too:
+// long data, types, a cursor or a close sent by it are those of that
+// statement, and no session gets rows cached for other long data.
+func TestLastStatementID(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v VARCHAR(10))")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	hdr := execHdr
+	run := func(addr string) string {
+		var out []string
+		// Two sessions send the same execute after different long data.
+		for _, secret := range []string{"alice", "bob"} {
+			sp := newStmtProbe(t, addr, db)
+			id := sp.prep("SELECT ? AS v FROM t WHERE id = 1")
+			sp.send(lastID, mysqlc.COM_STMT_SEND_LONG_DATA, append([]byte{0, 0}, secret...)...)
+			sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xfc, 0)...)
+			out = append(out, sp.String())
+		}
+		sp := newStmtProbe(t, addr, db)
+		// Types sent by it.
+		id := sp.prep("SELECT ? AS v FROM t WHERE id = 2")
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0x08, 0, 5, 0, 0, 0, 0, 0, 0, 0)...)
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0x08, 0, 5, 0, 0, 0, 0, 0, 0, 0)...)
+		sp.send(lastID, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xfe, 0, 1, 'x')...)
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 0, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h')...)
+		// A cursor opened by it: the next plain execute closes it.
+		id = sp.prep("SELECT id FROM t ORDER BY id")
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, hdr...)
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, hdr...)
+		sp.send(lastID, mysqlc.COM_STMT_EXECUTE, 1, 1, 0, 0, 0)
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, hdr...)
+		sp.send(id, mysqlc.COM_STMT_FETCH, 10, 0, 0, 0)
+		// A close by it.
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, hdr...)
+		sp.send(lastID, mysqlc.COM_STMT_CLOSE)
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, hdr...)
+		// The flag that says the server prepared the statement again is
+		// the execute's own, not the one of the execute that filled.
+		other := openDB(t, rootDSN(addr, db, ""))
+		id = sp.prep("SELECT * FROM t WHERE id = 3")
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, hdr...)
+		mustExec(t, other, "ALTER TABLE t ADD COLUMN w INT")
+		for range 3 {
+			sp.send(id, mysqlc.COM_STMT_EXECUTE, hdr...)
+		}
+		mustExec(t, other, "ALTER TABLE t DROP COLUMN w")
+		return strings.Join(append(out, sp.String()), "\n")
 	}
 	want := run(m.Addr)
 	if got := run(p.addr); got != want {

@@ -43,6 +43,7 @@ const (
 	whyUncommitted    = "read-uncommitted"
 	whyOwnWrite       = "own-write-unapplied"
 	whyLockingRead    = "serializable-locks"
+	whyStmtUnsure     = "statement-unsure"
 )
 
 // bypassReasons returns the reasons above, which NewStats shows on
@@ -53,7 +54,7 @@ func bypassReasons() []string {
 		whyPending, whySessionOff, whyHint, whyTemporary, whyCursor, whyLongData,
 		whyTainted, whyNotStored, whyUnknownTable, whyNoMetadata, whyFollowerBehind,
 		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyUncommitted, whyOwnWrite,
-		whyLockingRead,
+		whyLockingRead, whyStmtUnsure,
 	}
 }
 
@@ -472,7 +473,9 @@ func (c *Session) replay(payload, p []byte) error {
 		if _, err := w.Write(raw[pos:off]); err != nil {
 			return relay.ClientError{Err: err}
 		}
-		st := binary.LittleEndian.Uint16(raw[off:])&^statusMask | c.s.Status&statusMask
+		// METADATA_CHANGED says the server prepared the statement again
+		// for the execute that filled the entry: a hit prepares nothing.
+		st := binary.LittleEndian.Uint16(raw[off:])&^(statusMask|mysql.SERVER_STATUS_METADATA_CHANGED) | c.s.Status&statusMask
 		var b [2]byte
 		binary.LittleEndian.PutUint16(b[:], st)
 		if _, err := w.Write(b[:]); err != nil {
@@ -562,6 +565,9 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 	if st != nil {
 		if st.LongData {
 			return whyLongData
+		}
+		if st.Unsure {
+			return whyStmtUnsure
 		}
 		if len(p) > 5 && p[5]&0x0f != 0 { // CURSOR_TYPE_*: rows come by fetch
 			return whyCursor

@@ -8,7 +8,6 @@ package relay
 
 import (
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
@@ -169,7 +168,12 @@ type Session struct {
 	deadBytes []byte
 	deadReset bool
 	stmts     map[uint32]*Stmt
-	handler   Handler
+	// lastStmt is the statement the server takes the id 0xffffffff for
+	// (the last one prepared), 0 when none. After a prepare the server
+	// refused, lastUnsure says it may be lastStmt or none.
+	lastStmt   uint32
+	lastUnsure bool
+	handler    Handler
 }
 
 // NewSession returns a session for the client connection c.
@@ -424,7 +428,7 @@ func (s *Session) namesTrackers(p []byte) bool {
 		return s.tracksPrepared && sqlinfo.FirstKeyword(string(p[1:])) == "EXECUTE"
 	case mysql.COM_STMT_EXECUTE:
 		if len(p) >= 5 {
-			st := s.stmts[wire.Le32(p[1:])]
+			st := s.Stmt(p)
 			return st != nil && st.namesTrackers
 		}
 	}
@@ -506,15 +510,16 @@ func (s *Session) dispatch(p []byte) error {
 		_ = s.Forward(p)
 		return ErrQuit
 	case mysql.COM_STMT_CLOSE:
-		if len(p) >= 5 {
-			delete(s.stmts, wire.Le32(p[1:]))
+		if id, ok := s.stmtID(p); ok {
+			delete(s.stmts, id)
+			if id == s.lastStmt {
+				s.lastStmt, s.lastUnsure = 0, false
+			}
 		}
 		return s.Forward(p) // no response
 	case mysql.COM_STMT_SEND_LONG_DATA:
-		if len(p) >= 5 {
-			if st := s.stmts[wire.Le32(p[1:])]; st != nil {
-				st.LongData = true
-			}
+		if st := s.Stmt(p); st != nil {
+			st.LongData = true
 		}
 		return s.Forward(p) // no response
 	case mysql.COM_STATISTICS:
@@ -556,7 +561,7 @@ func (s *Session) dispatch(p []byte) error {
 			return err
 		}
 		if s.Last.Kind == RespOK {
-			clear(s.stmts)
+			s.forgetStmts()
 			// The reset turned the trackers back to their defaults, and
 			// the roles to the account's default ones.
 			if err := s.setupSession(); err != nil {
@@ -577,7 +582,7 @@ func (s *Session) Forward(p []byte) error {
 	if len(p) >= 5 && (p[0] == mysql.COM_STMT_EXECUTE || p[0] == mysql.COM_STMT_RESET) {
 		// An execute the server runs closes the statement's cursor, and
 		// opens one if it asks for it; a reset closes it.
-		if st := s.stmts[binary.LittleEndian.Uint32(p[1:])]; st != nil {
+		if st := s.Stmt(p); st != nil {
 			st.CursorOpen = s.cursorCmd
 		}
 	}
@@ -653,7 +658,7 @@ func (s *Session) changeUser(p []byte) error {
 	if h.Charset != 0 {
 		s.Hello.Charset = h.Charset
 	}
-	clear(s.stmts)
+	s.forgetStmts()
 	s.grantsGlobal, s.grantsDB, s.grantsUnknown = "", "", "" // a new login
 	if err := s.finishAuth(okp, okSeq); err != nil {
 		return err

@@ -12,15 +12,20 @@ import (
 
 // Stmt is a prepared statement as the client and the backend know it.
 type Stmt struct {
-	ID       uint32
-	SQL      string
-	Params   uint16
-	Columns  uint16
-	Types    []byte // parameter types bound by the last execute that sent them
-	LongData bool   // COM_STMT_SEND_LONG_DATA since the last execute
-	// accepted are the types of the last execute the server did not
-	// refuse outright, which it keeps when it refuses one.
-	accepted []byte
+	ID      uint32
+	SQL     string
+	Params  uint16
+	Columns uint16
+	// Types are the parameter types the server holds for the statement,
+	// bound by the last execute that sent them; nil when unknown.
+	Types    []byte
+	LongData bool // COM_STMT_SEND_LONG_DATA since the last execute
+	// typesSent says the execute being answered sent types.
+	typesSent bool
+	// Unsure says a command may have changed the statement on the server
+	// unseen (one that named it by lastStmtID when mycached could not
+	// tell): it is relayed as it is, and never answered from the cache.
+	Unsure bool
 	// CursorOpen says the server may hold a cursor of the statement,
 	// which only an execute or a reset it runs closes.
 	CursorOpen bool
@@ -41,8 +46,12 @@ func (s *Session) Prepare(p []byte) (*Stmt, error) {
 	sp, err := r.relayPrepare()
 	s.Done(&r)
 	if err != nil || r.Resp.Kind != RespOK {
+		if err == nil {
+			s.lastUnsure = true
+		}
 		return nil, err
 	}
+	s.lastStmt, s.lastUnsure = sp.id, false
 	if s.stmts == nil {
 		s.stmts = make(map[uint32]*Stmt)
 	}
@@ -55,10 +64,45 @@ func (s *Session) Prepare(p []byte) (*Stmt, error) {
 // Stmt returns the prepared statement that a COM_STMT_* packet p names,
 // or nil.
 func (s *Session) Stmt(p []byte) *Stmt {
-	if len(p) < 5 {
+	id, ok := s.stmtID(p)
+	if !ok {
 		return nil
 	}
-	return s.stmts[wire.Le32(p[1:])]
+	return s.stmts[id]
+}
+
+// lastStmtID is the id by which a command names the statement prepared
+// last (MariaDB's; Connector/J and Connector/C use it to send a prepare
+// and its execute at once).
+const lastStmtID = 0xffffffff
+
+// stmtID returns the id of the statement a COM_STMT_* packet p names,
+// reading lastStmtID as the server does. It reports false when p names
+// none, or names the last statement after a prepare the server refused,
+// when the server may take it for the statement prepared before or for
+// none: that statement is then Unsure.
+func (s *Session) stmtID(p []byte) (uint32, bool) {
+	if len(p) < 5 {
+		return 0, false
+	}
+	id := wire.Le32(p[1:])
+	if id != lastStmtID {
+		return id, true
+	}
+	if s.lastUnsure {
+		if st := s.stmts[s.lastStmt]; st != nil {
+			st.Unsure = true
+		}
+		return 0, false
+	}
+	return s.lastStmt, s.lastStmt != 0
+}
+
+// forgetStmts forgets the session's prepared statements, which the
+// server dropped (a reset, a change of user).
+func (s *Session) forgetStmts() {
+	clear(s.stmts)
+	s.lastStmt, s.lastUnsure = 0, false
 }
 
 // NoteParamTypes remembers the parameter types an execute binds; later
@@ -69,31 +113,35 @@ func NoteParamTypes(st *Stmt, p []byte) {
 	}
 	nb := (int(st.Params) + 7) / 8
 	at := 10 + nb
+	st.typesSent = false
 	if len(p) <= at || p[at] == 0 { // any other flag sends the types, as the server reads it
 		return
 	}
+	st.typesSent = true
 	end := at + 1 + 2*int(st.Params)
 	if len(p) < end {
+		st.Types = nil // the server reads what there is, and refuses it
 		return
 	}
-	st.accepted = append(st.accepted[:0], st.Types...)
 	st.Types = append(st.Types[:0], p[at+1:end]...)
 }
 
 // ExecuteDone notes how the server answered an execute of st. One it
 // refused before running (error 1210 "Incorrect arguments", 1835
-// "Malformed packet") leaves the statement as it was: the types bound
-// before, and the long data sent for the next execute. Any other answer
-// ends the long data.
+// "Malformed packet") keeps the long data sent for the next execute;
+// when it sent types, the server may hold them or the ones bound before
+// (it takes types it can read before it reads the values), so they are
+// unknown until an execute sends types again. Any other answer ends the
+// long data.
 func ExecuteDone(st *Stmt, resp *Response) {
+	sent := st.typesSent
+	st.typesSent = false
 	if resp.Kind == RespErr && (resp.ErrCode == 1210 || resp.ErrCode == 1835) {
-		st.Types = append(st.Types[:0], st.accepted...)
-		if len(st.Types) == 0 {
+		if sent {
 			st.Types = nil
 		}
 		return
 	}
-	st.accepted = append(st.accepted[:0], st.Types...)
 	st.LongData = false
 }
 
@@ -114,7 +162,7 @@ func ExecuteParams(st *Stmt, p []byte) []wire.Param {
 // answered without the backend, the backend never saw them, so every
 // execute mycached forwards carries them again.
 func WithTypes(st *Stmt, p []byte) []byte {
-	if st.Params == 0 || st.Types == nil {
+	if st.Params == 0 || st.Types == nil || st.Unsure {
 		return p
 	}
 	at := 10 + (int(st.Params)+7)/8
