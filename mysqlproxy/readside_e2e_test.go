@@ -1034,7 +1034,7 @@ var rsCases = []rsCase{
 		// USEs it (by statement or COM_INIT_DB), and its global ones when
 		// it sets a role: a REVOKE after that leaves them to the session,
 		// not to a new one whose grants read the same.
-		class: "identity", name: "privileges-fixed-at-use-and-set-role", steps: 4,
+		class: "identity", name: "privileges-fixed-at-use-and-set-role", steps: 6,
 		setup: append([]string{"CREATE TABLE sec (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO sec VALUES (1, 'secret')"}, rsOneRow...),
 		body: func(x *rsRun) {
 			q := "SELECT id, v FROM " + x.db + ".sec WHERE id = 1"
@@ -1092,6 +1092,58 @@ var rsCases = []rsCase{
 					keep.warm(oq)
 					drop.same(oq)
 					x.exec("GRANT SELECT ON *.* TO '" + gu + "'@'%'")
+				}
+			})
+			x.step("show-create-procedure", func(x *rsRun) {
+				// Loading a routine of another database switches to it
+				// and back, which fixes the privileges on the session's
+				// own database again: the session that did must not
+				// share entries with one that did not.
+				odb := x.name("pdb")
+				x.exec("CREATE DATABASE "+odb, "CREATE PROCEDURE "+odb+".p() SELECT 1")
+				x.t.Cleanup(func() { x.exec("DROP DATABASE " + odb) })
+				su := x.account("su", "GRANT SELECT ON {db}.t TO {user}", "GRANT EXECUTE ON "+odb+".* TO {user}")
+				for _, p := range x.sidecars() {
+					loads := x.sess(x.A(), rsAccount{user: su, pass: "pw"})
+					other := x.sess(p, rsAccount{user: su, pass: "pw"})
+					x.exec("GRANT SELECT ON " + x.db + ".* TO '" + su + "'@'%'")
+					x.sync()
+					x.release()
+					loads.exec("SHOW CREATE PROCEDURE " + odb + ".p")
+					loads.warm(q)
+					other.same(q)
+					x.exec("REVOKE SELECT ON " + x.db + ".* FROM '" + su + "'@'%'")
+				}
+			})
+			x.step("reset-connection", func(x *rsRun) {
+				// COM_RESET_CONNECTION keeps the privileges the session
+				// had: it shares no entries with a new login.
+				ku := x.account("ku", "GRANT SELECT ON {db}.t TO {user}")
+				for _, p := range x.sidecars() {
+					via := dialRaw(x.t, p.addr, ku, "pw", x.db, false)
+					direct := dialRaw(x.t, x.env.m.Addr, ku, "pw", x.db, false)
+					x.exec("GRANT SELECT ON " + x.db + ".* TO '" + ku + "'@'%'")
+					x.sync()
+					x.release()
+					// A new login, on the same wire format, fills.
+					w := dialRaw(x.t, x.A().addr, ku, "pw", x.db, false)
+					for range 3 {
+						if _, err := w.Execute(q); err != nil {
+							x.t.Fatal(err)
+						}
+						time.Sleep(20 * time.Millisecond)
+					}
+					read := func(c *rawConn) string {
+						c.exchange(x.t, 0x1f) // COM_RESET_CONNECTION
+						if _, err := c.Execute(q); err != nil {
+							return err.Error()
+						}
+						return "rows"
+					}
+					if got, want := read(via), read(direct); got != want {
+						x.t.Errorf("%s via %s after COM_RESET_CONNECTION, %s: got %s, want %s", ku, x.side(p), q, got, want)
+					}
+					x.exec("REVOKE SELECT ON " + x.db + ".* FROM '" + ku + "'@'%'")
 				}
 			})
 		},

@@ -302,7 +302,8 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		// what was found of a name may have changed.
 		clear(c.tempsChecked)
 	}
-	if ok && info.Kind == sqlinfo.Use || resp.Tracked.Schema || c.s.IdentityStale && setsRole(info) {
+	loads := loadsRoutine(info, sql)
+	if ok && info.Kind == sqlinfo.Use || resp.Tracked.Schema || c.s.IdentityStale && setsRole(info) || loads {
 		// The server fixed the session's privileges on its database (USE)
 		// or its global ones (SET ROLE) just now: the grants are read
 		// before the client has the answer, so that they are those in
@@ -312,8 +313,8 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		switch {
 		case setsRole(info) && ok:
 			c.s.GrantsTurn = relay.TurnRole
-		case setsRole(info):
-			c.s.GrantsTurn = relay.TurnUnknown // it may have run, or not
+		case setsRole(info), loads:
+			c.s.GrantsTurn = relay.TurnUnknown // it may have, or not
 		}
 		if ok && resp.Kind == relay.RespOK {
 			_ = c.s.RefreshIdentityAfterOK()
@@ -766,6 +767,22 @@ func (c *Session) runsCode(info *sqlinfo.Info) bool {
 }
 
 // setsRole reports whether a statement sets the session's role.
+// loadsRoutine reports a SHOW that may load a stored routine: the server
+// then switches to the routine's database and back, which fixes the
+// session's privileges on its own database again, when the routine was
+// not loaded already.
+func loadsRoutine(info *sqlinfo.Info, sql string) bool {
+	if info.Kind != sqlinfo.Show {
+		return false
+	}
+	for _, w := range [...]string{"procedure", "function", "package"} {
+		if sqlinfo.ContainsFold(sql, w) {
+			return true
+		}
+	}
+	return false
+}
+
 func setsRole(info *sqlinfo.Info) bool {
 	for _, v := range info.Sets {
 		if v.Name == "role" {

@@ -152,9 +152,6 @@ type Session struct {
 	// in stored code). Two sessions share a scope only when the three
 	// are the same.
 	grantsGlobal, grantsDB, grantsUnknown string
-	// beforeOwnRead, when set, runs once between sending statements of
-	// mycached's own and reading their answers (see finishAuth).
-	beforeOwnRead func() error
 
 	buf       []byte // the command packet being handled
 	cursorCmd bool   // the command forwarded last asked for a cursor
@@ -562,9 +559,9 @@ func (s *Session) dispatch(p []byte) error {
 		}
 		if s.Last.Kind == RespOK {
 			s.forgetStmts()
-			// The reset turned the trackers back to their defaults, and
-			// the roles to the account's default ones.
-			if err := s.setupSession(); err != nil {
+			// The reset turned the trackers back to their defaults; it
+			// keeps the privileges the session had, and its role.
+			if err := s.setupSession(TurnUnknown); err != nil {
 				return err
 			}
 			s.handler.Reset()
@@ -645,10 +642,10 @@ func (s *Session) changeUser(p []byte) error {
 	}
 	if !ok {
 		// The server refused, and the session stays the old user's, in
-		// its database; but the server reset it first (variables,
-		// temporary tables, user variables), as for a change that
-		// succeeds.
-		if err := s.setupSession(); err != nil {
+		// its database, with its privileges; but the server reset it
+		// first (variables, temporary tables, user variables), as for a
+		// change that succeeds.
+		if err := s.setupSession(TurnUnknown); err != nil {
 			return err
 		}
 		s.handler.Reset()

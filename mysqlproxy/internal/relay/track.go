@@ -218,12 +218,6 @@ func (s *Session) ownQueries(qs ...string) ([]ownResult, error) {
 	if err := s.Backend.W.Flush(); err != nil {
 		return nil, BackendError{err}
 	}
-	if f := s.beforeOwnRead; f != nil {
-		s.beforeOwnRead = nil
-		if err := f(); err != nil {
-			return nil, err
-		}
-	}
 	out := make([]ownResult, len(qs))
 	for i, q := range qs {
 		out[i].limitsLifted = strings.HasPrefix(q, ownLimitsSQL)
@@ -400,7 +394,11 @@ func textRow(b []byte) []string {
 // the trackers on (learning first what the client itself tracks, when it
 // asked for tracking) and learns the account and roles in force, and the
 // values the session starts with. Its statements go in one round trip.
-func (s *Session) setupSession() error {
+//
+// turn is why the grants are read: TurnLogin for a login, a change of
+// user; TurnUnknown after a reset or a refused change of user, which
+// keep the privileges (and the role) the session had.
+func (s *Session) setupSession(turn GrantsTurn) error {
 	s.Vars, s.VarsGen = nil, s.VarsGen+1
 	s.tracksPrepared = false // a new session, a reset or a change of user drops them
 	if !s.Track {
@@ -409,7 +407,7 @@ func (s *Session) setupSession() error {
 			return err
 		}
 		s.noteStartValues(res[0])
-		s.GrantsTurn = TurnLogin
+		s.GrantsTurn = turn
 		s.setIdentity(res[1])
 		return nil
 	}
@@ -437,7 +435,7 @@ func (s *Session) setupSession() error {
 		// A server without the trackers: state comes from parsing.
 		s.Track = false
 	}
-	s.GrantsTurn = TurnLogin
+	s.GrantsTurn = turn
 	s.setIdentity(res[len(res)-1])
 	return nil
 }
