@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
 	mysqlc "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
 
@@ -1163,5 +1164,60 @@ func TestLastStatementID(t *testing.T) {
 	want := run(m.Addr)
 	if got := run(p.addr); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestMultiStatementsTrailingComment: a text that ends in ";" and a
+// comment is one statement to a session without multi-statements, and
+// two (the second empty) to a session with them. A hit must not give one
+// the other's answer.
+func TestMultiStatementsTrailingComment(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 10)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	const q = "SELECT v FROM t WHERE id = 1; -- trailing"
+	results := func(addr string, multi bool) string {
+		c, err := client.Connect(addr, "root", rootPass, db, func(c *client.Conn) error {
+			if multi {
+				return c.SetCapability(mysqlc.CLIENT_MULTI_STATEMENTS)
+			}
+			c.UnsetCapability(mysqlc.CLIENT_MULTI_STATEMENTS)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		out := ""
+		if _, err := c.ExecuteMultiple(q, func(r *mysqlc.Result, err error) {
+			switch {
+			case err != nil:
+				out += "[" + err.Error() + "]"
+			case r.Resultset != nil:
+				out += fmt.Sprintf("[%d rows]", len(r.Values))
+			default:
+				out += "[ok]"
+			}
+		}); err != nil {
+			return err.Error()
+		}
+		return out
+	}
+	run := func(addr string) string {
+		out := ""
+		for range 3 { // fills, then hits
+			out += results(addr, false) + " "
+		}
+		return out + results(addr, true)
+	}
+	want := run(m.Addr)
+	if got := run(p.addr); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if !strings.HasSuffix(want, "[1 rows][0 rows]") {
+		t.Errorf("MariaDB answered %s: the case proves nothing", want)
 	}
 }

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -606,6 +607,12 @@ func (c *Session) checkBytes(scope cachepolicy.Scope, p []byte, st *relay.Stmt) 
 	}
 	if c.s.ExtMeta {
 		format += 2 // column definitions carry MariaDB's extended metadata
+	}
+	if st == nil && c.s.MultiStatements() && bytes.IndexByte(p, ';') >= 0 {
+		// A text whose statement ends in ";" and a comment is two
+		// statements to a session with multi-statements on: the rows
+		// then come with a second, empty, result.
+		format += 4
 	}
 	b = append(b, format)
 	if st == nil {

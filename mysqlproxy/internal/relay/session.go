@@ -98,12 +98,15 @@ type Session struct {
 	Backend *wire.Conn // nil on a listener with no backend
 	idle    atomic.Bool
 
-	Hello      Hello  // user, database and capabilities from the handshake
-	Caps       uint32 // capabilities both the client and the backend agreed on
-	TLS        bool
-	ConnID     uint32 // the backend's connection id, which the client sees too
-	Status     uint16 // server status flags from the last OK or EOF
-	ClientAddr string
+	Hello Hello  // user, database and capabilities from the handshake
+	Caps  uint32 // capabilities both the client and the backend agreed on
+	// multiSet says COM_SET_OPTION set multi-statements since the
+	// handshake, to multiOn (see MultiStatements).
+	multiSet, multiOn bool
+	TLS               bool
+	ConnID            uint32 // the backend's connection id, which the client sees too
+	Status            uint16 // server status flags from the last OK or EOF
+	ClientAddr        string
 	// ErrSeq is the sequence id for an error packet of mycached's own.
 	ErrSeq byte
 	// Last is the parsed view of the last response the client got.
@@ -191,6 +194,16 @@ func (s *Session) SetDB(db string) { s.Hello.DB = db }
 
 // DeprecateEOF reports whether result sets end in OK rather than EOF.
 func (s *Session) DeprecateEOF() bool { return s.Caps&mysql.CLIENT_DEPRECATE_EOF != 0 }
+
+// MultiStatements reports whether the server reads a text as several
+// statements: the client asked for it at the handshake, or turned it on
+// since with COM_SET_OPTION.
+func (s *Session) MultiStatements() bool {
+	if s.multiSet {
+		return s.multiOn
+	}
+	return s.Caps&mysql.CLIENT_MULTI_STATEMENTS != 0
+}
 
 // Idle reports whether the session is waiting for the client's next
 // command.
@@ -519,6 +532,14 @@ func (s *Session) dispatch(p []byte) error {
 			st.LongData = true
 		}
 		return s.Forward(p) // no response
+	case mysql.COM_SET_OPTION:
+		if err := s.RelayMode(p, ModeResult); err != nil {
+			return err
+		}
+		if s.Last.Kind != RespErr && len(p) >= 3 {
+			s.multiSet, s.multiOn = true, p[1] == 0 && p[2] == 0 // MYSQL_OPTION_MULTI_STATEMENTS_ON
+		}
+		return nil
 	case mysql.COM_STATISTICS:
 		return s.relayRaw(p)
 	case mysql.COM_STMT_PREPARE:
