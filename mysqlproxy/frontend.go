@@ -72,6 +72,7 @@ func (f *frontend) prepare(p []byte) error {
 		return err
 	}
 	st, err := f.cache.Prepare(p)
+	f.kv.ServerPrepared()
 	if st != nil && dual != nil {
 		f.kv.SetDual(st.ID, dual)
 	}

@@ -5,10 +5,12 @@ import (
 	"context"
 	"database/sql"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/bradfitz/gomemcache/memcache"
+	mysqlc "github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/mycached/mycached/mysqlproxy"
 	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
@@ -291,3 +293,46 @@ print(cur.rowcount)
 }
 
 var _ = context.Background
+
+// TestKVPreparedReexecute: a driver sends a kv statement's parameter
+// types with its first execute only, and may name the statement it just
+// prepared by the id 0xffffffff; both work as on any prepared statement.
+func TestKVPreparedReexecute(t *testing.T) {
+	m := testenv.Shared(t).DB
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, KVUsers: []string{"root"}})
+	sp := newStmtProbe(t, p.addr, "")
+	str := func(s string) []byte { return append([]byte{byte(len(s))}, s...) }
+	exec := func(types bool, vals ...string) []byte {
+		b := append(slices.Clone(execHdr), 0) // null bitmap
+		if types {
+			b = append(b, 1)
+			for range vals {
+				b = append(b, mysqlc.MYSQL_TYPE_VAR_STRING, 0)
+			}
+		} else {
+			b = append(b, 0)
+		}
+		for _, v := range vals {
+			b = append(b, str(v)...)
+		}
+		return b
+	}
+	if _, err := sp.c.Execute("DROP"); err != nil {
+		t.Fatal(err)
+	}
+	id := sp.prep("INSERT ? = ?")
+	sp.send(id, mysqlc.COM_STMT_EXECUTE, exec(true, "k1", "v1")...)
+	sp.send(id, mysqlc.COM_STMT_EXECUTE, exec(false, "k2", "v2")...)
+	sp.prep("DELETE ?")
+	sp.send(lastID, mysqlc.COM_STMT_EXECUTE, exec(true, "k1")...)
+	for _, out := range sp.out {
+		if strings.HasPrefix(out, "error") {
+			t.Errorf("executes: %s", sp)
+			break
+		}
+	}
+	db := openDB(t, rootDSN(p.addr, "", ""))
+	if got := kvRows(t, db, `SELECT "k1", "k2"`); strings.Join(got, " ") != "k2=v2" {
+		t.Errorf(`SELECT "k1", "k2": got %v, want k2=v2`, got)
+	}
+}

@@ -60,7 +60,17 @@ type Session struct {
 	nextLocal uint32
 	dual      map[uint32]*kv.Stmt // SQL statements that are kv SELECTs too, by backend statement id
 	long      map[uint32]bool     // local statements sent COM_STMT_SEND_LONG_DATA since their last execute
+	types     map[uint32][]byte   // the parameter types the last execute of each local statement sent
+	// last is the local statement that the id 0xffffffff names (the
+	// statement prepared last) when the last prepare was answered here,
+	// noLast when that prepare was refused here, and 0 when the server
+	// answered it.
+	last uint32
 }
+
+// noLast stands for a last prepare refused by mycached: the id
+// 0xffffffff then names no statement.
+const noLast = 0xffffffff
 
 // NewSession returns the kv state of the session s.
 func (srv *Server) NewSession(s *relay.Session) *Session {
@@ -72,7 +82,13 @@ func (k *Session) Reset() {
 	clear(k.local)
 	clear(k.dual)
 	clear(k.long)
+	clear(k.types)
+	k.last = 0
 }
+
+// ServerPrepared notes that the server answered the session's last
+// prepare: the id 0xffffffff is the server's to read again.
+func (k *Session) ServerPrepared() { k.last = 0 }
 
 // noteLongData remembers a COM_STMT_SEND_LONG_DATA of the local
 // statement id: its execute will lack that parameter.
@@ -91,7 +107,29 @@ func (k *Session) executeLocal(id uint32, st *kv.Stmt, p []byte) error {
 		delete(k.long, id)
 		return k.s.WriteErr(mysql.ER_WRONG_ARGUMENTS, "HY000", "mycached: key/value parameters must be bound in the execute, not sent by COM_STMT_SEND_LONG_DATA")
 	}
-	return k.kvExecute(st, p)
+	// A driver sends the types with the first execute and leaves them
+	// out after, meaning the same ones.
+	if t := sentTypes(p, st.Params); t != nil {
+		if k.types == nil {
+			k.types = make(map[uint32][]byte)
+		}
+		k.types[id] = append(k.types[id][:0], t...)
+	}
+	return k.kvExecute(st, p, k.types[id])
+}
+
+// lastStmtID is the id by which a command names the statement prepared
+// last.
+const lastStmtID = 0xffffffff
+
+// sentTypes returns the parameter types an execute of n parameters
+// sends, or nil when it sends none.
+func sentTypes(p []byte, n int) []byte {
+	at := 10 + (n+7)/8
+	if n == 0 || len(p) <= at || p[at] == 0 || len(p) < at+1+2*n {
+		return nil
+	}
+	return p[at+1 : at+1+2*n]
 }
 
 // kvStore adapts the cache tiers' raw namespace to the kv language.
@@ -218,6 +256,7 @@ func (k *Session) Prepare(sql string) (handled bool, dual *kv.Stmt, err error) {
 	case !ok:
 		return false, nil, nil
 	case perr != nil:
+		k.last = noLast
 		return true, nil, k.writeKVResult(kv.ErrorResult(perr), false)
 	case st.Op == kv.OpSelect && !k.kvOnly:
 		// SELECT ? and SELECT "k" are SQL on the main listener: the
@@ -237,6 +276,7 @@ func (k *Session) kvPrepareLocal(st *kv.Stmt) error {
 		k.local = make(map[uint32]*kv.Stmt)
 	}
 	k.local[id] = st
+	k.last = id
 	cols := 0
 	if st.Op == kv.OpSelect || st.Op == kv.OpSelectAll {
 		cols = 2
@@ -287,6 +327,18 @@ func (k *Session) Command(p []byte) (bool, error) {
 		return false, nil
 	}
 	id := wire.Le32(p[1:])
+	if id == lastStmtID && k.last != 0 {
+		// The statement prepared last was answered here, not by the
+		// server, whose last statement is another one.
+		if k.last == noLast {
+			switch p[0] {
+			case mysql.COM_STMT_CLOSE, mysql.COM_STMT_SEND_LONG_DATA:
+				return true, nil // no response
+			}
+			return true, k.s.WriteErr(mysql.ER_UNKNOWN_STMT_HANDLER, "HY000", "Unknown prepared statement handler (4294967295)")
+		}
+		id = k.last
+	}
 	st := k.local[id]
 	if st == nil {
 		if p[0] == mysql.COM_STMT_CLOSE {
@@ -300,6 +352,10 @@ func (k *Session) Command(p []byte) (bool, error) {
 	case mysql.COM_STMT_CLOSE:
 		delete(k.local, id)
 		delete(k.long, id)
+		delete(k.types, id)
+		if id == k.last {
+			k.last = noLast
+		}
 		return true, nil // no response
 	case mysql.COM_STMT_SEND_LONG_DATA:
 		k.noteLongData(id)
@@ -321,7 +377,7 @@ func (k *Session) ExecuteDual(p []byte, st *relay.Stmt) (bool, error) {
 		return false, nil
 	}
 	relay.NoteParamTypes(st, p)
-	return true, k.kvExecute(ks, p)
+	return true, k.kvExecute(ks, p, st.Types)
 }
 
 // stringParams reports whether every parameter an execute binds is a
@@ -359,9 +415,9 @@ func stringParams(p []byte, n int, types []byte) bool {
 }
 
 // kvExecute runs a kv statement mycached prepared.
-func (k *Session) kvExecute(st *kv.Stmt, p []byte) error {
+func (k *Session) kvExecute(st *kv.Stmt, p []byte, types []byte) error {
 	args := make([][]byte, st.Params)
-	params := wire.DecodeParams(p, st.Params, nil)
+	params := wire.DecodeParams(p, st.Params, types)
 	if st.Params > 0 && params == nil {
 		return k.s.WriteErr(mysql.ER_WRONG_ARGUMENTS, "HY000", "mycached: cannot read the parameters of this execute")
 	}
