@@ -67,15 +67,11 @@ func (f *frontend) query(p []byte) error {
 }
 
 func (f *frontend) prepare(p []byte) error {
-	handled, dual, err := f.kv.Prepare(string(p[1:]))
-	if handled {
+	if handled, err := f.kv.Prepare(string(p[1:])); handled {
 		return err
 	}
-	st, err := f.cache.Prepare(p)
+	_, err := f.cache.Prepare(p)
 	f.kv.ServerPrepared()
-	if st != nil && dual != nil {
-		f.kv.SetDual(st.ID, dual)
-	}
 	return err
 }
 
@@ -89,9 +85,6 @@ func (f *frontend) execute(p []byte) error {
 	st := f.s.Stmt(p)
 	if st == nil {
 		return f.s.RelayMode(p, relay.ModeResult)
-	}
-	if handled, err := f.kv.ExecuteDual(p, st); handled {
-		return err
 	}
 	relay.NoteParamTypes(st, p)
 	return f.cache.Execute(p, st)

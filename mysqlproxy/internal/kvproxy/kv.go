@@ -58,9 +58,8 @@ type Session struct {
 	kvOnly    bool                // on the kv-only listener, where every form is kv
 	local     map[uint32]*kv.Stmt // kv pseudo-queries mycached prepared itself
 	nextLocal uint32
-	dual      map[uint32]*kv.Stmt // SQL statements that are kv SELECTs too, by backend statement id
-	long      map[uint32]bool     // local statements sent COM_STMT_SEND_LONG_DATA since their last execute
-	types     map[uint32][]byte   // the parameter types the last execute of each local statement sent
+	long      map[uint32]bool   // local statements sent COM_STMT_SEND_LONG_DATA since their last execute
+	types     map[uint32][]byte // the parameter types the last execute of each local statement sent
 	// last is the local statement that the id 0xffffffff names (the
 	// statement prepared last) when the last prepare was answered here,
 	// noLast when that prepare was refused here, and 0 when the server
@@ -80,7 +79,6 @@ func (srv *Server) NewSession(s *relay.Session) *Session {
 // Reset forgets the session's kv statements.
 func (k *Session) Reset() {
 	clear(k.local)
-	clear(k.dual)
 	clear(k.long)
 	clear(k.types)
 	k.last = 0
@@ -244,27 +242,25 @@ func (k *Session) writeKVResult(r kv.Result, binary bool) error {
 }
 
 // Prepare answers COM_STMT_PREPARE of a kv pseudo-query itself, and
-// reports false for SQL. A prepared SELECT of placeholders is valid SQL
-// too: the caller prepares it on the backend as well and notes it with
-// SetDual, and each execute decides by the values bound (ExecuteDual).
-func (k *Session) Prepare(sql string) (handled bool, dual *kv.Stmt, err error) {
+// reports false for SQL.
+func (k *Session) Prepare(sql string) (handled bool, err error) {
 	if !k.kvAllowed() {
-		return false, nil, nil
+		return false, nil
 	}
 	st, ok, perr := k.parseKV(sql)
 	switch {
 	case !ok:
-		return false, nil, nil
+		return false, nil
 	case perr != nil:
 		k.last = noLast
-		return true, nil, k.writeKVResult(kv.ErrorResult(perr), false)
+		return true, k.writeKVResult(kv.ErrorResult(perr), false)
 	case st.Op == kv.OpSelect && !k.kvOnly:
 		// SELECT ? and SELECT "k" are SQL on the main listener: the
 		// server prepares them and tells the client their columns, and
 		// every execute must give what that said.
-		return false, nil, nil
+		return false, nil
 	}
-	return true, nil, k.kvPrepareLocal(st)
+	return true, k.kvPrepareLocal(st)
 }
 
 // kvPrepareLocal answers COM_STMT_PREPARE with a statement only mycached
@@ -311,14 +307,6 @@ func (k *Session) kvPrepareLocal(st *kv.Stmt) error {
 	return k.s.Flush()
 }
 
-// SetDual notes that the backend's statement id is also the kv SELECT st.
-func (k *Session) SetDual(id uint32, st *kv.Stmt) {
-	if k.dual == nil {
-		k.dual = make(map[uint32]*kv.Stmt)
-	}
-	k.dual[id] = st
-}
-
 // Command answers the COM_STMT_EXECUTE, COM_STMT_CLOSE,
 // COM_STMT_SEND_LONG_DATA and COM_STMT_RESET of the statements mycached
 // prepared itself, and reports false for every other command.
@@ -341,9 +329,6 @@ func (k *Session) Command(p []byte) (bool, error) {
 	}
 	st := k.local[id]
 	if st == nil {
-		if p[0] == mysql.COM_STMT_CLOSE {
-			delete(k.dual, id)
-		}
 		return false, nil
 	}
 	switch p[0] {
@@ -367,53 +352,6 @@ func (k *Session) Command(p []byte) (bool, error) {
 	return false, nil
 }
 
-// ExecuteDual answers a COM_STMT_EXECUTE of st from kv when st is also a
-// kv SELECT and the execute binds only strings that can be keys;
-// otherwise it reports false and the execute is SQL.
-func (k *Session) ExecuteDual(p []byte, st *relay.Stmt) (bool, error) {
-	ks := k.dual[st.ID]
-	// After COM_STMT_SEND_LONG_DATA the execute lacks a parameter: SQL.
-	if ks == nil || st.LongData || !stringParams(p, int(st.Params), st.Types) || !k.kvKeysValid(p, int(st.Params), st.Types) {
-		return false, nil
-	}
-	relay.NoteParamTypes(st, p)
-	return true, k.kvExecute(ks, p, st.Types)
-}
-
-// stringParams reports whether every parameter an execute binds is a
-// string: only then is a dual SELECT a kv lookup. Keys are strings; a
-// driver that binds a number, a time or NULL means SQL.
-func stringParams(p []byte, n int, types []byte) bool {
-	nb := (n + 7) / 8
-	at := 10 + nb
-	if len(p) <= at {
-		return false
-	}
-	for i := 0; i < n; i++ {
-		if p[10+i/8]&(1<<(i%8)) != 0 {
-			return false
-		}
-	}
-	if p[at] != 0 { // the types follow, as the server reads the flag
-		if len(p) < at+1+2*n {
-			return false
-		}
-		types = p[at+1 : at+1+2*n]
-	}
-	if len(types) < 2*n {
-		return false
-	}
-	for i := 0; i < n; i++ {
-		switch types[2*i] {
-		case mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_VARCHAR,
-			mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // kvExecute runs a kv statement mycached prepared.
 func (k *Session) kvExecute(st *kv.Stmt, p []byte, types []byte) error {
 	args := make([][]byte, st.Params)
@@ -434,28 +372,6 @@ func (k *Session) kvExecute(st *kv.Stmt, p []byte, types []byte) error {
 		return k.writeKVResult(kv.ErrorResult(err), true)
 	}
 	return k.writeKVResult(k.execKV(bound), true)
-}
-
-// kvKeysValid reports whether the strings an execute binds could all be
-// kv keys. A dual SELECT binding something that can never be a key (a
-// formatted time with its space, say) is SQL.
-func (k *Session) kvKeysValid(p []byte, n int, types []byte) bool {
-	room := 250 - len(k.srv.cfg.Prefix) - len(k.kvNamespace())
-	params := wire.DecodeParams(p, n, types)
-	if n > 0 && params == nil {
-		return false
-	}
-	for _, pv := range params {
-		if !pv.OK || pv.Text == "" || len(pv.Text) > room {
-			return false
-		}
-		for i := 0; i < len(pv.Text); i++ {
-			if c := pv.Text[i]; c <= ' ' || c == 0x7f {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // LuaKV gives policy scripts the kv namespace: cache.get/set/delete.
