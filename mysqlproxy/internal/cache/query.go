@@ -766,7 +766,6 @@ func (c *Session) runsCode(info *sqlinfo.Info) bool {
 	return false
 }
 
-// setsRole reports whether a statement sets the session's role.
 // loadsRoutine reports a SHOW that may load a stored routine: the server
 // then switches to the routine's database and back, which fixes the
 // session's privileges on its own database again, when the routine was
@@ -783,6 +782,7 @@ func loadsRoutine(info *sqlinfo.Info, sql string) bool {
 	return false
 }
 
+// setsRole reports whether a statement sets the session's role.
 func setsRole(info *sqlinfo.Info) bool {
 	for _, v := range info.Sets {
 		if v.Name == "role" {

@@ -98,15 +98,15 @@ type Session struct {
 	Backend *wire.Conn // nil on a listener with no backend
 	idle    atomic.Bool
 
-	Hello Hello  // user, database and capabilities from the handshake
-	Caps  uint32 // capabilities both the client and the backend agreed on
+	Hello      Hello  // user, database and capabilities from the handshake
+	Caps       uint32 // capabilities both the client and the backend agreed on
+	TLS        bool
+	ConnID     uint32 // the backend's connection id, which the client sees too
+	Status     uint16 // server status flags from the last OK or EOF
+	ClientAddr string
 	// multiSet says COM_SET_OPTION set multi-statements since the
 	// handshake, to multiOn (see MultiStatements).
 	multiSet, multiOn bool
-	TLS               bool
-	ConnID            uint32 // the backend's connection id, which the client sees too
-	Status            uint16 // server status flags from the last OK or EOF
-	ClientAddr        string
 	// ErrSeq is the sequence id for an error packet of mycached's own.
 	ErrSeq byte
 	// Last is the parsed view of the last response the client got.
