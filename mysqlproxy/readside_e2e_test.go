@@ -1083,6 +1083,10 @@ var rsCases = []rsCase{
 				gu := x.account("gu", "GRANT SELECT ON *.* TO {user}", "GRANT SELECT ON {db}.* TO {user}")
 				for _, p := range x.sidecars() {
 					keep, drop := x.as(x.A(), gu), x.as(p, gu)
+					// The grants a login reads go behind its OK (see
+					// the README): a statement after it waits for them.
+					keep.exec("DO 1")
+					drop.exec("DO 1")
 					x.exec("REVOKE SELECT ON *.* FROM '" + gu + "'@'%'")
 					x.sync()
 					x.release()
@@ -1106,6 +1110,8 @@ var rsCases = []rsCase{
 				for _, p := range x.sidecars() {
 					loads := x.sess(x.A(), rsAccount{user: su, pass: "pw"})
 					other := x.sess(p, rsAccount{user: su, pass: "pw"})
+					loads.exec("DO 1")
+					other.exec("DO 1")
 					x.exec("GRANT SELECT ON " + x.db + ".* TO '" + su + "'@'%'")
 					x.sync()
 					x.release()
@@ -1122,6 +1128,11 @@ var rsCases = []rsCase{
 				for _, p := range x.sidecars() {
 					via := dialRaw(x.t, p.addr, ku, "pw", x.db, false)
 					direct := dialRaw(x.t, x.env.m.Addr, ku, "pw", x.db, false)
+					for _, c := range []*rawConn{via, direct} {
+						if _, err := c.Execute("DO 1"); err != nil {
+							x.t.Fatal(err)
+						}
+					}
 					x.exec("GRANT SELECT ON " + x.db + ".* TO '" + ku + "'@'%'")
 					x.sync()
 					x.release()

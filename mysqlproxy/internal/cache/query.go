@@ -302,8 +302,14 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		// what was found of a name may have changed.
 		clear(c.tempsChecked)
 	}
-	loads := loadsRoutine(info, sql)
-	if ok && info.Kind == sqlinfo.Use || resp.Tracked.Schema || c.s.IdentityStale && setsRole(info) || loads {
+	if loadsRoutine(info, sql) {
+		// Read again before the next cacheable read, not now: a read of
+		// mycached's own would take the statement's warnings from the
+		// client (SHOW CREATE PROCEDURE of a routine that no longer
+		// parses, say).
+		c.s.IdentityStale = true
+	}
+	if ok && info.Kind == sqlinfo.Use || resp.Tracked.Schema || c.s.IdentityStale && setsRole(info) {
 		// The server fixed the session's privileges on its database (USE)
 		// or its global ones (SET ROLE) just now: the grants are read
 		// before the client has the answer, so that they are those in
@@ -313,8 +319,8 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		switch {
 		case setsRole(info) && ok:
 			c.s.GrantsTurn = relay.TurnRole
-		case setsRole(info), loads:
-			c.s.GrantsTurn = relay.TurnUnknown // it may have, or not
+		case setsRole(info):
+			c.s.GrantsTurn = relay.TurnUnknown // it may have run, or not
 		}
 		if ok && resp.Kind == relay.RespOK {
 			_ = c.s.RefreshIdentityAfterOK()

@@ -370,29 +370,43 @@ func (s *Session) askBackend(resp []byte, cseq byte, plain bool) bool {
 	return true
 }
 
-// finishAuth sets the authenticated backend session up, then tells the
-// client it is in, with the OK the backend sent (seq is its sequence id
-// toward the client). The set-up reads the grants the server fixed at
-// login before the client knows it is in: a GRANT or REVOKE that follows
-// the client's login (say, one its application asks for once connected)
-// then comes after the read, and cannot make the session's scope that of
-// grants it does not hold. The client waits for that one round trip to
-// the server.
+// finishAuth tells the client it is in, with the OK the backend sent (seq
+// is its sequence id toward the client), then sets the authenticated
+// backend session up. The client gets its OK as soon as it would
+// directly: the set-up statements cost the client a round trip to the
+// server only if it waits for its first command's answer, and drivers
+// that pipeline their first statements behind the handshake bound that
+// wait tightly (MariaDB Connector/J gives it 500 ms). The commands the
+// client sends meanwhile wait for the set-up in the session's buffer.
 //
 // The OK's session state is the client's as it stands: the backend
 // session still has the trackers a new session starts with, which are
 // the client's own; mycached's own go on only with the set-up.
+//
+// The set-up statements are sent before the client has its OK, and read
+// after: the server reads the grants it fixed at login right behind the
+// login, before the client can act on being in. A GRANT or REVOKE from
+// another session that lands between the login and that read is taken
+// as the grants the session logged in with (the README says so).
 func (s *Session) finishAuth(okp []byte, seq byte) error {
 	o, perr := wire.ParseOKPacket(okp, s.Track)
 	if perr == nil {
 		okp = wire.AppendOKPacket(nil, o, s.ClientTrack)
 	}
+	s.beforeOwnRead = func() error {
+		if _, err := s.Client.WritePacket(okp, seq); err != nil {
+			return ClientError{err}
+		}
+		if err := s.Client.W.Flush(); err != nil {
+			return ClientError{err}
+		}
+		return nil
+	}
 	err := s.setupSession(TurnLogin)
-	if err == nil {
-		if _, werr := s.Client.WritePacket(okp, seq); werr != nil {
-			err = ClientError{werr}
-		} else if werr := s.Client.W.Flush(); werr != nil {
-			err = ClientError{werr}
+	if f := s.beforeOwnRead; f != nil {
+		s.beforeOwnRead = nil
+		if ferr := f(); err == nil {
+			err = ferr
 		}
 	}
 	if err != nil {

@@ -155,6 +155,9 @@ type Session struct {
 	// in stored code). Two sessions share a scope only when the three
 	// are the same.
 	grantsGlobal, grantsDB, grantsUnknown string
+	// beforeOwnRead, when set, runs once between sending statements of
+	// mycached's own and reading their answers (see finishAuth).
+	beforeOwnRead func() error
 
 	buf       []byte // the command packet being handled
 	cursorCmd bool   // the command forwarded last asked for a cursor

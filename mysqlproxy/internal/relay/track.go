@@ -218,6 +218,12 @@ func (s *Session) ownQueries(qs ...string) ([]ownResult, error) {
 	if err := s.Backend.W.Flush(); err != nil {
 		return nil, BackendError{err}
 	}
+	if f := s.beforeOwnRead; f != nil {
+		s.beforeOwnRead = nil
+		if err := f(); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]ownResult, len(qs))
 	for i, q := range qs {
 		out[i].limitsLifted = strings.HasPrefix(q, ownLimitsSQL)
