@@ -1014,6 +1014,17 @@ func TestNoHitOnKilledSession(t *testing.T) {
 	}
 }
 
+// sameAsDirect runs run against MariaDB directly and through mycached,
+// fails t when the two differ, and returns what MariaDB gave.
+func sameAsDirect(t *testing.T, direct, via string, run func(addr string) string) string {
+	t.Helper()
+	want := run(direct)
+	if got := run(via); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	return want
+}
+
 // stmtProbe drives prepared statements over the raw protocol and notes
 // what each command got: an error code, or the packet count, the last
 // row and the final status flags.
@@ -1103,10 +1114,7 @@ func TestRefusedExecuteKeepsStatement(t *testing.T) {
 		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xfe, 0, 1, 'a')...)
 		return sp.String()
 	}
-	want := run(m.Addr)
-	if got := run(p.addr); got != want {
-		t.Errorf("got\n%s\nwant\n%s", got, want)
-	}
+	sameAsDirect(t, m.Addr, p.addr, run)
 }
 
 // TestLastStatementID: MariaDB reads the statement id 0xffffffff as the
@@ -1161,10 +1169,7 @@ func TestLastStatementID(t *testing.T) {
 		mustExec(t, other, "ALTER TABLE t DROP COLUMN w")
 		return strings.Join(append(out, sp.String()), "\n")
 	}
-	want := run(m.Addr)
-	if got := run(p.addr); got != want {
-		t.Errorf("got\n%s\nwant\n%s", got, want)
-	}
+	sameAsDirect(t, m.Addr, p.addr, run)
 }
 
 // TestMultiStatementsTrailingComment: a text that ends in ";" and a
@@ -1213,10 +1218,7 @@ func TestMultiStatementsTrailingComment(t *testing.T) {
 		}
 		return out + results(addr, true)
 	}
-	want := run(m.Addr)
-	if got := run(p.addr); got != want {
-		t.Errorf("got  %s\nwant %s", got, want)
-	}
+	want := sameAsDirect(t, m.Addr, p.addr, run)
 	if !strings.HasSuffix(want, "[1 rows][0 rows]") {
 		t.Errorf("MariaDB answered %s: the case proves nothing", want)
 	}

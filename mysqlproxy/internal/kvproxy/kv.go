@@ -68,8 +68,8 @@ type Session struct {
 }
 
 // noLast stands for a last prepare refused by mycached: the id
-// 0xffffffff then names no statement.
-const noLast = 0xffffffff
+// relay.LastStmtID then names no statement.
+const noLast = relay.LastStmtID
 
 // NewSession returns the kv state of the session s.
 func (srv *Server) NewSession(s *relay.Session) *Session {
@@ -107,27 +107,13 @@ func (k *Session) executeLocal(id uint32, st *kv.Stmt, p []byte) error {
 	}
 	// A driver sends the types with the first execute and leaves them
 	// out after, meaning the same ones.
-	if t := sentTypes(p, st.Params); t != nil {
+	if t, _ := relay.SentTypes(p, st.Params); t != nil {
 		if k.types == nil {
 			k.types = make(map[uint32][]byte)
 		}
 		k.types[id] = append(k.types[id][:0], t...)
 	}
 	return k.kvExecute(st, p, k.types[id])
-}
-
-// lastStmtID is the id by which a command names the statement prepared
-// last.
-const lastStmtID = 0xffffffff
-
-// sentTypes returns the parameter types an execute of n parameters
-// sends, or nil when it sends none.
-func sentTypes(p []byte, n int) []byte {
-	at := 10 + (n+7)/8
-	if n == 0 || len(p) <= at || p[at] == 0 || len(p) < at+1+2*n {
-		return nil
-	}
-	return p[at+1 : at+1+2*n]
 }
 
 // kvStore adapts the cache tiers' raw namespace to the kv language.
@@ -315,7 +301,7 @@ func (k *Session) Command(p []byte) (bool, error) {
 		return false, nil
 	}
 	id := wire.Le32(p[1:])
-	if id == lastStmtID && k.last != 0 {
+	if id == relay.LastStmtID && k.last != 0 {
 		// The statement prepared last was answered here, not by the
 		// server, whose last statement is another one.
 		if k.last == noLast {

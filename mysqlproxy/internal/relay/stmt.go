@@ -23,7 +23,7 @@ type Stmt struct {
 	// typesSent says the execute being answered sent types.
 	typesSent bool
 	// Unsure says a command may have changed the statement on the server
-	// unseen (one that named it by lastStmtID when mycached could not
+	// unseen (one that named it by LastStmtID when mycached could not
 	// tell): it is relayed as it is, and never answered from the cache.
 	Unsure bool
 	// CursorOpen says the server may hold a cursor of the statement,
@@ -71,13 +71,13 @@ func (s *Session) Stmt(p []byte) *Stmt {
 	return s.stmts[id]
 }
 
-// lastStmtID is the id by which a command names the statement prepared
+// LastStmtID is the id by which a command names the statement prepared
 // last (MariaDB's; Connector/J and Connector/C use it to send a prepare
 // and its execute at once).
-const lastStmtID = 0xffffffff
+const LastStmtID = 0xffffffff
 
 // stmtID returns the id of the statement a COM_STMT_* packet p names,
-// reading lastStmtID as the server does. It reports false when p names
+// reading LastStmtID as the server does. It reports false when p names
 // none, or names the last statement after a prepare the server refused,
 // when the server may take it for the statement prepared before or for
 // none: that statement is then Unsure.
@@ -86,7 +86,7 @@ func (s *Session) stmtID(p []byte) (uint32, bool) {
 		return 0, false
 	}
 	id := wire.Le32(p[1:])
-	if id != lastStmtID {
+	if id != LastStmtID {
 		return id, true
 	}
 	if s.lastUnsure {
@@ -111,19 +111,29 @@ func NoteParamTypes(st *Stmt, p []byte) {
 	if st.Params == 0 {
 		return
 	}
-	nb := (int(st.Params) + 7) / 8
-	at := 10 + nb
-	st.typesSent = false
-	if len(p) <= at || p[at] == 0 { // any other flag sends the types, as the server reads it
-		return
-	}
-	st.typesSent = true
-	end := at + 1 + 2*int(st.Params)
-	if len(p) < end {
+	types, sent := SentTypes(p, int(st.Params))
+	st.typesSent = sent
+	switch {
+	case !sent:
+	case types == nil:
 		st.Types = nil // the server reads what there is, and refuses it
-		return
+	default:
+		st.Types = append(st.Types[:0], types...)
 	}
-	st.Types = append(st.Types[:0], p[at+1:end]...)
+}
+
+// SentTypes returns the parameter types an execute of params parameters
+// sends, and whether its flag says it sends them; the types are nil when
+// the packet ends before them.
+func SentTypes(p []byte, params int) ([]byte, bool) {
+	at := 10 + (params+7)/8
+	if params == 0 || len(p) <= at || p[at] == 0 { // any other flag sends the types, as the server reads it
+		return nil, false
+	}
+	if end := at + 1 + 2*params; len(p) >= end {
+		return p[at+1 : end], true
+	}
+	return nil, true
 }
 
 // ExecuteDone notes how the server answered an execute of st. One it

@@ -694,7 +694,9 @@ func (s *Session) setIdentity(r ownResult) {
 	turn := s.GrantsTurn
 	s.GrantsTurn = TurnUnknown
 	switch {
-	case turn == TurnLogin || s.grantsGlobal == "", turn == TurnRole:
+	case turn == TurnLogin || s.grantsGlobal == "":
+		s.grantsGlobal, s.grantsDB, s.grantsUnknown = now, now, ""
+	case turn == TurnRole:
 		s.grantsGlobal, s.grantsDB = now, now
 	case turn == TurnUse:
 		s.grantsDB = now
@@ -703,9 +705,6 @@ func (s *Session) setIdentity(r ownResult) {
 		// both possibilities apart from every other session's.
 		h := sha256.Sum256([]byte(s.grantsUnknown + "+" + now))
 		s.grantsUnknown = hex.EncodeToString(h[:16])
-	}
-	if turn == TurnLogin {
-		s.grantsUnknown = ""
 	}
 	s.Identity = id + "+" + s.grantsGlobal + "/" + s.grantsDB + "/" + s.grantsUnknown
 }
