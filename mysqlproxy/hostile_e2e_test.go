@@ -3,8 +3,11 @@ package mysqlproxy_test
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -211,6 +214,8 @@ func TestMalformedPacketsAnswerAsServer(t *testing.T) {
 		{"user not terminated", append(append(slices.Clone(caps41), make([]byte, 28)...), "root"...), 1},
 		{"out of order", append(append(slices.Clone(caps41), make([]byte, 28)...), "root\x00\x00"...), 5},
 		{"two megabytes", append(append(slices.Clone(caps41), make([]byte, 28)...), strings.Repeat("a", 2<<20)...), 1},
+		// CLIENT_SSL, which neither offered: the server has no TLS here.
+		{"ssl request", append(binary.LittleEndian.AppendUint32(nil, 0x200|0x8000|0x800), make([]byte, 28)...), 1},
 	}
 	for _, h := range handshakes {
 		t.Run("handshake/"+h.name, func(t *testing.T) {
@@ -410,5 +415,38 @@ func TestFailedChangeUser(t *testing.T) {
 	}
 	if answers[0] != answers[1] {
 		t.Errorf("change-user answers: mycached %s, MariaDB %s", answers[1], answers[0])
+	}
+}
+
+// TestLateHandshakeReply: a server hangs up on a client that has not
+// answered its greeting within connect_timeout, and the client sees its
+// connection end, with no packet. Through mycached it ends the same way,
+// when the server's does.
+func TestLateHandshakeReply(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	// The server's connect_timeout, made 1 s: the relay hangs up on a
+	// connection that has sent nothing for that long.
+	hangUp := newRelay(t, m.Addr, func(dst io.Writer, src io.Reader) {
+		nc := src.(net.Conn)
+		_ = nc.SetReadDeadline(time.Now().Add(time.Second))
+		var b [1]byte
+		if _, err := io.ReadFull(src, b[:]); err != nil {
+			return
+		}
+		_ = nc.SetReadDeadline(time.Time{})
+		if _, err := dst.Write(b[:]); err == nil {
+			_, _ = io.Copy(dst, src)
+		}
+	})
+	p := startProxy(t, mysqlproxy.Config{Backend: hangUp.addr()})
+	for _, tc := range []struct{ name, addr string }{{"direct", hangUp.addr()}, {"mycached", p.addr}} {
+		nc := dialGreeted(t, tc.addr)
+		_ = nc.SetReadDeadline(time.Now().Add(15 * time.Second))
+		buf := make([]byte, 512)
+		n, err := nc.Read(buf)
+		if n > 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("%s: a client silent past the server's connect_timeout read %q, %v; want its connection closed", tc.name, buf[:n], err)
+		}
 	}
 }

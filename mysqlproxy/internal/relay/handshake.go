@@ -25,9 +25,10 @@ const maskedCaps = mysql.CLIENT_COMPRESS | mysql.CLIENT_ZSTD_COMPRESSION_ALGORIT
 const SSLRequestLen = 32
 
 var (
-	errBadGreeting  = errors.New("mysqlproxy: malformed backend greeting")
-	errBadHandshake = errors.New("mysqlproxy: malformed handshake response")
-	errNoBackendTLS = errors.New("mysqlproxy: backend does not offer TLS and --backend-tls requires it")
+	errBadGreeting   = errors.New("mysqlproxy: malformed backend greeting")
+	errBadHandshake  = errors.New("mysqlproxy: malformed handshake response")
+	errNoBackendTLS  = errors.New("mysqlproxy: backend does not offer TLS and --backend-tls requires it")
+	errBackendHungUp = errors.New("mysqlproxy: the backend closed the connection while the client's reply was awaited (its connect_timeout)")
 )
 
 // greeting is the backend's initial handshake packet, with the offsets of
@@ -249,18 +250,22 @@ func (s *Session) handshake() (bool, error) {
 	}
 
 	// The client's reply: maybe an SSL request first.
-	resp, cseq, err := s.Client.ReadPacket(s.buf, 1<<20)
+	s.backendWatch = watcher{c: s.Backend, event: s.backendEvent}
+	resp, cseq, err := s.readReply(s.buf)
 	if errors.Is(err, wire.ErrPacketTooLarge) {
 		// A reply no client sends: the server calls it a bad handshake.
 		s.SendError(cseq+1, mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake", true)
 		return false, errBadHandshake
 	}
 	if err != nil {
-		return false, ClientError{err}
+		return false, err
 	}
 	clientTLS := false
 	if len(resp) == SSLRequestLen && binary.LittleEndian.Uint32(resp)&mysql.CLIENT_SSL != 0 {
 		if s.opts.ClientTLS == nil {
+			// TLS was not offered: the server's answer to a client
+			// that asks anyway.
+			s.SendError(cseq+1, mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake", true)
 			return false, errBadHandshake
 		}
 		s.Client.Upgrade(func(c net.Conn) net.Conn { return tls.Server(c, s.opts.ClientTLS) })
@@ -268,8 +273,8 @@ func (s *Session) handshake() (bool, error) {
 			return false, ClientError{err}
 		}
 		clientTLS = true
-		if resp, _, err = s.Client.ReadPacket(resp, 1<<20); err != nil {
-			return false, ClientError{err}
+		if resp, _, err = s.readReply(resp); err != nil {
+			return false, err
 		}
 		cseq = s.Client.LastSeq
 	}
@@ -332,6 +337,24 @@ func (s *Session) handshake() (bool, error) {
 		return ok, err
 	}
 	return true, s.finishAuth(okp, okSeq)
+}
+
+// readReply reads the client's next packet of the connection phase,
+// watching the backend meanwhile: a server that hangs up on a client
+// slower than its connect_timeout closes the client's connection at
+// once, with no packet, and mycached does the same.
+func (s *Session) readReply(buf []byte) ([]byte, byte, error) {
+	s.backendWatch.arm()
+	p, seq, err := s.Client.ReadPacket(buf, 1<<20)
+	s.backendWatch.stop()
+	wire.SetDeadline(s.Backend.NetConn, handshakeTimeout) // stop cleared it
+	switch {
+	case s.dead.Load():
+		return nil, 0, errBackendHungUp
+	case err != nil && !errors.Is(err, wire.ErrPacketTooLarge):
+		return nil, 0, ClientError{err}
+	}
+	return p, seq, err
 }
 
 // refuseHandshake answers a handshake response mycached cannot read with
@@ -464,9 +487,9 @@ func (s *Session) authExchange(first []byte, seq, delta byte) (bool, []byte, byt
 			// follows with nothing from the client.
 			continue
 		}
-		c, cseq, err := s.Client.ReadPacket(buf, 1<<20)
+		c, cseq, err := s.readReply(buf)
 		if err != nil {
-			return false, nil, 0, ClientError{err}
+			return false, nil, 0, err
 		}
 		buf = c
 		s.ErrSeq = cseq + 1
