@@ -7,7 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -254,5 +256,57 @@ func writeRawPacket(t *testing.T, w io.Writer, p []byte, seq byte) {
 	h := []byte{byte(len(p)), byte(len(p) >> 8), byte(len(p) >> 16), seq}
 	if _, err := w.Write(append(h, p...)); err != nil {
 		t.Fatalf("write: %v", err)
+	}
+}
+
+// TestKVListenConnectorJ: MariaDB Connector/J reads system variables
+// when it connects, with SELECT @@... and then SHOW VARIABLES, and gives
+// up when neither answers. It connects to the kv-only listener, with and
+// without a database named, and uses kv with text and server-prepared
+// statements.
+func TestKVListenConnectorJ(t *testing.T) {
+	addr := startKVListener(t, mysqlproxy.Config{})
+	host, port, _ := strings.Cut(addr, ":")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "KV.java")
+	if err := os.WriteFile(src, []byte(`import java.sql.*;
+public class KV { public static void main(String[] a) throws Exception {
+  java.util.Properties p = new java.util.Properties();
+  p.setProperty("user", "app");
+  p.setProperty("password", a[2]);
+  try (Connection c = DriverManager.getConnection("jdbc:mariadb://" + a[0] + "/" + a[1] + "?" + a[3], p)) {
+    c.createStatement().executeUpdate("INSERT \"j\" = \"v1\"");
+    ResultSet r = c.createStatement().executeQuery("SELECT \"j\"");
+    while (r.next()) System.out.print(r.getString(1) + "=" + r.getString(2) + ";");
+    PreparedStatement ps = c.prepareStatement("SELECT ?");
+    ps.setString(1, "j");
+    if (a[3].contains("useServerPrepStmts=true")) {
+      r = ps.executeQuery();
+      while (r.next()) System.out.print("prepared " + r.getString(1) + "=" + r.getString(2) + ";");
+    }
+    System.out.println();
+  }
+}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const jar = "/usr/share/java/mariadb-java-client.jar"
+	if out, err := exec.Command("javac", "-d", dir, "-cp", jar, src).CombinedOutput(); err != nil {
+		t.Fatalf("javac (packages default-jdk-headless, libmariadb-java): %v\n%s", err, out)
+	}
+	for _, c := range []struct{ db, opts, want string }{
+		{"", "", "j=v1;\n"},
+		{"appdb", "useServerPrepStmts=true", "j=v1;prepared j=v1;\n"},
+	} {
+		out, err := exec.Command("java", "-cp", jar+":"+dir, "KV", addr, c.db, kvPass, c.opts).CombinedOutput()
+		if err != nil || string(out) != c.want {
+			t.Errorf("Connector/J to %s:%s, database %q%s: got %v\n%s\nwant %q", host, port, c.db, c.opts, err, out, c.want)
+		}
+	}
+	// The server's error for a variable the listener does not have.
+	db := openDB(t, testenv.DSNFor(addr, "app", kvPass, "", ""))
+	var v string
+	if err := db.QueryRow(`SELECT @@no_such_variable`).Scan(&v); err == nil || mysqlErr(t, err).Number != 1193 {
+		t.Errorf("SELECT @@no_such_variable: got %q, %v; want error 1193", v, err)
 	}
 }

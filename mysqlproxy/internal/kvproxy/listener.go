@@ -293,34 +293,28 @@ func (k *Session) kvOnlyQuery(sql string) error {
 	case ok:
 		return k.writeKVResult(k.execKV(st), false)
 	}
-	switch kvSessionStatement(sql) {
-	case "set", "commit", "rollback":
+	if kvSessionStatement(sql) {
 		// Drivers set up their sessions at connect (PyMySQL sends SET NAMES
 		// and SET autocommit) and commit after writes. The kv store has no
 		// session state that these change, and no transactions.
 		return k.s.WriteOK(0)
-	case "version_comment":
-		// The mariadb client asks this when it starts, for its banner.
-		v := "mycached key/value listener"
-		return k.s.WriteResult([]string{"@@version_comment"}, [][]*string{{&v}})
+	}
+	if a, ok := readVars(sql, sysVars(2*k.srv.cfg.MaxBytes+1<<16)); ok {
+		return k.writeVars(a)
 	}
 	return k.s.WriteErr(mysql.ER_NOT_SUPPORTED_YET, "42000", kvOnlyMsg)
 }
 
-// kvSessionStatement classifies the few SQL statements the kv-only
-// listener accepts without doing anything: "set", "commit", "rollback" or
-// "version_comment"; "" for everything else.
-func kvSessionStatement(sql string) string {
+// kvSessionStatement reports whether sql is one of the few statements
+// the kv-only listener accepts without doing anything: SET, COMMIT and
+// ROLLBACK.
+func kvSessionStatement(sql string) bool {
 	f := strings.Fields(strings.ToLower(strings.TrimRight(strings.TrimSpace(sql), "; \t\r\n")))
 	switch {
 	case len(f) == 0:
-		return ""
+		return false
 	case f[0] == "set" && len(f) > 1:
-		return "set"
-	case len(f) == 1 && (f[0] == "commit" || f[0] == "rollback"):
-		return f[0]
-	case strings.Join(f, " ") == "select @@version_comment limit 1":
-		return "version_comment"
+		return true
 	}
-	return ""
+	return len(f) == 1 && (f[0] == "commit" || f[0] == "rollback")
 }
