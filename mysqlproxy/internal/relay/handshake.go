@@ -340,9 +340,9 @@ func (s *Session) handshake() (bool, error) {
 }
 
 // readReply reads the client's next packet of the connection phase,
-// watching the backend meanwhile: a server that hangs up on a client
-// slower than its connect_timeout closes the client's connection at
-// once, with no packet, and mycached does the same.
+// watching the backend meanwhile: a server hangs up on a client slower
+// than its connect_timeout, resetting the connection, and mycached does
+// the same to the client at once.
 func (s *Session) readReply(buf []byte) ([]byte, byte, error) {
 	s.backendWatch.arm()
 	p, seq, err := s.Client.ReadPacket(buf, 1<<20)
@@ -350,6 +350,7 @@ func (s *Session) readReply(buf []byte) ([]byte, byte, error) {
 	wire.SetDeadline(s.Backend.NetConn, handshakeTimeout) // stop cleared it
 	switch {
 	case s.dead.Load():
+		s.endDead() // reset, as the server reset it
 		return nil, 0, errBackendHungUp
 	case err != nil && !errors.Is(err, wire.ErrPacketTooLarge):
 		return nil, 0, ClientError{err}
