@@ -450,4 +450,20 @@ func TestLateHandshakeReply(t *testing.T) {
 			t.Errorf("%s: a client silent past the server's connect_timeout read %q, %v; want its connection reset", tc.name, buf[:n], err)
 		}
 	}
+	// A client slow to reply, but within the timeout, gets in: its reply
+	// reaches mycached 300 ms after the greeting.
+	slow := newRelay(t, p.addr, func(dst io.Writer, src io.Reader) {
+		var b [1]byte
+		if _, err := io.ReadFull(src, b[:]); err != nil {
+			return
+		}
+		time.Sleep(300 * time.Millisecond)
+		if _, err := dst.Write(b[:]); err == nil {
+			_, _ = io.Copy(dst, src)
+		}
+	})
+	var one int
+	if err := openDB(t, rootDSN(slow.addr(), "", "")).QueryRow("SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Errorf("a client that replies to the greeting after 300 ms: SELECT 1 got %d, %v", one, err)
+	}
 }

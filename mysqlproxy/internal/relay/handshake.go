@@ -250,7 +250,6 @@ func (s *Session) handshake() (bool, error) {
 	}
 
 	// The client's reply: maybe an SSL request first.
-	s.backendWatch = watcher{c: s.Backend, event: s.backendEvent}
 	resp, cseq, err := s.readReply(s.buf)
 	if errors.Is(err, wire.ErrPacketTooLarge) {
 		// A reply no client sends: the server calls it a bad handshake.

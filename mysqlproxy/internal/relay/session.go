@@ -231,6 +231,8 @@ func (s *Session) Run(newHandler func(*Session) Handler) {
 	s.Backend = wire.NewConn(bc)
 	defer s.Backend.Release()
 	defer s.Backend.Close()
+	// Made once: a timer of the handshake's watch may still be ending.
+	s.backendWatch = watcher{c: s.Backend, event: s.backendEvent}
 
 	wire.SetDeadline(s.Client.NetConn, handshakeTimeout)
 	wire.SetDeadline(s.Backend.NetConn, handshakeTimeout)
@@ -246,7 +248,6 @@ func (s *Session) Run(newHandler func(*Session) Handler) {
 	wire.SetDeadline(s.Backend.NetConn, 0)
 	s.Log = s.Log.With("user", s.Hello.User)
 	s.handler = newHandler(s)
-	s.backendWatch = watcher{c: s.Backend, event: s.backendEvent}
 	s.clientWatch = watcher{c: s.Client, event: s.clientEvent}
 	defer s.backendWatch.stop()
 	defer s.clientWatch.stop()
