@@ -78,6 +78,7 @@ type Engine struct {
 
 	metaP    atomic.Pointer[meta.Meta] // nil: no metadata, every dependency table-level
 	follower atomic.Pointer[Follower]
+	peers    atomic.Pointer[Peers]
 
 	flights  flight.Early
 	ghosts   ghosts
@@ -113,7 +114,7 @@ func (e *Engine) namer() deps.Namer {
 // BumpFromBinlog invalidates what the binlog follower says a committed
 // transaction changed.
 func (e *Engine) BumpFromBinlog(ctx context.Context, ds []string) {
-	e.Store.Bump(ctx, ds)
+	e.Store.BumpApplied(ctx, ds)
 	e.Stats.invalidations.Add(uint64(len(ds)))
 }
 
@@ -127,22 +128,54 @@ func (e *Engine) SetFollower(f Follower) {
 	e.follower.Store(&f)
 }
 
+// Peers is what the cache asks of the links to the fleet's other
+// sidecars (package peers).
+type Peers interface {
+	// Trusted reports whether every write another sidecar has
+	// acknowledged to its client has bumped the local view.
+	Trusted() bool
+}
+
+// SetPeers gives the engine the links to the fleet's other sidecars;
+// nil means none.
+func (e *Engine) SetPeers(p Peers) {
+	if p == nil {
+		e.peers.Store(nil)
+		return
+	}
+	e.peers.Store(&p)
+}
+
 // mode returns how a hit wanting consistency c may be checked now, or
 // false when it must not use the cache at all: Bounded, with no shared
 // tier to fall back on, and a follower that is not current.
+//
+// A Strict hit is checked against the local view, as a Bounded one,
+// while the peers are trusted: every sidecar's acknowledged writes have
+// bumped it, and the follower is current for the writes that bypass
+// them.
 func (e *Engine) mode(c Consistency) (store.Mode, bool) {
 	if c == "" {
 		c = e.cfg.Consistency
 	}
 	if c != Bounded {
+		if p := e.peers.Load(); p != nil && (*p).Trusted() && e.followerCurrent() {
+			e.Stats.peerChecked.Inc()
+			return store.Bounded, true
+		}
 		return store.Strict, true
 	}
-	f := e.follower.Load()
-	if f == nil || time.Since((*f).FreshAsOf()) > e.cfg.MaxStaleness {
+	if !e.followerCurrent() {
 		e.Stats.fallbacks.Inc()
 		return store.Strict, e.Store.Shared()
 	}
 	return store.Bounded, true
+}
+
+// followerCurrent reports whether the follower is within MaxStaleness.
+func (e *Engine) followerCurrent() bool {
+	f := e.follower.Load()
+	return f != nil && time.Since((*f).FreshAsOf()) <= e.cfg.MaxStaleness
 }
 
 // Session is one client session's cache state. It is owned by the

@@ -233,6 +233,37 @@ func (s *Store) ensureGen(ctx context.Context, key string) (uint64, error) {
 // it with backoff until it lands.
 func (s *Store) Bump(ctx context.Context, deps []string) {
 	s.bump(ctx, deps)
+	s.tell(deps)
+}
+
+// BumpApplied is Bump for what the binlog follower applies: every
+// sidecar's own follower applies it, so the others are not told.
+func (s *Store) BumpApplied(ctx context.Context, deps []string) {
+	s.bump(ctx, deps)
+}
+
+// BumpLocal bumps deps in the local view alone, for a bump another
+// sidecar has made in memcached and told this one of.
+func (s *Store) BumpLocal(deps []string) {
+	for _, d := range deps {
+		s.local.bump(d, s.timeSeed())
+	}
+}
+
+// SetNotify sets how a write's bumps are told to the fleet's other
+// sidecars, after memcached and the local view have them; nil stops.
+func (s *Store) SetNotify(f func(deps []string)) {
+	if f == nil {
+		s.notify.Store(nil)
+		return
+	}
+	s.notify.Store(&f)
+}
+
+func (s *Store) tell(deps []string) {
+	if f := s.notify.Load(); f != nil {
+		(*f)(deps)
+	}
 }
 
 // bump is Bump, reporting whether every bump landed.

@@ -445,6 +445,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // it is retried until it does.
 func (s *Store) Flush(ctx context.Context) error {
 	err := s.bump(ctx, []string{"*"})
+	s.tell([]string{"*"})
 	if s.l1 != nil {
 		s.l1.purge(func(k string) bool { return strings.HasPrefix(k, queryPrefix) })
 	}

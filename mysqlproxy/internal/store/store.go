@@ -201,6 +201,10 @@ type Store struct {
 	stats      counters
 	bg         background // memcached writes off the client's path
 
+	// notify, when set, tells the fleet's other sidecars of a write's
+	// bumps (see package peers).
+	notify atomic.Pointer[func([]string)]
+
 	stop      chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup

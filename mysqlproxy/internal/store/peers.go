@@ -1,0 +1,80 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+)
+
+// peersKey holds the fleet's list of sidecars (see package peers): one
+// line per member, its address and the unix time its listing ends.
+const peersKey = internalPrefix + "peers"
+
+// PeerRefresh lists self in memcached until at least ttl from now, and
+// returns every member still listed; joined says self was not. The list
+// is rewritten, with compare-and-swap, only when self is missing or has
+// less than half of ttl left, so a steady fleet only reads it.
+func (s *Store) PeerRefresh(ctx context.Context, self string, ttl time.Duration) (members []string, joined bool, err error) {
+	if s.mc == nil {
+		return nil, false, errors.New("store: no memcached")
+	}
+	for range 8 {
+		now := s.now()
+		var it *memcache.Item
+		err := s.mcDo(ctx, func() error {
+			var err error
+			it, err = s.mc.Get(peersKey)
+			return err
+		})
+		if err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+			return nil, false, err
+		}
+		var lines []string
+		members = members[:0]
+		fresh, listed := false, false
+		if it != nil {
+			for _, ln := range strings.Split(string(it.Value), "\n") {
+				addr, exp, ok := strings.Cut(ln, " ")
+				t, perr := strconv.ParseInt(exp, 10, 64)
+				if !ok || perr != nil || addr == "" || t <= now.Unix() {
+					continue // expired, or not ours to read
+				}
+				if addr == self {
+					listed = true
+					fresh = t >= now.Add(ttl/2).Unix()
+					if !fresh {
+						continue
+					}
+				}
+				lines = append(lines, ln)
+				members = append(members, addr)
+			}
+		}
+		if fresh {
+			return members, false, nil
+		}
+		lines = append(lines, self+" "+strconv.FormatInt(now.Add(ttl).Unix(), 10))
+		members = append(members, self)
+		item := &memcache.Item{Key: peersKey, Value: []byte(strings.Join(lines, "\n")), Expiration: int32(3 * ttl / time.Second)}
+		err = s.mcDo(ctx, func() error {
+			if it == nil {
+				return s.mc.Add(item)
+			}
+			item.CasID = it.CasID
+			return s.mc.CompareAndSwap(item)
+		})
+		switch {
+		case err == nil:
+			return members, !listed, nil
+		case errors.Is(err, memcache.ErrCASConflict), errors.Is(err, memcache.ErrNotStored), errors.Is(err, memcache.ErrCacheMiss):
+			continue // another sidecar wrote it meanwhile
+		default:
+			return nil, false, err
+		}
+	}
+	return nil, false, errors.New("store: the peer list kept changing")
+}

@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
+)
+
+// TestPeerRefresh: concurrent sidecars all end up listed, each learns
+// whether it joined, and a listing that is not refreshed ends.
+func TestPeerRefresh(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	ctx := context.Background()
+	stores := make([]*Store, 6)
+	for i := range stores {
+		stores[i] = newStore(t, Options{Servers: []string{mc.Addr}, Timeout: 5 * time.Second})
+	}
+	addrs := []string{"a:1", "b:2", "c:3", "d:4", "e:5", "f:6"}
+	var wg sync.WaitGroup
+	for i, s := range stores {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, joined, err := s.PeerRefresh(ctx, addrs[i], 10*time.Second)
+			if err != nil || !joined {
+				t.Errorf("%s: joined %v, %v", addrs[i], joined, err)
+			}
+		}()
+	}
+	wg.Wait()
+	members, joined, err := stores[0].PeerRefresh(ctx, addrs[0], 10*time.Second)
+	slices.Sort(members)
+	if err != nil || joined || !slices.Equal(members, addrs) {
+		t.Fatalf("members %v joined %v err %v", members, joined, err)
+	}
+	// A listing with 1 s left is renewed by its own sidecar and expires
+	// for everyone else once that second has passed.
+	if _, _, err := stores[1].PeerRefresh(ctx, "short:1", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2100 * time.Millisecond)
+	members, _, err = stores[0].PeerRefresh(ctx, addrs[0], 10*time.Second)
+	if err != nil || slices.Contains(members, "short:1") {
+		t.Fatalf("an expired listing is still there: %v %v", members, err)
+	}
+	members, joined, err = stores[1].PeerRefresh(ctx, "short:1", time.Second)
+	if err != nil || !joined || !slices.Contains(members, "short:1") {
+		t.Fatalf("rejoin: %v %v %v", members, joined, err)
+	}
+}
+
+// TestPeerRefreshWithoutMemcached fails rather than listing nobody.
+func TestPeerRefreshWithoutMemcached(t *testing.T) {
+	s := newStore(t, Options{Servers: []string{testenv.BlackHole(t)}, Timeout: 50 * time.Millisecond})
+	if _, _, err := s.PeerRefresh(context.Background(), "a:1", time.Second); err == nil {
+		t.Fatal("no error from a memcached that never answers")
+	}
+}
