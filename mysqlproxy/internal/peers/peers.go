@@ -1,0 +1,761 @@
+// Package peers lets the sidecars of a fleet tell each other of their
+// writes directly, so that a strict hit needs no memcached round trip.
+//
+// In strict mode a write's client hears OK only once no sidecar can
+// answer the old rows. Without peers that holds because every hit reads
+// memcached's generations, which the write bumped first: a network round
+// trip per hit. With peers, a writer also sends its bumps to every other
+// sidecar and waits for each one's acknowledgement, which comes once the
+// bumps are in that sidecar's local view; a sidecar that holds a lease
+// from every other member of the fleet may then check a hit against its
+// local view alone.
+//
+// Leases make a lost link safe. A sidecar asks each member for a lease
+// every Ping; a lease runs for Lease from when it was asked for, on the
+// asker's clock, so it ends before Lease has passed since the grantor
+// sent it, on the grantor's. A writer whose bumps a sidecar did not
+// acknowledge waits until every lease it granted that sidecar has ended,
+// then lets its client go on: that sidecar checks its hits against
+// memcached meanwhile. The bumps are owed to it: it is granted no new
+// lease until it has acknowledged them. A sidecar first heard from is
+// owed a global bump, since nothing says what it missed.
+//
+// Membership is a list in memcached (see Registry). A sidecar trusts its
+// local view only while its last reading of the list is younger than
+// RegistryLease and it holds a lease from everyone on it, so a sidecar
+// that joined is required within RegistryLease of its joining; the
+// joiner, when a peer does not acknowledge its bumps, also waits that
+// long after it joined. A sidecar that could not keep itself on the list
+// (it cannot reach memcached) cannot make its bumps safe that way: its
+// writes are then seen by the others through their binlog followers,
+// as its memcached bumps are when it cannot reach memcached.
+package peers
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Registry keeps the fleet's list of members.
+type Registry interface {
+	// Refresh puts self on the list, to stay there for at least ttl
+	// unless refreshed again, and returns the members listed, self
+	// included. joined says self was not listed before this call.
+	Refresh(ctx context.Context, self string, ttl time.Duration) (members []string, joined bool, err error)
+}
+
+// Timing is the protocol's periods; zero fields take the defaults.
+type Timing struct {
+	Lease         time.Duration // how long a granted lease runs (500ms)
+	Ping          time.Duration // how often a lease is asked for (100ms)
+	AckTimeout    time.Duration // how long a writer waits for an acknowledgement (200ms)
+	RegistryEvery time.Duration // how often the list is read (250ms)
+	RegistryLease time.Duration // how long a reading of the list is trusted (1s)
+	RegistryTTL   time.Duration // how long a listing lasts unrefreshed (10s)
+}
+
+func (t Timing) withDefaults() Timing {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&t.Lease, 500*time.Millisecond)
+	def(&t.Ping, 100*time.Millisecond)
+	def(&t.AckTimeout, 200*time.Millisecond)
+	def(&t.RegistryEvery, 250*time.Millisecond)
+	def(&t.RegistryLease, time.Second)
+	def(&t.RegistryTTL, 10*time.Second)
+	return t
+}
+
+// Config is what a Mesh needs.
+type Config struct {
+	Listener  net.Listener // where peers connect
+	Advertise string       // the address peers dial to reach this sidecar
+	Registry  Registry
+	// Apply bumps deps in the local view; a Mesh acknowledges bumps only
+	// once it has returned.
+	Apply  func(deps []string)
+	Log    *slog.Logger
+	Timing Timing
+}
+
+// Global is the dependency every entry has; a peer first heard from is
+// owed a bump of it.
+var Global = "*"
+
+// margin is added to every wait for a lease to end, for the rate at
+// which two clocks may drift apart over a lease and for scheduling.
+const margin = 20 * time.Millisecond
+
+// maxLinks bounds the peers a sidecar keeps links to.
+const maxLinks = 256
+
+// Limits on a message: a peer that sends more is disconnected.
+const (
+	maxDeps   = 1 << 20
+	maxDepLen = 1 << 16
+)
+
+// Message types.
+const (
+	msgHello = 'H' // the dialer's advertised address
+	msgPing  = 'P' // a request for a lease
+	msgBump  = 'B' // deps to bump
+	msgAck   = 'A' // the answer to a ping (a grant) or a bump
+	msgNak   = 'N' // the answer to a ping that is refused
+)
+
+// Mesh is one sidecar's links to the rest of the fleet.
+type Mesh struct {
+	cfg   Config
+	t     Timing
+	base  time.Time
+	ctx   context.Context
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+	trust atomic.Int64 // monotonic ns until which the local view is trusted
+
+	mu       sync.Mutex // protects the fields below and every link's state
+	links    map[string]*link
+	members  []string // the others on the last list read
+	regUntil int64    // monotonic ns until which that reading holds
+	joinedAt int64    // monotonic ns of this sidecar's listing, 0 if none
+	listedTo time.Time
+	conns    map[net.Conn]struct{}
+
+	notified, failed, unsafe, grants, refusals atomic.Uint64
+}
+
+// New starts a Mesh: it serves cfg.Listener, keeps itself listed, and
+// links to every member.
+func New(cfg Config) *Mesh {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case cfg.Listener == nil:
+		cfg.Advertise = fmt.Sprintf("%s%016x", unlinked, rand.Uint64())
+	case cfg.Advertise == "":
+		cfg.Advertise = cfg.Listener.Addr().String()
+	}
+	m := &Mesh{cfg: cfg, t: cfg.Timing.withDefaults(), base: time.Now(),
+		links: make(map[string]*link), conns: make(map[net.Conn]struct{})}
+	m.ctx, m.stop = context.WithCancel(context.Background())
+	m.wg.Add(1)
+	go m.keepListed()
+	if cfg.Listener != nil {
+		m.wg.Add(1)
+		go m.serve()
+	}
+	return m
+}
+
+// unlinked begins the listing of a sidecar that shares memcached but
+// takes no part in the mesh (Config.Listener nil). It keeps itself
+// listed so that the others know a member writes without telling them,
+// and never trust their local views while it is there.
+const unlinked = "unlinked:"
+
+// Close stops the Mesh and waits for its goroutines.
+func (m *Mesh) Close() {
+	m.stop()
+	if m.cfg.Listener != nil {
+		_ = m.cfg.Listener.Close()
+	}
+	m.mu.Lock()
+	for c := range m.conns {
+		_ = c.Close()
+	}
+	for _, l := range m.links {
+		l.close()
+	}
+	m.mu.Unlock()
+	m.wg.Wait()
+}
+
+func (m *Mesh) now() int64 { return int64(time.Since(m.base)) }
+
+// Trusted reports whether every write of another sidecar that has been
+// acknowledged to its client is in the local view.
+func (m *Mesh) Trusted() bool { return m.now() < m.trust.Load() }
+
+// Stats is what a Mesh has done.
+type Stats struct {
+	Advertise string
+	Members   int  // others on the last list read
+	Linked    int  // others this sidecar holds a lease from now
+	Trusted   bool // the local view is trusted now
+	Notified  uint64
+	Failed    uint64 // bumps a peer did not acknowledge in time
+	Unsafe    uint64 // of those, bumps that waiting could not make safe
+	Grants    uint64
+	Refusals  uint64
+}
+
+// Stats returns the counters.
+func (m *Mesh) Stats() Stats {
+	now := m.now()
+	m.mu.Lock()
+	st := Stats{Advertise: m.cfg.Advertise, Members: len(m.members)}
+	for _, a := range m.members {
+		if l := m.links[a]; l != nil && l.leaseUntil > now {
+			st.Linked++
+		}
+	}
+	m.mu.Unlock()
+	st.Trusted = m.Trusted()
+	st.Notified, st.Failed, st.Unsafe = m.notified.Load(), m.failed.Load(), m.unsafe.Load()
+	st.Grants, st.Refusals = m.grants.Load(), m.refusals.Load()
+	return st
+}
+
+// Notify sends deps to every peer that may hold a lease from this
+// sidecar and returns once each has acknowledged them, or once every
+// lease it could hold has ended. Callers have bumped memcached and the
+// local view first.
+func (m *Mesh) Notify(deps []string) {
+	if len(deps) == 0 {
+		return
+	}
+	m.mu.Lock()
+	var to []*link
+	for _, l := range m.links {
+		if l.peerKnown {
+			to = append(to, l)
+		}
+	}
+	m.mu.Unlock()
+	if len(to) == 0 {
+		return
+	}
+	m.notified.Add(1)
+	msg := encodeDeps(deps)
+	oks := make([]bool, len(to))
+	var wg sync.WaitGroup
+	for i, l := range to {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			oks[i] = l.request(msgBump, msg, m.t.AckTimeout)
+		}()
+	}
+	wg.Wait()
+	var until int64
+	m.mu.Lock()
+	for i, l := range to {
+		if oks[i] {
+			continue
+		}
+		m.failed.Add(1)
+		l.owe(deps)
+		// Read after owing, under the lock a grant takes: no lease is
+		// granted after this one until the debt is paid.
+		until = max(until, l.grantAt+int64(m.t.Lease))
+		if m.joinedAt == 0 || time.Until(m.listedTo) < time.Second {
+			m.unsafe.Add(1)
+		} else {
+			until = max(until, m.joinedAt+int64(m.t.RegistryLease))
+		}
+	}
+	m.mu.Unlock()
+	if until == 0 {
+		return
+	}
+	if d := time.Duration(until-m.now()) + margin; d > 0 {
+		m.cfg.Log.Warn("peers: a peer did not acknowledge a write's invalidations; waiting for its lease to end", "wait", d)
+		time.Sleep(d)
+	}
+}
+
+// recomputeTrust sets the trust from the leases held; m.mu must be held.
+func (m *Mesh) recomputeTrust() {
+	t := m.regUntil
+	if m.cfg.Listener == nil {
+		t = 0
+	}
+	for _, a := range m.members {
+		l := m.links[a]
+		if l == nil || strings.HasPrefix(a, unlinked) {
+			t = 0
+			break
+		}
+		t = min(t, l.leaseUntil)
+	}
+	m.trust.Store(t)
+}
+
+// keepListed keeps this sidecar on the list, and links to the members.
+func (m *Mesh) keepListed() {
+	defer m.wg.Done()
+	tick := time.NewTicker(m.t.RegistryEvery)
+	defer tick.Stop()
+	var lastErr time.Time
+	for {
+		start := m.now()
+		ctx, cancel := context.WithTimeout(m.ctx, m.t.RegistryEvery)
+		members, joined, err := m.cfg.Registry.Refresh(ctx, m.cfg.Advertise, m.t.RegistryTTL)
+		cancel()
+		if err != nil {
+			if m.ctx.Err() != nil {
+				return
+			}
+			if time.Since(lastErr) > 10*time.Second {
+				m.cfg.Log.Warn("peers: cannot read the fleet's list in memcached; hits are checked against memcached", "err", err)
+				lastErr = time.Now()
+			}
+		} else {
+			m.listed(start, members, joined)
+		}
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// listed records a reading of the list, begun at start.
+func (m *Mesh) listed(start int64, members []string, joined bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if joined || m.joinedAt == 0 {
+		m.joinedAt = m.now()
+	}
+	m.listedTo = time.Now().Add(m.t.RegistryTTL / 2)
+	m.regUntil = start + int64(m.t.RegistryLease)
+	others := members[:0:0]
+	for _, a := range members {
+		if a != m.cfg.Advertise {
+			others = append(others, a)
+		}
+	}
+	m.members = others
+	for _, a := range others {
+		if m.cfg.Listener != nil && !strings.HasPrefix(a, unlinked) {
+			m.linkLocked(a)
+		}
+	}
+	// Forget the peers that left the list and hold no lease from here.
+	now := m.now()
+	for a, l := range m.links {
+		if !slices.Contains(others, a) && l.grantAt+int64(m.t.Lease) < now && now-l.heardAt > int64(m.t.RegistryTTL) {
+			l.close()
+			delete(m.links, a)
+		}
+	}
+	m.recomputeTrust()
+}
+
+// linkLocked returns the link to addr, starting one; m.mu must be held.
+// It returns nil when there are too many.
+func (m *Mesh) linkLocked(addr string) *link {
+	if l := m.links[addr]; l != nil {
+		return l
+	}
+	if len(m.links) >= maxLinks {
+		return nil
+	}
+	l := &link{m: m, addr: addr, owedAll: true, waiters: make(map[uint64]chan bool), pings: make(map[uint64]int64)}
+	l.ctx, l.cancel = context.WithCancel(m.ctx)
+	m.links[addr] = l
+	m.wg.Add(1)
+	go l.run()
+	return l
+}
+
+// serve accepts peers' connections.
+func (m *Mesh) serve() {
+	defer m.wg.Done()
+	for {
+		c, err := m.cfg.Listener.Accept()
+		if err != nil {
+			if m.ctx.Err() != nil {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		m.mu.Lock()
+		if m.ctx.Err() != nil {
+			m.mu.Unlock()
+			_ = c.Close()
+			return
+		}
+		m.conns[c] = struct{}{}
+		m.mu.Unlock()
+		m.wg.Add(1)
+		go m.answer(c)
+	}
+}
+
+// answer serves one peer's requests: its pings, with grants or refusals,
+// and its bumps, applied before they are acknowledged.
+func (m *Mesh) answer(c net.Conn) {
+	defer m.wg.Done()
+	defer func() {
+		m.mu.Lock()
+		delete(m.conns, c)
+		m.mu.Unlock()
+		_ = c.Close()
+	}()
+	r := bufio.NewReader(c)
+	w := bufio.NewWriter(c)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	typ, _, body, err := readMsg(r)
+	if err != nil || typ != msgHello || len(body) == 0 || len(body) > 512 {
+		return
+	}
+	peer := string(body)
+	if peer == m.cfg.Advertise {
+		return
+	}
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(10 * m.t.RegistryTTL))
+		typ, seq, body, err := readMsg(r)
+		if err != nil {
+			return
+		}
+		var reply byte
+		switch typ {
+		case msgPing:
+			reply = m.grant(peer)
+		case msgBump:
+			deps, err := decodeDeps(body)
+			if err != nil {
+				return
+			}
+			m.cfg.Apply(deps)
+			reply = msgAck
+		default:
+			return
+		}
+		if err := writeMsg(w, reply, seq, nil); err != nil || w.Flush() != nil {
+			return
+		}
+	}
+}
+
+// grant answers peer's ping: a lease, unless bumps are owed to it.
+func (m *Mesh) grant(peer string) byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.linkLocked(peer)
+	if l == nil {
+		m.refusals.Add(1)
+		return msgNak
+	}
+	l.peerKnown = true
+	l.heardAt = m.now()
+	if l.owedAll || len(l.owed) > 0 || l.paying {
+		m.refusals.Add(1)
+		return msgNak
+	}
+	l.grantAt = m.now()
+	m.grants.Add(1)
+	return msgAck
+}
+
+// link is this sidecar's connection to one peer, over which it asks for
+// leases and sends its bumps.
+type link struct {
+	m      *Mesh
+	addr   string
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// Under m.mu:
+	peerKnown  bool                // the peer asked for a lease: it is sent every bump
+	grantAt    int64               // when it was last granted one
+	heardAt    int64               // when it last asked
+	owed       map[string]struct{} // bumps it has not acknowledged
+	owedAll    bool                // it is owed a global bump
+	paying     bool                // owed bumps are on their way
+	leaseUntil int64               // the lease it granted here
+
+	wmu     sync.Mutex // protects the fields below
+	conn    net.Conn
+	w       *bufio.Writer
+	seq     uint64
+	waiters map[uint64]chan bool
+	pings   map[uint64]int64 // when each ping in flight was sent
+}
+
+func (l *link) close() { l.cancel() }
+
+// owe records deps as owed; m.mu must be held.
+func (l *link) owe(deps []string) {
+	if l.owedAll {
+		return
+	}
+	if l.owed == nil {
+		l.owed = make(map[string]struct{})
+	}
+	for _, d := range deps {
+		l.owed[d] = struct{}{}
+	}
+	if len(l.owed) > maxDeps/4 {
+		l.owed, l.owedAll = nil, true
+	}
+}
+
+// run keeps the link connected, asking for a lease every Ping and paying
+// what is owed.
+func (l *link) run() {
+	m := l.m
+	defer m.wg.Done()
+	backoff := 50 * time.Millisecond
+	for l.ctx.Err() == nil {
+		d := net.Dialer{Timeout: m.t.AckTimeout}
+		c, err := d.DialContext(l.ctx, "tcp", l.addr)
+		if err == nil {
+			backoff = 50 * time.Millisecond
+			l.serve(c)
+		}
+		select {
+		case <-l.ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// serve uses one connection until it fails.
+func (l *link) serve(c net.Conn) {
+	m := l.m
+	l.wmu.Lock()
+	l.conn, l.w = c, bufio.NewWriter(c)
+	err := writeMsg(l.w, msgHello, 0, []byte(m.cfg.Advertise))
+	if err == nil {
+		err = l.w.Flush()
+	}
+	l.wmu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err == nil {
+			l.readAcks(c)
+		}
+		_ = c.Close()
+	}()
+	stop := context.AfterFunc(l.ctx, func() { _ = c.Close() })
+	defer stop()
+	tick := time.NewTicker(m.t.Ping)
+	defer tick.Stop()
+	for err == nil {
+		l.pay()
+		l.ping()
+		select {
+		case <-done:
+			err = io.EOF
+		case <-tick.C:
+		}
+	}
+	_ = c.Close()
+	<-done
+	l.wmu.Lock()
+	l.conn, l.w = nil, nil
+	for s, ch := range l.waiters {
+		ch <- false
+		delete(l.waiters, s)
+	}
+	clear(l.pings)
+	l.wmu.Unlock()
+}
+
+// ping asks for a lease; the answer sets it from now.
+func (l *link) ping() {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if l.w == nil {
+		return
+	}
+	l.seq++
+	l.pings[l.seq] = l.m.now()
+	if writeMsg(l.w, msgPing, l.seq, nil) != nil || l.w.Flush() != nil {
+		_ = l.conn.Close()
+	}
+}
+
+// pay sends what is owed, and clears it once acknowledged.
+func (l *link) pay() {
+	m := l.m
+	m.mu.Lock()
+	if !l.peerKnown || (!l.owedAll && len(l.owed) == 0) || l.paying {
+		m.mu.Unlock()
+		return
+	}
+	all, owed := l.owedAll, l.owed
+	l.owedAll, l.owed, l.paying = false, nil, true
+	m.mu.Unlock()
+	deps := []string{Global}
+	if !all {
+		deps = make([]string, 0, len(owed))
+		for d := range owed {
+			deps = append(deps, d)
+		}
+	}
+	ok := l.request(msgBump, encodeDeps(deps), m.t.AckTimeout)
+	m.mu.Lock()
+	l.paying = false
+	if !ok {
+		if all {
+			l.owedAll, l.owed = true, nil
+		} else {
+			l.owe(deps)
+		}
+	}
+	m.mu.Unlock()
+}
+
+// request sends a message and waits for its acknowledgement.
+func (l *link) request(typ byte, body []byte, timeout time.Duration) bool {
+	ch := make(chan bool, 1)
+	l.wmu.Lock()
+	if l.w == nil {
+		l.wmu.Unlock()
+		return false
+	}
+	l.seq++
+	seq := l.seq
+	l.waiters[seq] = ch
+	if writeMsg(l.w, typ, seq, body) != nil || l.w.Flush() != nil {
+		delete(l.waiters, seq)
+		_ = l.conn.Close()
+		l.wmu.Unlock()
+		return false
+	}
+	l.wmu.Unlock()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case ok := <-ch:
+		return ok
+	case <-t.C:
+		l.wmu.Lock()
+		delete(l.waiters, seq)
+		l.wmu.Unlock()
+		return false
+	}
+}
+
+// readAcks reads the peer's answers until the connection fails.
+func (l *link) readAcks(c net.Conn) {
+	m := l.m
+	r := bufio.NewReader(c)
+	for {
+		typ, seq, _, err := readMsg(r)
+		if err != nil || (typ != msgAck && typ != msgNak) {
+			return
+		}
+		l.wmu.Lock()
+		if ch, ok := l.waiters[seq]; ok {
+			delete(l.waiters, seq)
+			ch <- typ == msgAck
+		}
+		sent, isPing := l.pings[seq]
+		delete(l.pings, seq)
+		l.wmu.Unlock()
+		if isPing && typ == msgAck {
+			m.mu.Lock()
+			l.leaseUntil = max(l.leaseUntil, sent+int64(m.t.Lease))
+			m.recomputeTrust()
+			m.mu.Unlock()
+		}
+	}
+}
+
+// A message is a type byte, a sequence number, a body length and the
+// body.
+func writeMsg(w *bufio.Writer, typ byte, seq uint64, body []byte) error {
+	var h [13]byte
+	h[0] = typ
+	binary.BigEndian.PutUint64(h[1:], seq)
+	binary.BigEndian.PutUint32(h[9:], uint32(len(body)))
+	if _, err := w.Write(h[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(body)
+	return err
+}
+
+// maxBody bounds a message's body.
+const maxBody = 64 << 20
+
+func readMsg(r *bufio.Reader) (typ byte, seq uint64, body []byte, err error) {
+	var h [13]byte
+	if _, err = io.ReadFull(r, h[:]); err != nil {
+		return 0, 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(h[9:])
+	if n > maxBody {
+		return 0, 0, nil, fmt.Errorf("peers: a message of %d bytes", n)
+	}
+	body = make([]byte, n)
+	if _, err = io.ReadFull(r, body); err != nil {
+		return 0, 0, nil, err
+	}
+	return h[0], binary.BigEndian.Uint64(h[1:]), body, nil
+}
+
+// encodeDeps lays deps out as a count, then each length and name.
+func encodeDeps(deps []string) []byte {
+	n := 4
+	for _, d := range deps {
+		n += 4 + len(d)
+	}
+	b := make([]byte, 0, n)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(deps)))
+	for _, d := range deps {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(d)))
+		b = append(b, d...)
+	}
+	return b
+}
+
+var errBadDeps = errors.New("peers: a malformed list of dependencies")
+
+func decodeDeps(b []byte) ([]string, error) {
+	if len(b) < 4 {
+		return nil, errBadDeps
+	}
+	n := binary.BigEndian.Uint32(b)
+	b = b[4:]
+	if n > maxDeps || uint64(n)*4 > uint64(len(b)) {
+		return nil, errBadDeps
+	}
+	deps := make([]string, 0, n)
+	for range n {
+		if len(b) < 4 {
+			return nil, errBadDeps
+		}
+		k := binary.BigEndian.Uint32(b)
+		b = b[4:]
+		if k > maxDepLen || uint64(k) > uint64(len(b)) {
+			return nil, errBadDeps
+		}
+		deps = append(deps, string(b[:k]))
+		b = b[k:]
+	}
+	if len(b) != 0 {
+		return nil, errBadDeps
+	}
+	return deps, nil
+}

@@ -1,0 +1,219 @@
+package peers
+
+import (
+	"context"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// memRegistry is a fleet list in memory.
+type memRegistry struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+func (r *memRegistry) Refresh(_ context.Context, self string, ttl time.Duration) ([]string, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = make(map[string]time.Time)
+	}
+	_, was := r.m[self]
+	r.m[self] = time.Now().Add(ttl)
+	var out []string
+	for a, t := range r.m {
+		if time.Now().Before(t) {
+			out = append(out, a)
+		}
+	}
+	slices.Sort(out)
+	return out, !was, nil
+}
+
+func (r *memRegistry) add(a string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = make(map[string]time.Time)
+	}
+	r.m[a] = time.Now().Add(time.Hour)
+}
+
+// sidecar is a Mesh and the bumps applied to it.
+type sidecar struct {
+	*Mesh
+	mu      sync.Mutex
+	applied []string
+	gate    chan struct{} // when not nil, Apply waits for it
+}
+
+func (s *sidecar) apply(deps []string) {
+	s.mu.Lock()
+	g := s.gate
+	s.mu.Unlock()
+	if g != nil {
+		<-g
+	}
+	s.mu.Lock()
+	s.applied = append(s.applied, deps...)
+	s.mu.Unlock()
+}
+
+func (s *sidecar) has(d string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Contains(s.applied, d)
+}
+
+var fast = Timing{Lease: 200 * time.Millisecond, Ping: 20 * time.Millisecond, AckTimeout: 100 * time.Millisecond,
+	RegistryEvery: 20 * time.Millisecond, RegistryLease: 100 * time.Millisecond, RegistryTTL: 2 * time.Second}
+
+func start(t *testing.T, reg Registry) *sidecar {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sidecar{}
+	s.Mesh = New(Config{Listener: ln, Registry: reg, Apply: s.apply, Timing: fast})
+	t.Cleanup(s.Close)
+	return s
+}
+
+func eventually(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestNotifyReachesPeersBeforeItReturns(t *testing.T) {
+	reg := &memRegistry{}
+	a, b := start(t, reg), start(t, reg)
+	eventually(t, "both trusted", func() bool { return a.Trusted() && b.Trusted() })
+	// Each was owed a global bump when first heard from.
+	if !a.has(Global) || !b.has(Global) {
+		t.Fatalf("a new peer was not sent a global bump: %v %v", a.applied, b.applied)
+	}
+	for i := range 50 {
+		d := "db.t" + string(rune('a'+i%26))
+		a.Notify([]string{d, "db.u"})
+		if !b.has(d) {
+			t.Fatalf("Notify returned before the peer applied %q", d)
+		}
+	}
+	if st := a.Stats(); st.Failed != 0 || st.Members != 1 || st.Linked != 1 {
+		t.Fatalf("stats: %+v", st)
+	}
+}
+
+// A peer that does not acknowledge a bump is not trusted by the time
+// Notify returns, and is trusted again only once it has the bump.
+func TestUnacknowledgedBumpEndsThePeersTrust(t *testing.T) {
+	reg := &memRegistry{}
+	a, b := start(t, reg), start(t, reg)
+	eventually(t, "both trusted", func() bool { return a.Trusted() && b.Trusted() })
+	gate := make(chan struct{})
+	b.mu.Lock()
+	b.gate = gate
+	b.mu.Unlock()
+	began := time.Now()
+	a.Notify([]string{"db.x"})
+	if b.Trusted() && !b.has("db.x") {
+		t.Fatalf("Notify returned after %v with the peer trusted and the bump unapplied", time.Since(began))
+	}
+	if a.Stats().Failed == 0 {
+		t.Fatal("no failure counted")
+	}
+	// While the bump is owed, the peer stays untrusted.
+	for range 20 {
+		time.Sleep(10 * time.Millisecond)
+		if b.Trusted() && !b.has("db.x") {
+			t.Fatal("the peer regained trust without the owed bump")
+		}
+	}
+	b.mu.Lock()
+	b.gate = nil
+	b.mu.Unlock()
+	close(gate)
+	eventually(t, "trusted again with the bump", func() bool { return b.Trusted() && b.has("db.x") })
+}
+
+// A member that cannot be reached, or takes no part, keeps the others
+// from trusting their local views.
+func TestUnreachableOrUnlinkedMemberIsNotTrusted(t *testing.T) {
+	for _, member := range []string{"127.0.0.1:1", unlinked + "0123456789abcdef"} {
+		reg := &memRegistry{}
+		a, b := start(t, reg), start(t, reg)
+		eventually(t, "both trusted", func() bool { return a.Trusted() && b.Trusted() })
+		reg.add(member)
+		eventually(t, "distrust", func() bool { return !a.Trusted() && !b.Trusted() })
+		time.Sleep(300 * time.Millisecond)
+		if a.Trusted() || b.Trusted() {
+			t.Fatalf("trusted with %s listed", member)
+		}
+	}
+}
+
+// A sidecar with no listener lists itself, and so keeps the others
+// from trusting their views while it runs.
+func TestUnlinkedSidecarListsItself(t *testing.T) {
+	reg := &memRegistry{}
+	a := start(t, reg)
+	eventually(t, "alone and trusted", a.Trusted)
+	u := New(Config{Registry: reg, Apply: func([]string) {}, Timing: fast})
+	eventually(t, "distrust", func() bool { return !a.Trusted() })
+	if u.Trusted() {
+		t.Fatal("an unlinked sidecar trusts itself")
+	}
+	u.Close()
+}
+
+// A peer that stopped is forgotten once its listing ends; one that
+// comes back is sent a global bump again.
+func TestPeerRestart(t *testing.T) {
+	reg := &memRegistry{}
+	a := start(t, reg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	b := &sidecar{}
+	b.Mesh = New(Config{Listener: ln, Registry: reg, Apply: b.apply, Timing: fast})
+	eventually(t, "both trusted", func() bool { return a.Trusted() && b.Trusted() })
+	b.Close()
+	eventually(t, "distrust once b is gone", func() bool { return !a.Trusted() })
+	a.Notify([]string{"db.missed"}) // b cannot have it
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skip("the port was taken meanwhile")
+	}
+	b2 := &sidecar{}
+	b2.Mesh = New(Config{Listener: ln, Registry: reg, Apply: b2.apply, Timing: fast})
+	t.Cleanup(b2.Close)
+	eventually(t, "both trusted again", func() bool { return a.Trusted() && b2.Trusted() })
+	if !b2.has(Global) && !b2.has("db.missed") {
+		t.Fatal("the restarted peer was trusted without what it missed")
+	}
+}
+
+func TestDepsRoundTrip(t *testing.T) {
+	in := []string{"", "a", "db.t\x00pk", string(make([]byte, 1000))}
+	out, err := decodeDeps(encodeDeps(in))
+	if err != nil || !slices.Equal(in, out) {
+		t.Fatalf("%q %v", out, err)
+	}
+	for _, bad := range [][]byte{nil, {0, 0, 0, 1}, {0, 0, 0, 1, 0, 0, 0, 5, 'a'}, {0xff, 0xff, 0xff, 0xff}, append(encodeDeps([]string{"a"}), 0)} {
+		if _, err := decodeDeps(bad); err == nil {
+			t.Fatalf("accepted %q", bad)
+		}
+	}
+}
