@@ -112,6 +112,18 @@ type Config struct {
 	// MaxStaleness bounds how far behind the server a bounded hit may be
 	// (default 1s).
 	MaxStaleness time.Duration
+	// PeerListen is where this sidecar hears from the fleet's other
+	// sidecars (host:port, port 0 for any), so that strict hits need no
+	// memcached round trip: every sidecar that shares memcached tells
+	// the others of its writes before its client hears OK, and a hit is
+	// checked against the local view while every other sidecar is
+	// linked and the follower is current. Empty means this sidecar takes
+	// no part: it still lists itself in memcached, so that the others
+	// keep checking their hits against memcached. Needs Memcached.
+	PeerListen string
+	// PeerAdvertise is the address the other sidecars dial to reach
+	// PeerListen (default: PeerListen's, once bound).
+	PeerAdvertise string
 	// StateDir keeps the follower's position and the invalidations still
 	// owed to memcached across restarts; empty means none is kept, and a
 	// restart invalidates every entry.

@@ -24,6 +24,7 @@ import (
 	"github.com/mycached/mycached/mysqlproxy/internal/hook"
 	"github.com/mycached/mycached/mysqlproxy/internal/kvproxy"
 	"github.com/mycached/mycached/mysqlproxy/internal/metrics"
+	"github.com/mycached/mycached/mysqlproxy/internal/peers"
 	"github.com/mycached/mycached/mysqlproxy/internal/relay"
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 	"github.com/mycached/mycached/mysqlproxy/internal/statedir"
@@ -55,6 +56,9 @@ type Server struct {
 	hook   *hook.Hook
 	reg    *metrics.Registry
 	coh    *coherence
+
+	peerMu sync.Mutex // protects mesh
+	mesh   *peers.Mesh
 	status *statuspage.Page
 
 	mu        sync.Mutex // protects listeners and sessions
@@ -159,6 +163,13 @@ func NewServer(cfg Config) (*Server, error) {
 		// Nothing tells whether the last run stopped with invalidations it
 		// could not land in memcached: assume it did.
 		s.store.Bump(context.Background(), []string{deps.Global})
+	}
+	if err := s.startPeers(); err != nil {
+		s.store.Close()
+		if dir != nil {
+			dir.Close()
+		}
+		return nil, err
 	}
 	s.startCoherence(dir)
 	s.followerMetrics()
@@ -295,6 +306,7 @@ func (s *Server) stopAccepting() {
 func (s *Server) Close() error {
 	defer s.store.Close()
 	defer s.coh.close()
+	defer s.closePeers()
 	defer s.status.Close()
 	s.stopAccepting()
 	if s.engine != nil {
@@ -330,6 +342,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 		s.status.Close()
+		s.closePeers()
 		s.coh.close()
 		s.store.Close()
 		return nil
@@ -388,7 +401,7 @@ func (s *Server) IsAdmin(sess *relay.Session) bool { return sess.IsAccount(s.cfg
 
 // StatusRows are the rows of SHOW MYCACHED STATUS.
 func (s *Server) StatusRows() [][2]string {
-	return append(s.cache.StatusRows(s.sessionCount()), s.coh.statusRows()...)
+	return append(append(s.cache.StatusRows(s.sessionCount()), s.coh.statusRows()...), s.peerRows()...)
 }
 
 // Cache is the cache engine that admin statements inspect.

@@ -55,6 +55,8 @@ type options struct {
 	binlogServerID     int
 	consistency        string
 	maxStaleness       time.Duration
+	peerListen         string
+	peerAdvertise      string
 	stateDir           string
 
 	policy        []string
@@ -146,6 +148,8 @@ func flagDefs(o *options) []flagDef {
 		{"Coherence", "binlog-server-id", "N", intValue{&o.binlogServerID, 0}, "replica id of the follower, unique among the server's replicas; 0 picks one at random", ""},
 		{"Coherence", "consistency", "MODE", enumValue{&o.consistency, []string{"strict", "bounded"}}, "strict: a hit checks memcached's generations, which every write through a sidecar bumps before its OK; bounded: a hit checks the sidecar's own view, with no round trip, while the follower is within --max-staleness of the server", ""},
 		{"Coherence", "max-staleness", "DURATION", durationValue{&o.maxStaleness}, "how far behind the server a bounded hit may be; past it hits are checked as strict", ""},
+		{"Coherence", "peer-listen", "ADDR", stringValue{&o.peerListen}, "hear from the other sidecars sharing --memcached on this host:port (a private network): each tells the others of its writes before its client hears OK, so strict hits are checked without a memcached round trip while every sidecar is linked", "off: strict hits read memcached's generations"},
+		{"Coherence", "peer-advertise", "ADDR", stringValue{&o.peerAdvertise}, "host:port the other sidecars dial to reach --peer-listen", "--peer-listen's address"},
 		{"Coherence", "state-dir", "DIR", stringValue{&o.stateDir}, "keeps the follower's position and the invalidations still owed to memcached across restarts", "none: a restart invalidates every entry"},
 
 		{"Policy", "policy", "FILE,...", &listValue{p: &o.policy}, "Lua policy scripts, loaded in order", "the built-in default.lua"},
@@ -367,6 +371,12 @@ func (o *options) check() error {
 	}
 	if o.maxStaleness <= 0 {
 		return errors.New("--max-staleness: must be more than 0")
+	}
+	if o.peerListen != "" && (len(o.memcached) == 0 || o.backend == "") {
+		return errors.New("--peer-listen: needs --memcached and --backend")
+	}
+	if o.peerAdvertise != "" && o.peerListen == "" {
+		return errors.New("--peer-advertise: needs --peer-listen")
 	}
 	if o.kvTimeout <= 0 {
 		return errors.New("--kv-timeout: must be more than 0")

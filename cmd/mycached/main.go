@@ -108,6 +108,8 @@ func proxyConfig(o options, logger *slog.Logger) mysqlproxy.Config {
 		BinlogServerID:      uint32(o.binlogServerID),
 		Consistency:         mysqlproxy.Consistency(o.consistency),
 		MaxStaleness:        o.maxStaleness,
+		PeerListen:          o.peerListen,
+		PeerAdvertise:       o.peerAdvertise,
 		StateDir:            o.stateDir,
 		Policy:              o.policy,
 		PolicyTimeout:       o.policyTimeout,

@@ -1,0 +1,108 @@
+package mysqlproxy
+
+import (
+	"context"
+	"fmt"
+	"github.com/mycached/mycached/mysqlproxy/internal/store"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/peers"
+)
+
+// startPeers links this sidecar to the fleet's others (see
+// Config.PeerListen), or lists it as one that takes no part. A server
+// without memcached, or with no backend (kv alone), has no fleet.
+func (s *Server) startPeers() error {
+	s.reg.GaugeFunc("mycached_peers_trusted", "1 while strict hits are checked against the local view: every other sidecar is linked.", func() float64 {
+		if m := s.peerMesh(); m != nil && m.Trusted() {
+			return 1
+		}
+		return 0
+	})
+	s.reg.GaugeFunc("mycached_peer_notify_failures", "Writes' invalidations another sidecar did not acknowledge in time.", func() float64 {
+		if m := s.peerMesh(); m != nil {
+			return float64(m.Stats().Failed)
+		}
+		return 0
+	})
+	if len(s.cfg.Memcached) == 0 || s.cfg.Backend == "" {
+		if s.cfg.PeerListen != "" {
+			return fmt.Errorf("mysqlproxy: PeerListen needs Memcached and a Backend")
+		}
+		return nil
+	}
+	var ln net.Listener
+	if s.cfg.PeerListen != "" {
+		var err error
+		if ln, err = net.Listen("tcp", s.cfg.PeerListen); err != nil {
+			return fmt.Errorf("mysqlproxy: peer listener: %w", err)
+		}
+	}
+	m := peers.New(peers.Config{
+		Listener:  ln,
+		Advertise: s.cfg.PeerAdvertise,
+		Registry:  registry{s.store},
+		Apply:     s.store.BumpLocal,
+		Log:       s.log,
+	})
+	s.peerMu.Lock()
+	s.mesh = m
+	s.peerMu.Unlock()
+	if ln != nil {
+		s.store.SetNotify(m.Notify)
+		s.cache.SetPeers(m)
+		s.log.Info("peers: listening", "addr", ln.Addr().String(), "advertise", m.Stats().Advertise)
+	}
+	return nil
+}
+
+// closePeers stops the links, once.
+func (s *Server) closePeers() {
+	s.peerMu.Lock()
+	m := s.mesh
+	s.mesh = nil
+	s.peerMu.Unlock()
+	if m != nil {
+		s.store.SetNotify(nil)
+		m.Close()
+	}
+}
+
+// peerMesh returns the links, or nil.
+func (s *Server) peerMesh() *peers.Mesh {
+	s.peerMu.Lock()
+	defer s.peerMu.Unlock()
+	return s.mesh
+}
+
+// peerRows are the peers' rows of SHOW MYCACHED STATUS.
+func (s *Server) peerRows() [][2]string {
+	m := s.peerMesh()
+	if m == nil {
+		return nil
+	}
+	st := m.Stats()
+	onOff := "OFF"
+	if st.Trusted {
+		onOff = "ON"
+	}
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	return [][2]string{
+		{"Peer_address", st.Advertise},
+		{"Peer_members", strconv.Itoa(st.Members)},
+		{"Peer_linked", strconv.Itoa(st.Linked)},
+		{"Peer_trusted", onOff},
+		{"Peer_notified", u(st.Notified)},
+		{"Peer_notify_failures", u(st.Failed)},
+		{"Peer_notify_unsafe", u(st.Unsafe)},
+	}
+}
+
+// registry keeps the fleet's list in memcached.
+type registry struct{ st *store.Store }
+
+func (r registry) Refresh(ctx context.Context, self string, ttl time.Duration) ([]string, bool, error) {
+	return r.st.PeerRefresh(ctx, self, ttl)
+}
