@@ -179,7 +179,7 @@ admin_of() {
 	case $1 in
 	passthrough) echo "$MYPASS_ADMIN" ;; l1) echo "$MYL1_ADMIN" ;; memcached) echo "$MYMC_ADMIN" ;;
 	mycached | mycached-kv) echo "$MYMIX_ADMIN" ;;
-	bounded) echo "$FLEETA_ADMIN" ;; strict) echo "$FLEETSA_ADMIN" ;;
+	bounded) echo "$FLEETA_ADMIN" ;; strict) echo "$FLEETSA_ADMIN" ;; strict-mc) echo "$FLEETMA_ADMIN" ;;
 	caching) echo "$MYRW_ADMIN" ;; cold) echo "$MYCOLD_ADMIN" ;;
 	esac
 }
@@ -364,27 +364,35 @@ fi
 fi
 
 # ---------------------------------------------------------------------------
-# start_fleet starts scenario 8's sidecars, once: two bounded and two
-# strict ones sharing memcached, and two bounded ones that reach MariaDB
-# and memcached across a simulated network.
+# start_fleet starts scenario 8's sidecars, once. On a memcached of
+# their own, linked as peers (--peer-listen): two bounded and two strict
+# ones, and two bounded ones that reach MariaDB and memcached across a
+# simulated network. On the shared memcached, with the other scenarios'
+# sidecars, which take no part: two strict ones that check every hit
+# against memcached (strict-mc).
 NET_DELAY=${NET_DELAY:-150us}
 FLEET_UP=
 start_fleet() {
 	[[ -n $FLEET_UP ]] && return
 	FLEET_UP=1
 	export MYCACHED_BINLOG_PASSWORD=$MC_BINLOG_PASSWORD
-	local fleet=(--default-ttl 1h --binlog-user mycached --memcached "127.0.0.1:$MEMCACHED_PORT")
+	mc_start_memcached fleetmc -m 512
+	role memcached
+	local fleet=(--default-ttl 1h --binlog-user mycached --memcached "127.0.0.1:$FLEETMC_PORT" --peer-listen 127.0.0.1:0)
 	start_mycached fleeta "$DB_PORT" "${fleet[@]}" --consistency bounded
 	start_mycached fleetb "$DB_PORT" "${fleet[@]}" --consistency bounded
 	start_mycached fleetsa "$DB_PORT" "${fleet[@]}" --consistency strict
 	start_mycached fleetsb "$DB_PORT" "${fleet[@]}" --consistency strict
+	local mcfleet=(--default-ttl 1h --binlog-user mycached --memcached "127.0.0.1:$MEMCACHED_PORT" --consistency strict)
+	start_mycached fleetma "$DB_PORT" "${mcfleet[@]}"
+	start_mycached fleetmb "$DB_PORT" "${mcfleet[@]}"
 	# Across a network: MariaDB and memcached behind relays that hold
 	# every chunk NET_DELAY each way.
 	mc_start_relay netdb "$DB_PORT" -delay "$NET_DELAY"
 	role relay
-	mc_start_relay netmc "$MEMCACHED_PORT" -delay "$NET_DELAY"
+	mc_start_relay netmc "$FLEETMC_PORT" -delay "$NET_DELAY"
 	role relay
-	local netfleet=(--default-ttl 1h --binlog-user mycached --memcached "127.0.0.1:$NETMC_PORT" --consistency bounded)
+	local netfleet=(--default-ttl 1h --binlog-user mycached --memcached "127.0.0.1:$NETMC_PORT" --peer-listen 127.0.0.1:0 --consistency bounded)
 	start_mycached fleetna "$NETDB_PORT" "${netfleet[@]}"
 	start_mycached fleetnb "$NETDB_PORT" "${netfleet[@]}"
 }
@@ -393,17 +401,20 @@ if scenario 8; then
 TITLE="8. a fleet: two sidecars sharing memcached, each following the binlog"
 start_fleet
 echo "== $TITLE: warming each pair through its second sidecar, then its first (memcached fills the first's L1)"
-for port in "$FLEETB_PORT" "$FLEETA_PORT" "$FLEETSB_PORT" "$FLEETSA_PORT" "$FLEETNB_PORT" "$FLEETNA_PORT"; do
+for port in "$FLEETB_PORT" "$FLEETA_PORT" "$FLEETSB_PORT" "$FLEETSA_PORT" "$FLEETMB_PORT" "$FLEETMA_PORT" "$FLEETNB_PORT" "$FLEETNA_PORT"; do
 	sbx oltp_point_select "$port" --db-ps-mode=disable --threads=8 --time="$WARM_TIME" run >/dev/null 2>&1 ||
 		echo "  warm-up on port $port failed"
 done
 for port in "$FLEETA_PORT" "$FLEETNA_PORT"; do
 	mc_sql "$port" -N -B -e "SHOW MYCACHED STATUS" | awk '$1 == "Binlog_follower" { printf "  sidecar on port '"$port"': follower %s\n", $2 }'
 done
+mc_sql "$FLEETSA_PORT" -N -B -e "SHOW MYCACHED STATUS" | awk '$1 ~ /^Peer_(members|linked|trusted)$/ { printf "  strict sidecar: %s %s\n", $1, $2 }'
+
 echo "== $TITLE: oltp_point_select, 8 threads, text; network: $NET_DELAY each way to MariaDB and memcached"
 measure fleet "loopback 8 thr" direct direct sb_stats oltp_point_select "$DB_PORT" disable 8
 measure fleet "loopback 8 thr" bounded direct sb_stats oltp_point_select "$FLEETA_PORT" disable 8 "$FLEETA_PORT"
 measure fleet "loopback 8 thr" strict direct sb_stats oltp_point_select "$FLEETSA_PORT" disable 8 "$FLEETSA_PORT"
+measure fleet "loopback 8 thr" strict-mc direct sb_stats oltp_point_select "$FLEETMA_PORT" disable 8 "$FLEETMA_PORT"
 measure fleet "network 8 thr" direct direct sb_stats oltp_point_select "$NETDB_PORT" disable 8
 measure fleet "network 8 thr" bounded direct sb_stats oltp_point_select "$FLEETNA_PORT" disable 8 "$FLEETNA_PORT"
 measure fleet "network 1 thr" direct direct sb_stats oltp_point_select "$NETDB_PORT" disable 1
@@ -465,7 +476,7 @@ mkdir -p "$MC_ROOT/bench-out"
 	echo "passthrough = mycached --passthrough, l1 = mycached hits from its memory, memcached = mycached --cache-memory 0 (hits from memcached only),"
 	echo "mycached = L1 + memcached (read/write mix; kv through its main listener), mycached-kv = the same mycached's kv-only listener. sysbench p50-p99.9 come from its histogram; its max from its report."
 	echo "oltp_read_write counts transactions as ops (its queries/s are in the notes)."
-	echo "Fleet (8): bounded and strict = one of two sidecars sharing memcached, each following the binlog; network = MariaDB and memcached behind relays holding every chunk ${NET_DELAY} each way."
+	echo "Fleet (8): bounded and strict = one of two sidecars sharing memcached, each following the binlog, linked as peers (--peer-listen); strict-mc = the same without peers, on a memcached other sidecars share too (every hit reads memcached's generations); network = MariaDB and memcached behind relays holding every chunk ${NET_DELAY} each way."
 	echo "Read/write cost (10): caching = a sidecar with L1, memcached and the binlog follower; cold = the same on a fresh memcached, for reads over $((4 * RW_ROWS)) rows with uniform keys."
 	echo "Staleness (9): ops are direct writes seen through a sidecar; the latency is from the write's OK to the first read through that sidecar that showed it."
 	if ! "$BENCH" help 2>&1 | grep -q 'mycached-bench kv'; then
