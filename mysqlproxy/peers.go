@@ -58,6 +58,20 @@ func (s *Server) startPeers() error {
 	return nil
 }
 
+func (r registry) Leave(ctx context.Context, self string) error { return r.st.PeerLeave(ctx, self) }
+
+// leavePeers takes this sidecar off the fleet's list and stops the
+// links, once its sessions have ended: it will write no more.
+func (s *Server) leavePeers() {
+	s.peerMu.Lock()
+	m := s.mesh
+	s.mesh = nil
+	s.peerMu.Unlock()
+	if m != nil {
+		m.Leave()
+	}
+}
+
 // closePeers stops the links, once.
 func (s *Server) closePeers() {
 	s.peerMu.Lock()
@@ -65,7 +79,8 @@ func (s *Server) closePeers() {
 	s.mesh = nil
 	s.peerMu.Unlock()
 	if m != nil {
-		s.store.SetNotify(nil)
+		// The notifier stays: a write that ends after this finds every
+		// link closed, and waits out the leases it granted.
 		m.Close()
 	}
 }

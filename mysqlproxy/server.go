@@ -342,7 +342,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 		s.status.Close()
-		s.closePeers()
+		s.leavePeers()
 		s.coh.close()
 		s.store.Close()
 		return nil

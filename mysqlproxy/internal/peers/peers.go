@@ -17,8 +17,9 @@
 // acknowledge waits until every lease it granted that sidecar has ended,
 // then lets its client go on: that sidecar checks its hits against
 // memcached meanwhile. The bumps are owed to it: it is granted no new
-// lease until it has acknowledged them. A sidecar first heard from is
-// owed a global bump, since nothing says what it missed.
+// lease until it has acknowledged them. A sidecar first heard from after
+// this one has written is owed a global bump, since nothing says what it
+// missed; one heard from before is owed every bump since.
 //
 // Membership is a list in memcached (see Registry). A sidecar trusts its
 // local view only while its last reading of the list is younger than
@@ -93,8 +94,8 @@ type Config struct {
 	Timing Timing
 }
 
-// Global is the dependency every entry has; a peer first heard from is
-// owed a bump of it.
+// Global is the dependency every entry has; a peer first heard from
+// after a write is owed a bump of it.
 var Global = "*"
 
 // margin is added to every wait for a lease to end, for the rate at
@@ -121,7 +122,12 @@ const (
 
 // Mesh is one sidecar's links to the rest of the fleet.
 type Mesh struct {
-	cfg   Config
+	cfg Config
+	// self names this sidecar on the list and to its peers: the address
+	// to dial and an id of this process's own, so that a restarted
+	// sidecar is a new peer, and two that advertise the same address
+	// (one misconfigured) never take each other for themselves.
+	self  string
 	t     Timing
 	base  time.Time
 	ctx   context.Context
@@ -136,6 +142,7 @@ type Mesh struct {
 	joinedAt int64    // monotonic ns of this sidecar's listing, 0 if none
 	listedTo time.Time
 	conns    map[net.Conn]struct{}
+	wrote    bool // Notify has run: a peer linked later may have missed bumps
 
 	notified, failed, unsafe, grants, refusals atomic.Uint64
 }
@@ -148,11 +155,11 @@ func New(cfg Config) *Mesh {
 	}
 	switch {
 	case cfg.Listener == nil:
-		cfg.Advertise = fmt.Sprintf("%s%016x", unlinked, rand.Uint64())
+		cfg.Advertise = unlinked
 	case cfg.Advertise == "":
 		cfg.Advertise = cfg.Listener.Addr().String()
 	}
-	m := &Mesh{cfg: cfg, t: cfg.Timing.withDefaults(), base: time.Now(),
+	m := &Mesh{cfg: cfg, self: fmt.Sprintf("%s#%016x", cfg.Advertise, rand.Uint64()), t: cfg.Timing.withDefaults(), base: time.Now(),
 		links: make(map[string]*link), conns: make(map[net.Conn]struct{})}
 	m.ctx, m.stop = context.WithCancel(context.Background())
 	m.wg.Add(1)
@@ -168,7 +175,23 @@ func New(cfg Config) *Mesh {
 // takes no part in the mesh (Config.Listener nil). It keeps itself
 // listed so that the others know a member writes without telling them,
 // and never trust their local views while it is there.
-const unlinked = "unlinked:"
+const unlinked = "unlinked"
+
+// Leave takes this sidecar off the list, when the registry can, and
+// stops the Mesh. Only a sidecar that will write no more may leave: the
+// others stop requiring its leases at their next reading of the list.
+func (m *Mesh) Leave() {
+	m.Close() // no refresh runs after the leave
+	if l, ok := m.cfg.Registry.(interface {
+		Leave(ctx context.Context, self string) error
+	}); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if err := l.Leave(ctx, m.self); err != nil {
+			m.cfg.Log.Warn("peers: could not leave the fleet's list; the others check their hits against memcached until it ends", "err", err)
+		}
+		cancel()
+	}
+}
 
 // Close stops the Mesh and waits for its goroutines.
 func (m *Mesh) Close() {
@@ -210,7 +233,7 @@ type Stats struct {
 func (m *Mesh) Stats() Stats {
 	now := m.now()
 	m.mu.Lock()
-	st := Stats{Advertise: m.cfg.Advertise, Members: len(m.members)}
+	st := Stats{Advertise: m.self, Members: len(m.members)}
 	for _, a := range m.members {
 		if l := m.links[a]; l != nil && l.leaseUntil > now {
 			st.Linked++
@@ -232,10 +255,14 @@ func (m *Mesh) Notify(deps []string) {
 		return
 	}
 	m.mu.Lock()
+	m.wrote = true
 	var to []*link
 	for _, l := range m.links {
 		if l.peerKnown {
 			to = append(to, l)
+		} else {
+			// It holds no lease from here yet; it gets this before one.
+			l.owe(deps)
 		}
 	}
 	m.mu.Unlock()
@@ -289,7 +316,7 @@ func (m *Mesh) recomputeTrust() {
 	}
 	for _, a := range m.members {
 		l := m.links[a]
-		if l == nil || strings.HasPrefix(a, unlinked) {
+		if l == nil || strings.HasPrefix(a, unlinked+"#") {
 			t = 0
 			break
 		}
@@ -307,7 +334,7 @@ func (m *Mesh) keepListed() {
 	for {
 		start := m.now()
 		ctx, cancel := context.WithTimeout(m.ctx, m.t.RegistryEvery)
-		members, joined, err := m.cfg.Registry.Refresh(ctx, m.cfg.Advertise, m.t.RegistryTTL)
+		members, joined, err := m.cfg.Registry.Refresh(ctx, m.self, m.t.RegistryTTL)
 		cancel()
 		if err != nil {
 			if m.ctx.Err() != nil {
@@ -339,13 +366,13 @@ func (m *Mesh) listed(start int64, members []string, joined bool) {
 	m.regUntil = start + int64(m.t.RegistryLease)
 	others := members[:0:0]
 	for _, a := range members {
-		if a != m.cfg.Advertise {
+		if a != m.self {
 			others = append(others, a)
 		}
 	}
 	m.members = others
 	for _, a := range others {
-		if m.cfg.Listener != nil && !strings.HasPrefix(a, unlinked) {
+		if m.cfg.Listener != nil && !strings.HasPrefix(a, unlinked+"#") {
 			m.linkLocked(a)
 		}
 	}
@@ -369,7 +396,7 @@ func (m *Mesh) linkLocked(addr string) *link {
 	if len(m.links) >= maxLinks {
 		return nil
 	}
-	l := &link{m: m, addr: addr, owedAll: true, waiters: make(map[uint64]chan bool), pings: make(map[uint64]int64)}
+	l := &link{m: m, addr: addr, owedAll: m.wrote, waiters: make(map[uint64]chan bool), pings: make(map[uint64]int64)}
 	l.ctx, l.cancel = context.WithCancel(m.ctx)
 	m.links[addr] = l
 	m.wg.Add(1)
@@ -424,7 +451,12 @@ func (m *Mesh) answer(c net.Conn) {
 		return
 	}
 	peer := string(body)
-	if peer == m.cfg.Advertise {
+	if peer == m.self {
+		return
+	}
+	// Say who answers: a dialer that reached another sidecar than the
+	// one it meant hangs up.
+	if writeMsg(w, msgHello, 0, []byte(m.self)) != nil || w.Flush() != nil {
 		return
 	}
 	for {
@@ -464,7 +496,9 @@ func (m *Mesh) grant(peer string) byte {
 	}
 	l.peerKnown = true
 	l.heardAt = m.now()
-	if l.owedAll || len(l.owed) > 0 || l.paying {
+	// A lease goes only to a peer this sidecar can tell of its writes
+	// now: one it could not would cost every write a wait for the lease.
+	if !l.up || l.owedAll || len(l.owed) > 0 || l.paying {
 		m.refusals.Add(1)
 		return msgNak
 	}
@@ -483,6 +517,7 @@ type link struct {
 
 	// Under m.mu:
 	peerKnown  bool                // the peer asked for a lease: it is sent every bump
+	up         bool                // connected to the peer it names
 	grantAt    int64               // when it was last granted one
 	heardAt    int64               // when it last asked
 	owed       map[string]struct{} // bumps it has not acknowledged
@@ -524,7 +559,8 @@ func (l *link) run() {
 	backoff := 50 * time.Millisecond
 	for l.ctx.Err() == nil {
 		d := net.Dialer{Timeout: m.t.AckTimeout}
-		c, err := d.DialContext(l.ctx, "tcp", l.addr)
+		addr, _, _ := strings.Cut(l.addr, "#")
+		c, err := d.DialContext(l.ctx, "tcp", addr)
 		if err == nil {
 			backoff = 50 * time.Millisecond
 			l.serve(c)
@@ -542,7 +578,7 @@ func (l *link) serve(c net.Conn) {
 	m := l.m
 	l.wmu.Lock()
 	l.conn, l.w = c, bufio.NewWriter(c)
-	err := writeMsg(l.w, msgHello, 0, []byte(m.cfg.Advertise))
+	err := writeMsg(l.w, msgHello, 0, []byte(m.self))
 	if err == nil {
 		err = l.w.Flush()
 	}
@@ -660,6 +696,18 @@ func (l *link) request(typ byte, body []byte, timeout time.Duration) bool {
 func (l *link) readAcks(c net.Conn) {
 	m := l.m
 	r := bufio.NewReader(c)
+	typ, _, body, err := readMsg(r)
+	if err != nil || typ != msgHello || string(body) != l.addr {
+		return
+	}
+	m.mu.Lock()
+	l.up = true
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		l.up = false
+		m.mu.Unlock()
+	}()
 	for {
 		typ, seq, _, err := readMsg(r)
 		if err != nil || (typ != msgAck && typ != msgNak) {

@@ -96,11 +96,15 @@ func eventually(t *testing.T, what string, f func() bool) {
 
 func TestNotifyReachesPeersBeforeItReturns(t *testing.T) {
 	reg := &memRegistry{}
-	a, b := start(t, reg), start(t, reg)
+	a := start(t, reg)
+	eventually(t, "alone and trusted", a.Trusted)
+	a.Notify([]string{"db.early"}) // told to nobody
+	b := start(t, reg)
 	eventually(t, "both trusted", func() bool { return a.Trusted() && b.Trusted() })
-	// Each was owed a global bump when first heard from.
-	if !a.has(Global) || !b.has(Global) {
-		t.Fatalf("a new peer was not sent a global bump: %v %v", a.applied, b.applied)
+	// b, first heard from after a wrote, was owed a global bump; a, heard
+	// from by b before b wrote anything, keeps its view.
+	if !b.has(Global) || a.has(Global) {
+		t.Fatalf("global bumps: a %v, b %v; want b's only", a.applied, b.applied)
 	}
 	for i := range 50 {
 		d := "db.t" + string(rune('a'+i%26))
@@ -149,7 +153,7 @@ func TestUnacknowledgedBumpEndsThePeersTrust(t *testing.T) {
 // A member that cannot be reached, or takes no part, keeps the others
 // from trusting their local views.
 func TestUnreachableOrUnlinkedMemberIsNotTrusted(t *testing.T) {
-	for _, member := range []string{"127.0.0.1:1", unlinked + "0123456789abcdef"} {
+	for _, member := range []string{"127.0.0.1:1#1", unlinked + "#0123456789abcdef"} {
 		reg := &memRegistry{}
 		a, b := start(t, reg), start(t, reg)
 		eventually(t, "both trusted", func() bool { return a.Trusted() && b.Trusted() })
@@ -216,4 +220,45 @@ func TestDepsRoundTrip(t *testing.T) {
 			t.Fatalf("accepted %q", bad)
 		}
 	}
+}
+
+// Two sidecars that advertise the same address (one misconfigured)
+// never take each other for themselves: neither trusts its view.
+func TestSameAdvertisedAddress(t *testing.T) {
+	reg := &memRegistry{}
+	a := start(t, reg)
+	eventually(t, "alone and trusted", a.Trusted)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := New(Config{Listener: ln, Advertise: a.cfg.Advertise, Registry: reg, Apply: func([]string) {}, Timing: fast})
+	t.Cleanup(b.Close)
+	eventually(t, "distrust", func() bool { return !a.Trusted() })
+	time.Sleep(300 * time.Millisecond)
+	if a.Trusted() || b.Trusted() {
+		t.Fatalf("trusted with two sidecars at one address: a %v b %v", a.Trusted(), b.Trusted())
+	}
+}
+
+func (r *memRegistry) Leave(_ context.Context, self string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, self)
+	return nil
+}
+
+// A sidecar that leaves stops being required at once, not when its
+// listing would have ended.
+func TestLeave(t *testing.T) {
+	reg := &memRegistry{}
+	a := start(t, reg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := New(Config{Listener: ln, Registry: reg, Apply: func([]string) {}, Timing: fast})
+	eventually(t, "both trusted", func() bool { return a.Trusted() && b.Trusted() })
+	b.Leave()
+	eventually(t, "a alone and trusted", func() bool { return a.Trusted() && a.Stats().Members == 0 })
 }

@@ -78,3 +78,40 @@ func (s *Store) PeerRefresh(ctx context.Context, self string, ttl time.Duration)
 	}
 	return nil, false, errors.New("store: the peer list kept changing")
 }
+
+// PeerLeave takes self off the list, for a sidecar that has stopped
+// writing; the others stop waiting for it at their next reading.
+func (s *Store) PeerLeave(ctx context.Context, self string) error {
+	if s.mc == nil {
+		return nil
+	}
+	for range 8 {
+		var it *memcache.Item
+		err := s.mcDo(ctx, func() error {
+			var err error
+			it, err = s.mc.Get(peersKey)
+			return err
+		})
+		if errors.Is(err, memcache.ErrCacheMiss) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var lines []string
+		for _, ln := range strings.Split(string(it.Value), "\n") {
+			if addr, _, _ := strings.Cut(ln, " "); addr != self {
+				lines = append(lines, ln)
+			}
+		}
+		it.Value = []byte(strings.Join(lines, "\n"))
+		err = s.mcDo(ctx, func() error { return s.mc.CompareAndSwap(it) })
+		if err == nil || errors.Is(err, memcache.ErrCacheMiss) {
+			return nil
+		}
+		if !errors.Is(err, memcache.ErrCASConflict) && !errors.Is(err, memcache.ErrNotStored) {
+			return err
+		}
+	}
+	return errors.New("store: the peer list kept changing")
+}

@@ -51,6 +51,13 @@ func TestPeerRefresh(t *testing.T) {
 	if err != nil || !joined || !slices.Contains(members, "short:1") {
 		t.Fatalf("rejoin: %v %v %v", members, joined, err)
 	}
+	if err := stores[2].PeerLeave(ctx, "c:3"); err != nil {
+		t.Fatal(err)
+	}
+	members, _, err = stores[0].PeerRefresh(ctx, addrs[0], 10*time.Second)
+	if err != nil || slices.Contains(members, "c:3") || len(members) != 6 {
+		t.Fatalf("after c:3 left: %v %v", members, err)
+	}
 }
 
 // TestPeerRefreshWithoutMemcached fails rather than listing nobody.
