@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,5 +109,148 @@ func TestPeersStrictHits(t *testing.T) {
 	unlogged(t, viaC, "UPDATE t SET v = 100 WHERE id = 1")
 	if got := readInt(t, f.viaB, qs[0]); got != 100 {
 		t.Fatalf("after a write through a sidecar that takes no part: read %d, want 100", got)
+	}
+}
+
+// freezer relays TCP to a target, and can stop forwarding without
+// closing anything: a peer whose process hangs, or whose network drops
+// every packet.
+type freezer struct {
+	ln     net.Listener
+	target string
+	frozen atomic.Bool
+}
+
+func startFreezer(t *testing.T, target string) *freezer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &freezer{ln: ln, target: target}
+	var mu sync.Mutex // protects conns
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, b)
+			mu.Unlock()
+			go f.pipe(b, c)
+			go f.pipe(c, b)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return f
+}
+
+func (f *freezer) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		for f.frozen.Load() {
+			time.Sleep(2 * time.Millisecond)
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			dst.Close()
+			return
+		}
+	}
+}
+
+// TestPeersFrozenLink: when a sidecar stops acknowledging, a write
+// through another waits until the silent one's lease has ended, so that
+// a read through it right after the write's OK checks memcached and sees
+// the write; once the link thaws, it is owed the write and trusted again.
+func TestPeersFrozenLink(t *testing.T) {
+	m := privateDB(t)
+	mc := privateMemcached(t)
+	base := withBinlog(mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}, MemcachedTimeout: 5 * time.Second, MaxStaleness: time.Hour})
+	cfgA := base
+	cfgA.PeerListen = "127.0.0.1:0"
+	a := startProxy(t, cfgA)
+	// B listens on a port of its own, and the others reach it through
+	// the freezer.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bAddr := ln.Addr().String()
+	ln.Close()
+	fz := startFreezer(t, bAddr)
+	cfgB := base
+	cfgB.PeerListen, cfgB.PeerAdvertise = bAddr, fz.ln.Addr().String()
+	b := startProxy(t, cfgB)
+	name := m.NewDatabase(t)
+	direct := openDB(t, rootDSN(m.Addr, name, ""))
+	viaA := openDB(t, rootDSN(a.addr, name, ""))
+	viaB := openDB(t, rootDSN(b.addr, name, ""))
+	for _, db := range []*sql.DB{viaA, viaB} {
+		waitFor(t, 10*time.Second, "the peers to link", func() bool { return statusValue(t, db, "Peer_trusted") == "ON" })
+	}
+	mustExec(t, direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, direct, "INSERT INTO t VALUES (1, 0)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, p := range []*proxy{a, b} {
+		if err := p.srv.WaitBinlog(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := "SELECT v FROM t WHERE id = 1"
+	for range 3 {
+		readInt(t, viaB, q)
+	}
+	h := hits(t, viaB)
+	if readInt(t, viaB, q) != 0 || hits(t, viaB) == h {
+		t.Fatal("the read is not a hit through B; the test proves nothing")
+	}
+
+	fz.frozen.Store(true)
+	start := time.Now()
+	unlogged(t, viaA, "UPDATE t SET v = 1 WHERE id = 1")
+	took := time.Since(start)
+	if got := readInt(t, viaB, q); got != 1 {
+		t.Fatalf("through the silent sidecar right after the write's OK (%v): read %d, want 1", took, got)
+	}
+	if statusValue(t, viaA, "Peer_notify_failures") == "0" {
+		t.Error("no notify failure counted")
+	}
+	if took < 100*time.Millisecond || took > 3*time.Second {
+		t.Errorf("the write took %v; it should wait for the acknowledgement, then the lease", took)
+	}
+	t.Logf("the write waited %v", took)
+	if statusValue(t, viaB, "Peer_trusted") != "OFF" {
+		t.Error("the silent sidecar still trusts its view")
+	}
+
+	fz.frozen.Store(false)
+	waitFor(t, 10*time.Second, "B to be trusted again", func() bool { return statusValue(t, viaB, "Peer_trusted") == "ON" })
+	if got := readInt(t, viaB, q); got != 1 {
+		t.Fatalf("after the thaw: read %d, want 1", got)
+	}
+	unlogged(t, viaA, "UPDATE t SET v = 2 WHERE id = 1")
+	if got := readInt(t, viaB, q); got != 2 {
+		t.Fatalf("after the thaw, a new write: read %d, want 2", got)
 	}
 }
