@@ -59,8 +59,8 @@ type Registry interface {
 
 // Timing is the protocol's periods; zero fields take the defaults.
 type Timing struct {
-	Lease         time.Duration // how long a granted lease runs (500ms)
-	Ping          time.Duration // how often a lease is asked for (100ms)
+	Lease         time.Duration // how long a granted lease runs (750ms)
+	Ping          time.Duration // how often a lease is asked for (250ms)
 	AckTimeout    time.Duration // how long a writer waits for an acknowledgement (200ms)
 	RegistryEvery time.Duration // how often the list is read (250ms)
 	RegistryLease time.Duration // how long a reading of the list is trusted (1s)
@@ -73,8 +73,12 @@ func (t Timing) withDefaults() Timing {
 			*d = v
 		}
 	}
-	def(&t.Lease, 500*time.Millisecond)
-	def(&t.Ping, 100*time.Millisecond)
+	// A lease spans three asks, so one late answer does not end it.
+	// Asking more often costs idle sidecars CPU (a ping and its answer
+	// wake both processes), and a longer lease lengthens the wait of a
+	// write that a peer does not acknowledge.
+	def(&t.Lease, 750*time.Millisecond)
+	def(&t.Ping, 250*time.Millisecond)
 	def(&t.AckTimeout, 200*time.Millisecond)
 	def(&t.RegistryEvery, 250*time.Millisecond)
 	def(&t.RegistryLease, time.Second)
