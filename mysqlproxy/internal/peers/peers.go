@@ -106,12 +106,16 @@ var Global = "*"
 // which two clocks may drift apart over a lease and for scheduling.
 const margin = 20 * time.Millisecond
 
-// maxLinks bounds the peers a sidecar keeps links to.
-const maxLinks = 256
+// maxLinks bounds the peers a sidecar keeps links to, and maxConns the
+// connections it serves.
+const (
+	maxLinks = 256
+	maxConns = 4 * maxLinks
+)
 
 // Limits on a message: a peer that sends more is disconnected.
 const (
-	maxDeps   = 1 << 20
+	maxDeps   = 1 << 18
 	maxDepLen = 1 << 16
 )
 
@@ -274,6 +278,9 @@ func (m *Mesh) Notify(deps []string) {
 		return
 	}
 	m.notified.Add(1)
+	if len(deps) > maxDeps/2 {
+		deps = []string{Global} // more than a message carries
+	}
 	msg := encodeDeps(deps)
 	oks := make([]bool, len(to))
 	var wg sync.WaitGroup
@@ -429,6 +436,11 @@ func (m *Mesh) serve() {
 			m.mu.Unlock()
 			_ = c.Close()
 			return
+		}
+		if len(m.conns) >= maxConns {
+			m.mu.Unlock()
+			_ = c.Close()
+			continue
 		}
 		m.conns[c] = struct{}{}
 		m.mu.Unlock()
@@ -749,7 +761,7 @@ func writeMsg(w *bufio.Writer, typ byte, seq uint64, body []byte) error {
 }
 
 // maxBody bounds a message's body.
-const maxBody = 64 << 20
+const maxBody = 16 << 20
 
 func readMsg(r *bufio.Reader) (typ byte, seq uint64, body []byte, err error) {
 	var h [13]byte
