@@ -3,12 +3,12 @@ package mysqlproxy
 import (
 	"context"
 	"fmt"
-	"github.com/mycached/mycached/mysqlproxy/internal/store"
 	"net"
 	"strconv"
 	"time"
 
 	"github.com/mycached/mycached/mysqlproxy/internal/peers"
+	"github.com/mycached/mycached/mysqlproxy/internal/store"
 )
 
 // startPeers links this sidecar to the fleet's others (see
@@ -57,8 +57,6 @@ func (s *Server) startPeers() error {
 	}
 	return nil
 }
-
-func (r registry) Leave(ctx context.Context, self string) error { return r.st.PeerLeave(ctx, self) }
 
 // leavePeers takes this sidecar off the fleet's list and stops the
 // links, once its sessions have ended: it will write no more.
@@ -121,3 +119,5 @@ type registry struct{ st *store.Store }
 func (r registry) Refresh(ctx context.Context, self string, ttl time.Duration) ([]string, bool, error) {
 	return r.st.PeerRefresh(ctx, self, ttl)
 }
+
+func (r registry) Leave(ctx context.Context, self string) error { return r.st.PeerLeave(ctx, self) }

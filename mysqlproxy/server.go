@@ -56,10 +56,10 @@ type Server struct {
 	hook   *hook.Hook
 	reg    *metrics.Registry
 	coh    *coherence
-
-	peerMu sync.Mutex // protects mesh
-	mesh   *peers.Mesh
 	status *statuspage.Page
+
+	peerMu sync.Mutex  // protects mesh
+	mesh   *peers.Mesh // the links to the fleet's other sidecars; nil when closed
 
 	mu        sync.Mutex // protects listeners and sessions
 	listeners map[net.Listener]struct{}

@@ -216,6 +216,7 @@ func (m *Mesh) Close() {
 	}
 	m.mu.Unlock()
 	m.wg.Wait()
+	m.trust.Store(0) // nothing tells this sidecar of writes any more
 }
 
 func (m *Mesh) now() int64 { return int64(time.Since(m.base)) }
