@@ -400,13 +400,13 @@ func (m *Mesh) listed(start int64, members []string, joined bool) {
 }
 
 // linkLocked returns the link to addr, starting one; m.mu must be held.
-// It returns nil when there are too many.
+// It returns nil when there are too many, or the Mesh is closing.
 func (m *Mesh) linkLocked(addr string) *link {
 	if l := m.links[addr]; l != nil {
 		return l
 	}
-	if len(m.links) >= maxLinks {
-		return nil
+	if len(m.links) >= maxLinks || m.ctx.Err() != nil {
+		return nil // too many, or closing: no goroutine may start
 	}
 	l := &link{m: m, addr: addr, owedAll: m.wrote, waiters: make(map[uint64]chan bool), pings: make(map[uint64]int64)}
 	l.ctx, l.cancel = context.WithCancel(m.ctx)
