@@ -407,8 +407,9 @@ func textRow(b []byte) []string {
 func (s *Session) setupSession(turn GrantsTurn) error {
 	s.Vars, s.VarsGen = nil, s.VarsGen+1
 	s.tracksPrepared = false // a new session, a reset or a change of user drops them
+	tail := setupTail
 	if !s.Track {
-		res, err := s.ownQueries(startValuesSQL, showGrants)
+		res, err := s.ownQueries(append([]string{startValuesSQL, showGrants}, tail...)...)
 		if err != nil {
 			return err
 		}
@@ -425,10 +426,11 @@ func (s *Session) setupSession(turn GrantsTurn) error {
 		start = startValuesTrackSQL
 	}
 	vars := s.varsSQL(start)
-	res, err := s.ownQueries(slices.Concat(vars[:1], []string{trackersSQL}, vars[1:], []string{showGrants})...)
+	res, err := s.ownQueries(slices.Concat(vars[:1], []string{trackersSQL}, vars[1:], []string{showGrants}, tail)...)
 	if err != nil {
 		return err
 	}
+	res = res[:len(res)-len(tail)]
 	if s.ClientTrack {
 		s.clientTrack = clientTrackers{}
 	}
@@ -530,6 +532,17 @@ func (s *Session) handOverTrackers() (bool, error) {
 // roles in force; SHOW rather than SELECT CURRENT_USER(), so that the
 // server's Com_select counts only the client's statements.
 const showGrants = "SHOW GRANTS"
+
+// setupTail are the statements that end setupSession's, so that the
+// session's diagnostics are the server's after a login, a change of user
+// or a reset: ROW_COUNT() is 0 after each, as DO leaves it. FOUND_ROWS()
+// is set to 0 by a SHOW of no rows, where SHOW VARIABLES left its own
+// count. The server's own value there is not one mycached can restore: a
+// new connection starts with whatever count its server thread's last
+// connection left, and a change of user or a reset keeps the session's
+// count, which only a SELECT could read (and the client would see it in
+// Com_select).
+var setupTail = []string{"SHOW VARIABLES WHERE 0", "DO 0"}
 
 // startValuesSQL reads, when a session begins, the values it starts with
 // of the variables that can change what a read returns (the trackers
