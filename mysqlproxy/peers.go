@@ -58,25 +58,27 @@ func (s *Server) startPeers() error {
 	return nil
 }
 
+// takeMesh returns the links and forgets them, so that they are stopped
+// once; nil when there are none.
+func (s *Server) takeMesh() *peers.Mesh {
+	s.peerMu.Lock()
+	defer s.peerMu.Unlock()
+	m := s.mesh
+	s.mesh = nil
+	return m
+}
+
 // leavePeers takes this sidecar off the fleet's list and stops the
 // links, once its sessions have ended: it will write no more.
 func (s *Server) leavePeers() {
-	s.peerMu.Lock()
-	m := s.mesh
-	s.mesh = nil
-	s.peerMu.Unlock()
-	if m != nil {
+	if m := s.takeMesh(); m != nil {
 		m.Leave()
 	}
 }
 
 // closePeers stops the links, once.
 func (s *Server) closePeers() {
-	s.peerMu.Lock()
-	m := s.mesh
-	s.mesh = nil
-	s.peerMu.Unlock()
-	if m != nil {
+	if m := s.takeMesh(); m != nil {
 		// The notifier stays: a write that ends after this finds every
 		// link closed, and waits out the leases it granted.
 		m.Close()

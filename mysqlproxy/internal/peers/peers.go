@@ -152,7 +152,7 @@ type Mesh struct {
 	conns    map[net.Conn]struct{}
 	wrote    bool // Notify has run: a peer linked later may have missed bumps
 
-	notified, failed, unsafe, grants, refusals atomic.Uint64
+	notified, failed, unsafe atomic.Uint64
 }
 
 // New starts a Mesh: it serves cfg.Listener, keeps itself listed, and
@@ -234,8 +234,6 @@ type Stats struct {
 	Notified  uint64
 	Failed    uint64 // bumps a peer did not acknowledge in time
 	Unsafe    uint64 // of those, bumps that waiting could not make safe
-	Grants    uint64
-	Refusals  uint64
 }
 
 // Stats returns the counters.
@@ -251,7 +249,6 @@ func (m *Mesh) Stats() Stats {
 	m.mu.Unlock()
 	st.Trusted = m.Trusted()
 	st.Notified, st.Failed, st.Unsafe = m.notified.Load(), m.failed.Load(), m.unsafe.Load()
-	st.Grants, st.Refusals = m.grants.Load(), m.refusals.Load()
 	return st
 }
 
@@ -508,7 +505,6 @@ func (m *Mesh) grant(peer string) byte {
 	defer m.mu.Unlock()
 	l := m.linkLocked(peer)
 	if l == nil {
-		m.refusals.Add(1)
 		return msgNak
 	}
 	l.peerKnown = true
@@ -516,11 +512,9 @@ func (m *Mesh) grant(peer string) byte {
 	// A lease goes only to a peer this sidecar can tell of its writes
 	// now: one it could not would cost every write a wait for the lease.
 	if !l.up || l.owedAll || len(l.owed) > 0 || l.paying {
-		m.refusals.Add(1)
 		return msgNak
 	}
 	l.grantAt = m.now()
-	m.grants.Add(1)
 	return msgAck
 }
 

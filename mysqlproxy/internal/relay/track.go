@@ -407,9 +407,8 @@ func textRow(b []byte) []string {
 func (s *Session) setupSession(turn GrantsTurn) error {
 	s.Vars, s.VarsGen = nil, s.VarsGen+1
 	s.tracksPrepared = false // a new session, a reset or a change of user drops them
-	tail := setupTail
 	if !s.Track {
-		res, err := s.ownQueries(append([]string{startValuesSQL, showGrants}, tail...)...)
+		res, err := s.ownQueries(append([]string{startValuesSQL, showGrants}, setupTail...)...)
 		if err != nil {
 			return err
 		}
@@ -426,11 +425,11 @@ func (s *Session) setupSession(turn GrantsTurn) error {
 		start = startValuesTrackSQL
 	}
 	vars := s.varsSQL(start)
-	res, err := s.ownQueries(slices.Concat(vars[:1], []string{trackersSQL}, vars[1:], []string{showGrants}, tail)...)
+	res, err := s.ownQueries(slices.Concat(vars[:1], []string{trackersSQL}, vars[1:], []string{showGrants}, setupTail)...)
 	if err != nil {
 		return err
 	}
-	res = res[:len(res)-len(tail)]
+	res = res[:len(res)-len(setupTail)]
 	if s.ClientTrack {
 		s.clientTrack = clientTrackers{}
 	}

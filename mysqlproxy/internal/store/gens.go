@@ -278,11 +278,7 @@ func (s *Store) bump(ctx context.Context, deps []string) error {
 	// valid in memcached may keep it in L1 with local generations it read
 	// before, which must then include every bump memcached has not seen
 	// (a failed bump is pending, and its deps are bypassed meanwhile).
-	defer func() {
-		for _, d := range deps {
-			s.local.bump(d, s.timeSeed())
-		}
-	}()
+	defer s.BumpLocal(deps)
 	if s.mc == nil {
 		return nil
 	}
