@@ -320,7 +320,7 @@ func (f *Follower) xaPrepare(t *txn, data []byte) {
 			f.mu.Unlock()
 		}
 	}
-	f.advance(t)
+	f.queue(t, false)
 }
 
 // statementAnalyzer analyzes the statements of QUERY events; their
@@ -485,18 +485,4 @@ func word(s string) (string, string) {
 		return strings.ToUpper(s), ""
 	}
 	return strings.ToUpper(s[:i]), s[i:]
-}
-
-// advance records a group as read without bumping anything (a prepared
-// XA transaction, bumped at its commit).
-func (f *Follower) advance(t *txn) {
-	f.mu.Lock()
-	if t.gtid != nil {
-		_ = f.applied.AddSet(t.gtid)
-	}
-	f.advanceLocked()
-	f.mu.Unlock()
-	t.gtid = nil
-	clear(t.deps)
-	clear(t.rows)
 }

@@ -103,6 +103,9 @@ type Follower struct {
 	// goroutine uses them.
 	runStart   uint32
 	formatSeen bool
+	// group is the transactions read and not yet bumped; only the
+	// follow goroutine uses it.
+	group group
 
 	events, txns, bumps, reconnects, lost atomic.Uint64
 }
@@ -277,6 +280,7 @@ func (f *Follower) follow() error {
 	f.mu.Unlock()
 	f.log.Info("binlog: following", "from", start.String(), "server_id", f.opts.ServerID)
 	var t txn
+	defer f.drop()
 	for {
 		ev, err := stream.GetEvent(f.ctx)
 		if err != nil {
@@ -285,8 +289,21 @@ func (f *Follower) follow() error {
 		f.mu.Lock()
 		f.lastMsg = time.Now()
 		f.mu.Unlock()
+		// The events already received join the group, which is bumped
+		// before the follower waits for more.
 		f.events.Add(1)
 		f.handle(&t, ev)
+		for n := 0; n < 64; n++ {
+			evs := stream.DumpEvents()
+			if len(evs) == 0 {
+				break
+			}
+			f.events.Add(uint64(len(evs)))
+			for _, ev := range evs {
+				f.handle(&t, ev)
+			}
+		}
+		f.flush()
 	}
 }
 
@@ -415,21 +432,100 @@ func (f *Follower) settleDue(now time.Time) {
 	f.mu.Unlock()
 }
 
-// apply bumps a committed transaction's dependencies now and again once
-// it has settled, and records its position.
+// apply queues a committed transaction's dependencies for one bump with
+// the transactions read with it, and its position to be recorded after
+// that bump.
 func (f *Follower) apply(t *txn) {
-	if ds := t.list(); len(ds) > 0 {
+	f.queue(t, true)
+}
+
+// group is the transactions read and not yet bumped: the follower reads
+// every event the server has already sent before it bumps, so that a
+// burst of commits costs one round trip to memcached, not one each.
+type group struct {
+	deps map[string]struct{}
+	txns []queued
+}
+
+// queued is a transaction of a group, in binlog order.
+type queued struct {
+	gtid    *mysql.MariadbGTID
+	ts      uint32
+	applied bool // a commit, not an XA PREPARE
+}
+
+// Bounds of a group: past either, it is bumped before the next event.
+const (
+	groupMaxTxns = 256
+	groupMaxDeps = 4096
+)
+
+// queue adds t, whose events have all been read, to the group, and
+// starts a new transaction. applied is false for an XA PREPARE, whose
+// changes are bumped at its XA COMMIT; its position still moves on in
+// order with the others.
+func (f *Follower) queue(t *txn, applied bool) {
+	g := &f.group
+	if applied && len(t.deps) > 0 {
+		if g.deps == nil {
+			g.deps = make(map[string]struct{}, len(t.deps))
+		}
+		for d := range t.deps {
+			g.deps[d] = struct{}{}
+		}
+	}
+	g.txns = append(g.txns, queued{gtid: t.gtid, ts: t.ts, applied: applied})
+	t.gtid = nil
+	clear(t.deps)
+	clear(t.rows)
+	if len(g.txns) >= groupMaxTxns || len(g.deps) >= groupMaxDeps {
+		f.flush()
+	}
+}
+
+// flush bumps the group's dependencies in one call, now and again once
+// they have settled, and then records its transactions' positions, in
+// order. A position is never recorded before its transaction's bump.
+func (f *Follower) flush() {
+	g := &f.group
+	if len(g.txns) == 0 {
+		return
+	}
+	var ds []string
+	if len(g.deps) > 0 {
+		ds = make([]string, 0, len(g.deps))
+		for d := range g.deps {
+			ds = append(ds, d)
+		}
 		f.opts.Bump(f.ctx, ds)
 		f.bumps.Add(uint64(len(ds)))
-		f.mu.Lock()
-		f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: ds})
-		f.mu.Unlock()
 	}
-	f.txns.Add(1)
 	f.mu.Lock()
-	f.lastTS = t.ts
+	if len(ds) > 0 {
+		f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: ds})
+	}
+	for _, q := range g.txns {
+		if q.gtid != nil {
+			_ = f.applied.AddSet(q.gtid)
+		}
+		if q.applied {
+			f.txns.Add(1)
+			f.lastTS = q.ts
+		}
+	}
+	f.advanceLocked()
 	f.mu.Unlock()
-	f.advance(t)
+	clear(g.deps)
+	clear(g.txns)
+	g.txns = g.txns[:0]
+}
+
+// drop forgets the group unbumped, when the connection ends: its
+// position was not recorded, so its transactions are read again.
+func (f *Follower) drop() {
+	clear(f.group.deps)
+	clear(f.group.txns)
+	f.group.txns = f.group.txns[:0]
 }
 
 // Status is the follower's state, for SHOW MYCACHED STATUS and metrics.

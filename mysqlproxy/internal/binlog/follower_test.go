@@ -1,0 +1,146 @@
+package binlog
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/deps"
+	"github.com/mycached/mycached/mysqlproxy/internal/meta"
+	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
+
+// bumpLog records the follower's bumps. While held, a bump waits for
+// release, as one to a slow memcached does.
+type bumpLog struct {
+	mu    sync.Mutex
+	calls [][]string
+	hold  chan struct{} // nil: bumps return at once
+}
+
+func (b *bumpLog) bump(ctx context.Context, ds []string) {
+	b.mu.Lock()
+	b.calls = append(b.calls, append([]string(nil), ds...))
+	hold := b.hold
+	b.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+		}
+	}
+}
+
+func (b *bumpLog) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.calls)
+}
+
+// waitApplied waits until the follower has applied every transaction the
+// server has committed.
+func waitApplied(t *testing.T, f *Follower, db *testenv.MariaDB) {
+	t.Helper()
+	pos := db.QueryString(t, "SELECT @@gtid_binlog_pos")
+	deadline := time.Now().Add(30 * time.Second)
+	for !f.Applied(pos) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the follower did not apply %s: it is at %s", pos, f.Status().Position)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestGroupCommit: transactions that pile up while a bump is in flight
+// are bumped together, in one call, and no position is recorded before
+// its transaction's bump has returned.
+func TestGroupCommit(t *testing.T) {
+	env := testenv.Shared(t)
+	db := env.DB
+	name := db.NewDatabase(t)
+	db.Exec(t, "CREATE TABLE "+name+".t (id INT PRIMARY KEY, v INT)")
+
+	m, err := meta.Open(context.Background(), meta.Options{Addr: db.Addr, User: testenv.BinlogUser, Password: testenv.BinlogPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	log := &bumpLog{}
+	f, err := Start(Options{
+		Addr: db.Addr, User: testenv.BinlogUser, Password: testenv.BinlogPassword,
+		ServerID: 4242, Meta: m, Bump: log.bump,
+		// No settle bump during the test: every bump counted is one of
+		// a commit.
+		Settle: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	db.Exec(t, "INSERT INTO "+name+".t VALUES (0, 0)")
+	waitApplied(t, f, db)
+
+	// A bump that does not return: the next transaction's position must
+	// wait for it, and the transactions behind it pile up.
+	hold := make(chan struct{})
+	log.mu.Lock()
+	log.hold = hold
+	log.mu.Unlock()
+	before := log.count()
+	db.Exec(t, "UPDATE "+name+".t SET v = 1 WHERE id = 0")
+	first := db.QueryString(t, "SELECT @@gtid_binlog_pos")
+	for log.count() == before {
+		time.Sleep(time.Millisecond)
+	}
+	const n = 200
+	for i := 1; i <= n; i++ {
+		db.Exec(t, "INSERT INTO "+name+".t VALUES (?, 0)", i)
+	}
+	last := db.QueryString(t, "SELECT @@gtid_binlog_pos")
+	// Let the stream receive them while the bump is held.
+	time.Sleep(200 * time.Millisecond)
+	if f.Applied(first) {
+		t.Fatalf("position %s recorded before its bump returned", first)
+	}
+	held := log.count()
+	log.mu.Lock()
+	log.hold = nil
+	log.mu.Unlock()
+	close(hold)
+	deadline := time.Now().Add(30 * time.Second)
+	for !f.Applied(last) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the follower did not apply %s: it is at %s", last, f.Status().Position)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	log.mu.Lock()
+	calls := log.calls[held:]
+	log.mu.Unlock()
+	// The stream may split the pile where its reader was, so allow a
+	// few calls; one per transaction is what grouping removes.
+	if len(calls) > 5 {
+		t.Errorf("%d transactions took %d bumps after the held one; want them grouped", n, len(calls))
+	}
+	seen := map[string]bool{}
+	for _, c := range calls {
+		for _, d := range c {
+			seen[d] = true
+		}
+	}
+	table := m.Namer().Table(name, "t")
+	for i := 1; i <= n; i++ {
+		if d := deps.Row(table, []string{strconv.Itoa(i)}); !seen[d] {
+			t.Fatalf("row %d was never bumped (bumps: %v)", i, calls)
+		}
+	}
+	if st := f.Status(); st.Transactions < n+2 {
+		t.Errorf("Transactions = %d, want at least %d", st.Transactions, n+2)
+	}
+}
