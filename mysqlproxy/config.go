@@ -124,6 +124,11 @@ type Config struct {
 	// PeerAdvertise is the address the other sidecars dial to reach
 	// PeerListen (default: PeerListen's, once bound).
 	PeerAdvertise string
+	// PeerSecret, when set, must be the same on every sidecar of the
+	// fleet: the peer links authenticate each other with it, and a
+	// connection that cannot prove it is closed. Nil means anyone who can
+	// reach PeerListen may send invalidations.
+	PeerSecret []byte
 	// StateDir keeps the follower's position and the invalidations still
 	// owed to memcached across restarts; empty means none is kept, and a
 	// restart invalidates every entry.

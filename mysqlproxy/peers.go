@@ -45,6 +45,7 @@ func (s *Server) startPeers() error {
 		Advertise: s.cfg.PeerAdvertise,
 		Registry:  registry{s.store},
 		Apply:     s.store.BumpLocal,
+		Secret:    s.cfg.PeerSecret,
 		Log:       s.log,
 	})
 	s.peerMu.Lock()
@@ -53,7 +54,10 @@ func (s *Server) startPeers() error {
 	if ln != nil {
 		s.store.SetNotify(m.Notify)
 		s.cache.SetPeers(m)
-		s.log.Info("peers: listening", "addr", ln.Addr().String(), "advertise", m.Stats().Advertise)
+		s.log.Info("peers: listening", "addr", ln.Addr().String(), "advertise", m.Stats().Advertise, "secret", s.cfg.PeerSecret != nil)
+		if s.cfg.PeerSecret == nil && !isLoopback(ln.Addr()) {
+			s.log.Warn("peers: the peer port takes connections from anyone who can reach it, who may then invalidate this sidecar's entries at will; set --peer-secret-file, or keep the port on a private network")
+		}
 	}
 	return nil
 }
@@ -112,6 +116,7 @@ func (s *Server) peerRows() [][2]string {
 		{"Peer_notified", u(st.Notified)},
 		{"Peer_notify_failures", u(st.Failed)},
 		{"Peer_notify_unsafe", u(st.Unsafe)},
+		{"Peer_refused", u(st.Refused)},
 	}
 }
 
@@ -123,3 +128,9 @@ func (r registry) Refresh(ctx context.Context, self string, ttl time.Duration) (
 }
 
 func (r registry) Leave(ctx context.Context, self string) error { return r.st.PeerLeave(ctx, self) }
+
+// isLoopback reports an address only this host can reach.
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}

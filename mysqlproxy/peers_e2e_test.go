@@ -52,7 +52,8 @@ func unlogged(t *testing.T, db *sql.DB, stmts ...string) {
 	}
 }
 
-// TestPeersStrictHits: with --peer-listen, strict hits are checked
+// TestPeersStrictHits: with --peer-listen (and a shared secret, so that
+// the links authenticate each other), strict hits are checked
 // against the sidecar's own view, with no memcached round trip, and a
 // write through one sidecar is seen through the other as soon as its
 // client has the OK. The writes are kept out of the binlog, so only the
@@ -60,7 +61,7 @@ func unlogged(t *testing.T, db *sql.DB, stmts ...string) {
 // takes no part makes the others check memcached again.
 func TestPeersStrictHits(t *testing.T) {
 	m := privateDB(t)
-	f := startFleet(t, m, mysqlproxy.Config{PeerListen: "127.0.0.1:0", MaxStaleness: time.Hour})
+	f := startFleet(t, m, mysqlproxy.Config{PeerListen: "127.0.0.1:0", PeerSecret: []byte("fleet-secret-0123456789"), MaxStaleness: time.Hour})
 	for _, db := range []*sql.DB{f.viaA, f.viaB} {
 		waitFor(t, 10*time.Second, "the peers to link", func() bool { return statusValue(t, db, "Peer_trusted") == "ON" })
 	}

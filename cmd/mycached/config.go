@@ -57,6 +57,8 @@ type options struct {
 	maxStaleness       time.Duration
 	peerListen         string
 	peerAdvertise      string
+	peerSecretFile     string
+	peerSecret         []byte // from the file or MYCACHED_PEER_SECRET
 	stateDir           string
 
 	policy        []string
@@ -150,6 +152,7 @@ func flagDefs(o *options) []flagDef {
 		{"Coherence", "max-staleness", "DURATION", durationValue{&o.maxStaleness}, "how far behind the server a bounded hit may be; past it hits are checked as strict", ""},
 		{"Coherence", "peer-listen", "ADDR", stringValue{&o.peerListen}, "hear from the other sidecars sharing --memcached on this host:port (a private network): each tells the others of its writes before its client hears OK, so strict hits are checked without a memcached round trip while every sidecar is linked", "off: strict hits read memcached's generations"},
 		{"Coherence", "peer-advertise", "ADDR", stringValue{&o.peerAdvertise}, "host:port the other sidecars dial to reach --peer-listen", "--peer-listen's address"},
+		{"Coherence", "peer-secret-file", "FILE", stringValue{&o.peerSecretFile}, "file holding a secret every sidecar of the fleet shares: peer links prove it to each other, and connections that cannot are closed; or set MYCACHED_PEER_SECRET", "none: anyone who reaches --peer-listen may send invalidations"},
 		{"Coherence", "state-dir", "DIR", stringValue{&o.stateDir}, "keeps the follower's position and the invalidations still owed to memcached across restarts", "none: a restart invalidates every entry"},
 
 		{"Policy", "policy", "FILE,...", &listValue{p: &o.policy}, "Lua policy scripts, loaded in order", "the built-in default.lua"},
@@ -377,6 +380,25 @@ func (o *options) check() error {
 	}
 	if o.peerAdvertise != "" && o.peerListen == "" {
 		return errors.New("--peer-advertise: needs --peer-listen")
+	}
+	secret := os.Getenv("MYCACHED_PEER_SECRET")
+	if o.peerSecretFile != "" {
+		b, err := os.ReadFile(o.peerSecretFile)
+		if err != nil {
+			return fmt.Errorf("--peer-secret-file: %w", err)
+		}
+		if secret = strings.TrimRight(string(b), "\r\n"); secret == "" {
+			return fmt.Errorf("--peer-secret-file: %q is empty", o.peerSecretFile)
+		}
+	}
+	if o.peerSecretFile != "" && o.peerListen == "" {
+		return errors.New("--peer-secret-file: needs --peer-listen")
+	}
+	if secret != "" && o.peerListen != "" {
+		if len(secret) < 16 {
+			return errors.New("--peer-secret-file: the secret must be at least 16 bytes")
+		}
+		o.peerSecret = []byte(secret)
 	}
 	if o.kvTimeout <= 0 {
 		return errors.New("--kv-timeout: must be more than 0")

@@ -134,6 +134,10 @@ func TestParseOptionsErrors(t *testing.T) {
 	namesOnly := writeFile(t, dir, "names", "alice\nbob\n")
 	noName := writeFile(t, dir, "noname", "alice\n  :secret\n")
 	reservedPrefix := writeFile(t, dir, "prefix.yaml", "kv-prefix: \"q:\"\n")
+	longSecret := writeFile(t, dir, "secret", "0123456789abcdef\n")
+	shortSecret := writeFile(t, dir, "short", "0123456789\n")
+	emptySecret := writeFile(t, dir, "empty", "\n")
+	peerArgs := []string{"--backend", "127.0.0.1:3306", "--memcached", "127.0.0.1:11211", "--peer-listen", "127.0.0.1:7000"}
 
 	tests := []struct {
 		name string
@@ -182,6 +186,10 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"bad yaml value", []string{"--config", badValue}, `badvalue.yaml:2: backend-tls: "sometimes" is not one of`},
 		{"yaml syntax", []string{"--config", badSyntax}, "badsyntax.yaml"},
 		{"yaml nested value", []string{"--config", nested}, "nested.yaml:1: memcached"},
+		{"peer secret without peer listen", []string{"--peer-secret-file", longSecret}, "--peer-secret-file: needs --peer-listen"},
+		{"short peer secret", append(peerArgs, "--peer-secret-file", shortSecret), "at least 16 bytes"},
+		{"empty peer secret", append(peerArgs, "--peer-secret-file", emptySecret), "is empty"},
+		{"unreadable peer secret", append(peerArgs, "--peer-secret-file", filepath.Join(dir, "nosecret")), "nosecret"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,5 +251,29 @@ func TestSizes(t *testing.T) {
 				t.Errorf("parseSize(formatSize(%d)) = %d, want %d", got, back, got)
 			}
 		}
+	}
+}
+
+// TestPeerSecret: the secret comes from --peer-secret-file, without its
+// line end, or else from MYCACHED_PEER_SECRET.
+func TestPeerSecret(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "secret", "0123456789abcdef-file\r\n")
+	args := []string{"--backend", "127.0.0.1:3306", "--memcached", "127.0.0.1:11211", "--peer-listen", "127.0.0.1:7000"}
+	t.Setenv("MYCACHED_PEER_SECRET", "0123456789abcdef-env")
+	o, err := parseOptions(append(args, "--peer-secret-file", file), &strings.Builder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(o.peerSecret) != "0123456789abcdef-file" {
+		t.Errorf("from the file: %q", o.peerSecret)
+	}
+	if o, err = parseOptions(args, &strings.Builder{}); err != nil || string(o.peerSecret) != "0123456789abcdef-env" {
+		t.Errorf("from the environment: %q, %v", o.peerSecret, err)
+	}
+	// Set for the fleet, the variable is ignored by a sidecar that
+	// takes no part in the links.
+	if o, err = parseOptions(args[:4], &strings.Builder{}); err != nil || o.peerSecret != nil {
+		t.Errorf("without --peer-listen: %q, %v", o.peerSecret, err)
 	}
 }

@@ -110,6 +110,7 @@ func proxyConfig(o options, logger *slog.Logger) mysqlproxy.Config {
 		MaxStaleness:        o.maxStaleness,
 		PeerListen:          o.peerListen,
 		PeerAdvertise:       o.peerAdvertise,
+		PeerSecret:          o.peerSecret,
 		StateDir:            o.stateDir,
 		Policy:              o.policy,
 		PolicyTimeout:       o.policyTimeout,

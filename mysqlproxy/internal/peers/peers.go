@@ -35,7 +35,10 @@ package peers
 import (
 	"bufio"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -93,7 +96,12 @@ type Config struct {
 	Registry  Registry
 	// Apply bumps deps in the local view; a Mesh acknowledges bumps only
 	// once it has returned.
-	Apply  func(deps []string)
+	Apply func(deps []string)
+	// Secret, when set, is shared by every member: a connection is
+	// served, or used, only once each side has shown it holds it (an
+	// HMAC of both sides' nonces), so that no one else can send bumps or
+	// take a connection slot for long. Members must all have the same.
+	Secret []byte
 	Log    *slog.Logger
 	Timing Timing
 }
@@ -126,7 +134,32 @@ const (
 	msgBump  = 'B' // deps to bump
 	msgAck   = 'A' // the answer to a ping (a grant) or a bump
 	msgNak   = 'N' // the answer to a ping that is refused
+	msgAuth  = 'U' // with a Secret: the dialer's proof, after the hellos
 )
+
+// With a Secret, the dialer's hello is its name, a newline and a nonce;
+// the answer's is its name, its own nonce and its proof; the dialer then
+// sends its proof. A proof is proof's HMAC of both names and nonces.
+const nonceLen = 16
+
+func newNonce() string {
+	var b [nonceLen]byte
+	for i := range b {
+		b[i] = byte(rand.Uint32())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// proof is the HMAC-SHA256, under the secret, of role ("answer" or
+// "dial") and the dialer's and the answerer's names and nonces.
+func (m *Mesh) proof(role, dialer, answerer, nd, na string) []byte {
+	h := hmac.New(sha256.New, m.cfg.Secret)
+	for _, p := range []string{role, dialer, answerer, nd, na} {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return []byte(hex.EncodeToString(h.Sum(nil)))
+}
 
 // Mesh is one sidecar's links to the rest of the fleet.
 type Mesh struct {
@@ -152,7 +185,8 @@ type Mesh struct {
 	conns    map[net.Conn]struct{}
 	wrote    bool // Notify has run: a peer linked later may have missed bumps
 
-	notified, failed, unsafe atomic.Uint64
+	notified, failed, unsafe, refusals atomic.Uint64
+	refusedAt                          atomic.Int64 // when a refusal was last logged
 }
 
 // New starts a Mesh: it serves cfg.Listener, keeps itself listed, and
@@ -234,6 +268,7 @@ type Stats struct {
 	Notified  uint64
 	Failed    uint64 // bumps a peer did not acknowledge in time
 	Unsafe    uint64 // of those, bumps that waiting could not make safe
+	Refused   uint64 // connections turned away for want of the secret
 }
 
 // Stats returns the counters.
@@ -249,6 +284,7 @@ func (m *Mesh) Stats() Stats {
 	m.mu.Unlock()
 	st.Trusted = m.Trusted()
 	st.Notified, st.Failed, st.Unsafe = m.notified.Load(), m.failed.Load(), m.unsafe.Load()
+	st.Refused = m.refusals.Load()
 	return st
 }
 
@@ -464,14 +500,37 @@ func (m *Mesh) answer(c net.Conn) {
 	if err != nil || typ != msgHello || len(body) == 0 || len(body) > 512 {
 		return
 	}
-	peer := string(body)
+	peer, nd := string(body), ""
+	if m.cfg.Secret != nil {
+		var ok bool
+		if peer, nd, ok = strings.Cut(peer, "\n"); !ok || len(nd) != 2*nonceLen {
+			m.refused(c, "no nonce in its hello")
+			return
+		}
+	}
 	if peer == m.self {
 		return
 	}
 	// Say who answers: a dialer that reached another sidecar than the
 	// one it meant hangs up.
-	if writeMsg(w, msgHello, 0, []byte(m.self)) != nil || w.Flush() != nil {
+	hello := m.self
+	na := ""
+	if m.cfg.Secret != nil {
+		na = newNonce()
+		hello += "\n" + na + "\n" + string(m.proof("answer", peer, m.self, nd, na))
+	}
+	if writeMsg(w, msgHello, 0, []byte(hello)) != nil || w.Flush() != nil {
 		return
+	}
+	if m.cfg.Secret != nil {
+		typ, _, body, err := readMsg(r)
+		if err != nil {
+			return
+		}
+		if typ != msgAuth || !hmac.Equal(body, m.proof("dial", peer, m.self, nd, na)) {
+			m.refused(c, "a wrong proof of the secret")
+			return
+		}
 	}
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(10 * m.t.RegistryTTL))
@@ -497,6 +556,18 @@ func (m *Mesh) answer(c net.Conn) {
 			return
 		}
 	}
+}
+
+// refused logs a connection turned away for want of the secret, at most
+// once a minute.
+func (m *Mesh) refused(c net.Conn, why string) {
+	m.refusals.Add(1)
+	now := m.now()
+	last := m.refusedAt.Load()
+	if last != 0 && now-last < int64(time.Minute) || !m.refusedAt.CompareAndSwap(last, now) {
+		return
+	}
+	m.cfg.Log.Warn("peers: refused a connection: "+why+" (is --peer-secret-file the same on every sidecar?)", "from", c.RemoteAddr().String())
 }
 
 // grant answers peer's ping: a lease, unless bumps are owed to it.
@@ -587,18 +658,28 @@ func (l *link) run() {
 // serve uses one connection until it fails.
 func (l *link) serve(c net.Conn) {
 	m := l.m
-	l.wmu.Lock()
-	l.conn, l.w = c, bufio.NewWriter(c)
-	err := writeMsg(l.w, msgHello, 0, []byte(m.self))
-	if err == nil {
-		err = l.w.Flush()
+	w := bufio.NewWriter(c)
+	hello, nd := m.self, ""
+	if m.cfg.Secret != nil {
+		nd = newNonce()
+		hello += "\n" + nd
 	}
+	err := writeMsg(w, msgHello, 0, []byte(hello))
+	if err == nil {
+		err = w.Flush()
+	}
+	l.wmu.Lock()
+	l.conn = c
 	l.wmu.Unlock()
+	// Nothing is sent but the hello until the peer has answered as the
+	// one dialed (and, with a Secret, shown it holds it): readAcks then
+	// sets l.w and closes ready.
+	ready := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if err == nil {
-			l.readAcks(c)
+			l.readAcks(c, w, nd, ready)
 		}
 		_ = c.Close()
 	}()
@@ -612,6 +693,8 @@ func (l *link) serve(c net.Conn) {
 		select {
 		case <-done:
 			err = io.EOF
+		case <-ready:
+			ready = nil
 		case <-tick.C:
 		}
 	}
@@ -703,14 +786,40 @@ func (l *link) request(typ byte, body []byte, timeout time.Duration) bool {
 	}
 }
 
-// readAcks reads the peer's answers until the connection fails.
-func (l *link) readAcks(c net.Conn) {
+// readAcks checks who answered, then reads the peer's answers until the
+// connection fails. nd is the nonce of this side's hello.
+func (l *link) readAcks(c net.Conn, w *bufio.Writer, nd string, ready chan struct{}) {
 	m := l.m
 	r := bufio.NewReader(c)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	typ, _, body, err := readMsg(r)
-	if err != nil || typ != msgHello || string(body) != l.addr {
+	if err != nil || typ != msgHello {
 		return
 	}
+	name := string(body)
+	if m.cfg.Secret != nil {
+		var na, proof string
+		name, na, _ = strings.Cut(name, "\n")
+		na, proof, _ = strings.Cut(na, "\n")
+		if name != l.addr {
+			return
+		}
+		if len(na) != 2*nonceLen || !hmac.Equal([]byte(proof), m.proof("answer", m.self, name, nd, na)) {
+			m.refused(c, "its answer did not prove the secret")
+			return
+		}
+		if writeMsg(w, msgAuth, 0, m.proof("dial", m.self, name, nd, na)) != nil || w.Flush() != nil {
+			return
+		}
+	}
+	if name != l.addr {
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	l.wmu.Lock()
+	l.w = w
+	l.wmu.Unlock()
+	close(ready)
 	m.mu.Lock()
 	l.up = true
 	m.mu.Unlock()

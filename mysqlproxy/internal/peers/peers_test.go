@@ -1,9 +1,11 @@
 package peers
 
 import (
+	"bufio"
 	"context"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,13 +74,17 @@ var fast = Timing{Lease: 200 * time.Millisecond, Ping: 20 * time.Millisecond, Ac
 	RegistryEvery: 20 * time.Millisecond, RegistryLease: 100 * time.Millisecond, RegistryTTL: 2 * time.Second}
 
 func start(t *testing.T, reg Registry) *sidecar {
+	return startWith(t, reg, nil)
+}
+
+func startWith(t *testing.T, reg Registry, secret []byte) *sidecar {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &sidecar{}
-	s.Mesh = New(Config{Listener: ln, Registry: reg, Apply: s.apply, Timing: fast})
+	s.Mesh = New(Config{Listener: ln, Registry: reg, Apply: s.apply, Timing: fast, Secret: secret})
 	t.Cleanup(s.Close)
 	return s
 }
@@ -261,4 +267,55 @@ func TestLeave(t *testing.T) {
 	eventually(t, "both trusted", func() bool { return a.Trusted() && b.Trusted() })
 	b.Leave()
 	eventually(t, "a alone and trusted", func() bool { return a.Trusted() && a.Stats().Members == 0 })
+}
+
+// TestSecret: sidecars that share a secret link and trust each other;
+// one with another secret, or a client with none, is turned away before
+// it can take a lease or have a bump applied.
+func TestSecret(t *testing.T) {
+	reg := &memRegistry{}
+	secret := []byte("0123456789abcdef-fleet")
+	a := startWith(t, reg, secret)
+	b := startWith(t, reg, secret)
+	eventually(t, "a and b trusted", func() bool { return a.Trusted() && b.Trusted() })
+	a.Notify([]string{"db.t"})
+	if !b.has("db.t") {
+		t.Fatal("a bump did not reach a peer with the same secret")
+	}
+
+	// A sidecar with another secret never links, so neither side
+	// trusts its local view while it is listed.
+	c := startWith(t, reg, []byte("another-secret-of-16"))
+	eventually(t, "a refuses c", func() bool { return a.Stats().Refused > 0 && c.Stats().Refused > 0 })
+	eventually(t, "a and c distrust", func() bool { return !a.Trusted() && !c.Trusted() })
+	c.Close()
+
+	// A raw client that knows a's name but not the secret: its hello
+	// and bump get the connection closed, and nothing is applied.
+	for _, hello := range []string{b.self, b.self + "\n" + newNonce()} {
+		conn, err := net.Dial("tcp", a.cfg.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := bufio.NewWriter(conn)
+		_ = writeMsg(w, msgHello, 0, []byte(hello))
+		_ = writeMsg(w, msgAuth, 0, []byte(strings.Repeat("0", 64)))
+		_ = writeMsg(w, msgBump, 1, encodeDeps([]string{"db.forged"}))
+		_ = w.Flush()
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		r := bufio.NewReader(conn)
+		for {
+			typ, _, _, err := readMsg(r)
+			if err != nil {
+				break
+			}
+			if typ == msgAck {
+				t.Fatalf("hello %q: a forged bump was acknowledged", hello)
+			}
+		}
+		conn.Close()
+	}
+	if a.has("db.forged") {
+		t.Fatal("a applied a bump from a client without the secret")
+	}
 }
