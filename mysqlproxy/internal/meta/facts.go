@@ -117,6 +117,11 @@ func parseGrant(text string, into map[string]bool) {
 // sentence each, with what to do about it; none means it can.
 func (f Facts) Problems() []string {
 	var out []string
+	if !f.MariaDB {
+		// MySQL's GTIDs, its position variables and its grants differ;
+		// the follower speaks MariaDB's replication dialect only.
+		return append(out, fmt.Sprintf("the server (version %s) is not MariaDB: the binlog follower reads MariaDB's replication protocol only, so invalidation stays parse-based", orNone(f.Version)))
+	}
 	if !f.LogBin {
 		out = append(out, "the server's binary log is off: start it with log_bin (log-bin=mariadb-bin in its config)")
 	}
