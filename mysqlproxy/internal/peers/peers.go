@@ -36,6 +36,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/hmac"
+	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -139,14 +140,12 @@ const (
 
 // With a Secret, the dialer's hello is its name, a newline and a nonce;
 // the answer's is its name, its own nonce and its proof; the dialer then
-// sends its proof. A proof is proof's HMAC of both names and nonces.
+// sends its proof (see proof).
 const nonceLen = 16
 
 func newNonce() string {
 	var b [nonceLen]byte
-	for i := range b {
-		b[i] = byte(rand.Uint32())
-	}
+	_, _ = crand.Read(b[:]) // never fails on Linux
 	return hex.EncodeToString(b[:])
 }
 
