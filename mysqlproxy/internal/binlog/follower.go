@@ -265,7 +265,11 @@ func (f *Follower) follow() error {
 		HeartbeatPeriod:  f.opts.Heartbeat,
 		ReadTimeout:      3 * f.opts.Heartbeat,
 		DisableRetrySync: true,
-		Logger:           slog.New(discardHandler{}),
+		// Events read ahead of the follower: enough for a group of
+		// transactions, and a bound on the memory a stalled follower
+		// holds (the default, 10240, is gigabytes of large rows).
+		EventCacheCount: 1024,
+		Logger:          slog.New(discardHandler{}),
 	})
 	defer syncer.Close()
 	f.mu.Lock()
