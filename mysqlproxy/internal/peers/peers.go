@@ -34,6 +34,7 @@ package peers
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/hmac"
 	crand "crypto/rand"
@@ -495,7 +496,7 @@ func (m *Mesh) answer(c net.Conn) {
 	r := bufio.NewReader(c)
 	w := bufio.NewWriter(c)
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	typ, _, body, err := readMsg(r)
+	typ, _, body, err := readMsgMax(r, maxHello)
 	if err != nil || typ != msgHello || len(body) == 0 || len(body) > 512 {
 		return
 	}
@@ -522,7 +523,7 @@ func (m *Mesh) answer(c net.Conn) {
 		return
 	}
 	if m.cfg.Secret != nil {
-		typ, _, body, err := readMsg(r)
+		typ, _, body, err := readMsgMax(r, maxHello)
 		if err != nil {
 			return
 		}
@@ -791,7 +792,7 @@ func (l *link) readAcks(c net.Conn, w *bufio.Writer, nd string, ready chan struc
 	m := l.m
 	r := bufio.NewReader(c)
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	typ, _, body, err := readMsg(r)
+	typ, _, body, err := readMsgMax(r, maxHello)
 	if err != nil || typ != msgHello {
 		return
 	}
@@ -863,23 +864,37 @@ func writeMsg(w *bufio.Writer, typ byte, seq uint64, body []byte) error {
 	return err
 }
 
-// maxBody bounds a message's body.
-const maxBody = 16 << 20
+// maxBody bounds a message's body, and maxHello the body of a message
+// read before the peer has said who it is (and proved the secret).
+const (
+	maxBody  = 16 << 20
+	maxHello = 1 << 10
+)
 
 func readMsg(r *bufio.Reader) (typ byte, seq uint64, body []byte, err error) {
+	return readMsgMax(r, maxBody)
+}
+
+// readMsgMax reads a message whose body is at most max bytes. The body
+// grows as its bytes arrive: a length alone allocates nothing.
+func readMsgMax(r *bufio.Reader, max uint32) (typ byte, seq uint64, body []byte, err error) {
 	var h [13]byte
 	if _, err = io.ReadFull(r, h[:]); err != nil {
 		return 0, 0, nil, err
 	}
 	n := binary.BigEndian.Uint32(h[9:])
-	if n > maxBody {
+	if n > max {
 		return 0, 0, nil, fmt.Errorf("peers: a message of %d bytes", n)
 	}
-	body = make([]byte, n)
-	if _, err = io.ReadFull(r, body); err != nil {
+	var b bytes.Buffer
+	b.Grow(int(min(n, 64<<10)))
+	if _, err = io.CopyN(&b, r, int64(n)); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
 		return 0, 0, nil, err
 	}
-	return h[0], binary.BigEndian.Uint64(h[1:]), body, nil
+	return h[0], binary.BigEndian.Uint64(h[1:]), b.Bytes(), nil
 }
 
 // encodeDeps lays deps out as a count, then each length and name.

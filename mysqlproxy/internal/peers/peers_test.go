@@ -3,6 +3,9 @@ package peers
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
+	"errors"
+	"io"
 	"net"
 	"slices"
 	"strings"
@@ -317,5 +320,30 @@ func TestSecret(t *testing.T) {
 	}
 	if a.has("db.forged") {
 		t.Fatal("a applied a bump from a client without the secret")
+	}
+}
+
+// TestHelloBounded: a connection that announces a large first message
+// is closed at once, before any of it is read or allocated: only a
+// peer that has said who it is may send large bumps.
+func TestHelloBounded(t *testing.T) {
+	a := start(t, &memRegistry{})
+	conn, err := net.Dial("tcp", a.cfg.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var h [13]byte
+	h[0] = msgHello
+	binary.BigEndian.PutUint32(h[9:], maxBody)
+	if _, err := conn.Write(h[:]); err != nil {
+		t.Fatal(err)
+	}
+	// The server waits up to 5 s for a hello's body; a closed connection
+	// well before that says it did not wait for this one.
+	_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	var b [1]byte
+	if _, err := conn.Read(b[:]); !errors.Is(err, io.EOF) {
+		t.Fatalf("read after a 16 MiB hello header: %v, want EOF (the connection closed)", err)
 	}
 }
