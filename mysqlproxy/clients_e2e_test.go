@@ -60,7 +60,8 @@ func runTool(t testing.TB, stdin []byte, allowFail bool, name string, args ...st
 // selects, a procedure defined with DELIMITER and called for two result
 // sets, LOAD DATA LOCAL INFILE (the file goes through the proxy), and a
 // failing statement under --force. %s is the data file.
-const cliScript = `CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(50), amount DECIMAL(10,2), note TEXT) DEFAULT CHARSET=utf8mb4;
+const cliScript = `SHOW SESSION STATUS LIKE 'Compression';
+CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(50), amount DECIMAL(10,2), note TEXT) DEFAULT CHARSET=utf8mb4;
 INSERT INTO t VALUES (1,'alice',10.50,NULL),(2,'bob',-3.25,'ünï 🐬');
 INSERT INTO t VALUES (3,'carol',0,'tab\there'), (4, 'dave', 1e6, '');
 SELECT * FROM t ORDER BY id;
@@ -102,24 +103,28 @@ func TestE2EMariaDBCLI(t *testing.T) {
 	}
 	script := []byte(fmt.Sprintf(cliScript, data))
 
-	run := func(addr string) (string, string) {
-		db := m.NewDatabase(t)
-		host, port := hostPort(t, addr)
-		out, errOut := runTool(t, script, true, "mariadb", "--protocol=tcp", "-h", host, "-P", port,
-			"-u", "root", "-p"+rootPass, "--batch", "--force", "--local-infile=1", "--default-character-set=utf8mb4", db)
-		// The error for the missing table names the database.
-		return out, strings.ReplaceAll(errOut, db, "DB")
-	}
-	wantOut, wantErr := run(m.Addr)
-	gotOut, gotErr := run(p.addr)
-	if !strings.Contains(wantOut, "1004\tname-1004") || !strings.Contains(wantOut, "doubled") {
-		t.Fatalf("direct output lacks the loaded rows or the procedure's results; the script is broken:\n%s\n%s", wantOut, wantErr)
-	}
-	if gotOut != wantOut {
-		t.Errorf("mariadb --batch output through the proxy differs:\ngot:\n%s\nwant:\n%s", gotOut, wantOut)
-	}
-	if gotErr != wantErr {
-		t.Errorf("mariadb --batch stderr through the proxy:\ngot:\n%s\nwant:\n%s", gotErr, wantErr)
+	// Plain, and with the compressed protocol, which both hops then use.
+	for _, extra := range [][]string{nil, {"--compress"}} {
+		run := func(addr string) (string, string) {
+			db := m.NewDatabase(t)
+			host, port := hostPort(t, addr)
+			args := append([]string{"--protocol=tcp", "-h", host, "-P", port,
+				"-u", "root", "-p" + rootPass, "--batch", "--force", "--local-infile=1", "--default-character-set=utf8mb4"}, extra...)
+			out, errOut := runTool(t, script, true, "mariadb", append(args, db)...)
+			// The error for the missing table names the database.
+			return out, strings.ReplaceAll(errOut, db, "DB")
+		}
+		wantOut, wantErr := run(m.Addr)
+		gotOut, gotErr := run(p.addr)
+		if !strings.Contains(wantOut, "1004\tname-1004") || !strings.Contains(wantOut, "doubled") {
+			t.Fatalf("%v: direct output lacks the loaded rows or the procedure's results; the script is broken:\n%s\n%s", extra, wantOut, wantErr)
+		}
+		if gotOut != wantOut {
+			t.Errorf("%v: mariadb --batch output through the proxy differs:\ngot:\n%s\nwant:\n%s", extra, gotOut, wantOut)
+		}
+		if gotErr != wantErr {
+			t.Errorf("%v: mariadb --batch stderr through the proxy:\ngot:\n%s\nwant:\n%s", extra, gotErr, wantErr)
+		}
 	}
 }
 

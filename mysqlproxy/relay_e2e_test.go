@@ -882,3 +882,63 @@ func TestE2ENamesCollateInKey(t *testing.T) {
 		t.Errorf("result column collations: mycached %v, MariaDB %v", got, want)
 	}
 }
+
+// TestE2ECompression: a client that asks for the compressed protocol
+// gets it on both hops, as directly: the server reports Compression ON,
+// and every answer (small and large, text and prepared, a cache hit, one
+// after a write) reads the same as directly.
+func TestE2ECompression(t *testing.T) {
+	t.Parallel()
+	m, p := sharedProxy(t)
+	name := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE `"+name+"`.t (id INT PRIMARY KEY, v LONGTEXT)")
+	m.Exec(t, "INSERT INTO `"+name+"`.t SELECT seq, REPEAT(MD5(seq), seq % 50) FROM `"+name+"`.seq_1_to_2000")
+	m.Exec(t, "INSERT INTO `"+name+"`.t VALUES (5000, REPEAT('compressible ', 1500000))") // 19.5 MB: two wire packets
+	db := openPair(t, m, p, name, "compress=true&maxAllowedPacket=0")
+	ctx := context.Background()
+	for _, pool := range []*sql.DB{db.direct, db.proxied} {
+		if got, err := queryDump(ctx, pool, "SHOW SESSION STATUS LIKE 'Compression'"); err != nil || !strings.Contains(got, "ON") {
+			t.Fatalf("Compression: %q, %v", got, err)
+		}
+	}
+	h0 := hits(t, db.proxied)
+	for round := range 2 {
+		for _, q := range []struct {
+			query string
+			args  []any
+		}{
+			{"SELECT * FROM t ORDER BY id LIMIT 2000", nil},
+			{"SELECT id, v FROM t WHERE id = 17", nil},
+			{"SELECT id, v FROM t WHERE id = ?", []any{18}},
+			{"SELECT LENGTH(v), v FROM t WHERE id = 5000", nil},
+			{"SELECT 1", nil},
+		} {
+			want, err := queryDump(ctx, db.direct, q.query, q.args...)
+			if err != nil {
+				t.Fatalf("%s directly: %v", q.query, err)
+			}
+			got, err := queryDump(ctx, db.proxied, q.query, q.args...)
+			if err != nil {
+				t.Fatalf("round %d: %s through mycached: %v", round, q.query, err)
+			}
+			if got != want {
+				t.Fatalf("round %d: %s: through mycached %d bytes, directly %d", round, q.query, len(got), len(want))
+			}
+		}
+	}
+	if hits(t, db.proxied) == h0 {
+		t.Fatal("the second round had no cache hit")
+	}
+	// A write on a compressed session, and the read after it.
+	conn, err := db.proxied.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "UPDATE t SET v = 'new' WHERE id = 17"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := queryDump(ctx, conn, "SELECT v FROM t WHERE id = 17"); err != nil || !strings.Contains(got, "new") {
+		t.Fatalf("after the write: %q, %v", got, err)
+	}
+}

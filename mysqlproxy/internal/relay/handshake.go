@@ -14,10 +14,12 @@ import (
 )
 
 // maskedCaps are capabilities mycached never lets a client and the backend
-// agree on, because the relay would then misread the stream: compression
-// (not implemented; clients fall back to plain), query attributes (they
-// change COM_QUERY's layout) and optional result set metadata.
-const maskedCaps = mysql.CLIENT_COMPRESS | mysql.CLIENT_ZSTD_COMPRESSION_ALGORITHM |
+// agree on, because the relay would then misread the stream: zstd
+// compression (clients fall back to zlib's, or to none), query
+// attributes (they change COM_QUERY's layout) and optional result set
+// metadata. CLIENT_COMPRESS (zlib) passes: both hops then compress, as
+// the client and the server agreed (see wire.Conn.Compress).
+const maskedCaps = mysql.CLIENT_ZSTD_COMPRESSION_ALGORITHM |
 	mysql.CLIENT_QUERY_ATTRIBUTES | mysql.CLIENT_OPTIONAL_RESULTSET_METADATA
 
 // SSLRequestLen is the length of the short handshake response that asks
@@ -335,6 +337,11 @@ func (s *Session) handshake() (bool, error) {
 	if !ok || err != nil {
 		return ok, err
 	}
+	if s.Caps&mysql.CLIENT_COMPRESS != 0 {
+		// Both hops compress from the OK on: the server's side now, the
+		// client's once it has its OK.
+		s.Backend.Compress(true)
+	}
 	return true, s.finishAuth(okp, okSeq)
 }
 
@@ -422,6 +429,9 @@ func (s *Session) finishAuth(okp []byte, seq byte) error {
 		}
 		if err := s.Client.W.Flush(); err != nil {
 			return ClientError{err}
+		}
+		if s.Caps&mysql.CLIENT_COMPRESS != 0 {
+			s.Client.Compress(false)
 		}
 		return nil
 	}

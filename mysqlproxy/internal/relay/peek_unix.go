@@ -12,6 +12,11 @@ import (
 // closed by its peer. Between commands a backend sends nothing: either
 // means the server has ended the session (a KILL, its wait_timeout).
 func connClosed(c net.Conn) bool {
+	if u, ok := c.(interface{ Unwrap() net.Conn }); ok {
+		// The compressed protocol: its frames are bytes on the socket
+		// all the same.
+		c = u.Unwrap()
+	}
 	var sc syscall.Conn
 	switch c := c.(type) {
 	case *net.TCPConn:

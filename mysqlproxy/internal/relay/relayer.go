@@ -461,6 +461,7 @@ func (s *Session) sendLocalFile() error {
 			break
 		}
 	}
+	s.Client.SyncSeq() // the server's answer follows the file's last frame
 	if err := s.Backend.W.Flush(); err != nil {
 		return BackendError{err}
 	}

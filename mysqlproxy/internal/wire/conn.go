@@ -47,6 +47,8 @@ type Conn struct {
 	// What ReadPacket left unread of a packet it refused as too large.
 	skip     int
 	skipMore bool
+
+	comp *compConn // the transport, when the compressed protocol is on
 }
 
 // NewConn wraps c with pooled buffers.
@@ -124,7 +126,9 @@ func PayloadLen(h []byte) int { return int(h[0]) | int(h[1])<<8 | int(h[2])<<16 
 // (reused when large enough). It returns the payload and the sequence id of
 // the first wire packet; the last one's is in p.LastSeq.
 func (p *Conn) ReadPacket(buf []byte, limit int) ([]byte, byte, error) {
-	return p.readPacket(buf, limit, framing{full: MaxPayload, step: BufSize})
+	b, seq, err := p.readPacket(buf, limit, framing{full: MaxPayload, step: BufSize})
+	p.syncSeq()
+	return b, seq, err
 }
 
 // framing is how ReadPacket reads: a wire packet of full bytes is continued
@@ -181,7 +185,11 @@ func (p *Conn) readPacket(buf []byte, limit int, f framing) ([]byte, byte, error
 // DiscardPacket reads and drops the rest of the logical packet that
 // ReadPacket refused as too large, and returns the sequence id of its
 // last part.
-func (p *Conn) DiscardPacket() (byte, error) { return p.discardPacket(MaxPayload) }
+func (p *Conn) DiscardPacket() (byte, error) {
+	seq, err := p.discardPacket(MaxPayload)
+	p.syncSeq()
+	return seq, err
+}
 
 func (p *Conn) discardPacket(full int) (byte, error) {
 	for {
@@ -214,7 +222,15 @@ func grow(b []byte, n int) []byte {
 
 // WritePacket buffers payload as one logical packet starting at sequence id
 // seq, split as the protocol requires. It returns the next sequence id.
+//
+// On the side where mycached sends commands, sequence id 0 starts one,
+// which restarts the compressed protocol's frame sequence.
 func (p *Conn) WritePacket(payload []byte, seq byte) (byte, error) {
+	if seq == 0 {
+		if err := p.startCommand(); err != nil {
+			return seq, err
+		}
+	}
 	for {
 		n := len(payload)
 		if n > MaxPayload {

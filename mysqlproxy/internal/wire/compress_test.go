@@ -1,0 +1,195 @@
+package wire
+
+import (
+	"bytes"
+	"compress/zlib"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"testing"
+	"time"
+)
+
+// pair returns two ends of a loopback TCP connection.
+func pair(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ch := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		ch <- c
+	}()
+	a, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := <-ch
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+// frame builds one compressed-protocol frame by hand.
+func frame(seq byte, data []byte, compress bool) []byte {
+	payload, ulen := data, 0
+	if compress {
+		var b bytes.Buffer
+		w := zlib.NewWriter(&b)
+		w.Write(data)
+		w.Close()
+		payload, ulen = b.Bytes(), len(data)
+	}
+	h := []byte{byte(len(payload)), byte(len(payload) >> 8), byte(len(payload) >> 16), seq, byte(ulen), byte(ulen >> 8), byte(ulen >> 16)}
+	return append(h, payload...)
+}
+
+// TestCompressRoundTrip: packets written on one compressed side are read
+// whole on the other, however the frames cut them; a command restarts
+// the frame sequence on the side that sends commands, and the answering
+// side goes on from the sequence it read.
+func TestCompressRoundTrip(t *testing.T) {
+	a, b := pair(t)
+	client, server := NewConn(a), NewConn(b)
+	client.Compress(true)
+	server.Compress(false)
+
+	// Two wire packets, in two frames: compressible, but not uniform.
+	big := bytes.Repeat([]byte("select id from t where id = 1;"), MaxPayload/30+100)
+	big[rand.IntN(len(big))] = 0
+	small := []byte{3, 'S', 'E', 'L'} // below minCompress: sent raw
+	for round := range 2 {
+		go func() {
+			if _, err := client.WritePacket(big, 0); err != nil {
+				t.Error(err)
+			}
+			client.W.Flush()
+		}()
+		got, seq, err := server.ReadPacket(nil, 1<<30)
+		if err != nil || seq != 0 || !bytes.Equal(got, big) {
+			t.Fatalf("round %d: big packet: %d bytes, seq %d, %v", round, len(got), seq, err)
+		}
+		if s := server.comp.seq; s == 0 {
+			t.Fatalf("round %d: the server's next frame would be 0", round)
+		}
+		next := server.comp.seq
+		go func() {
+			server.WritePacket(small, 1)
+			server.W.Flush()
+		}()
+		got, seq, err = client.ReadPacket(nil, 1<<20)
+		if err != nil || seq != 1 || !bytes.Equal(got, small) {
+			t.Fatalf("round %d: small packet: %q, seq %d, %v", round, got, seq, err)
+		}
+		if client.comp.seq != next+1 {
+			t.Fatalf("round %d: the client read frame %d, want %d", round, client.comp.seq-1, next)
+		}
+	}
+}
+
+// TestCompressReadResumes: a read that a deadline cuts off in the middle
+// of a frame goes on where it stopped, as the relay's watchers need.
+func TestCompressReadResumes(t *testing.T) {
+	a, b := pair(t)
+	r := NewConn(b)
+	r.Compress(false)
+	data := bytes.Repeat([]byte("mycached "), 1000)
+	pkt := append([]byte{byte(len(data)), byte(len(data) >> 8), 0, 0}, data...)
+	f := frame(0, pkt, true)
+	a.Write(f[:5]) // part of the header
+	r.NetConn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, err := r.R.Peek(1); err == nil {
+		t.Fatal("a partial frame was read whole")
+	}
+	a.Write(f[5 : len(f)/2])
+	r.NetConn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, err := r.R.Peek(1); err == nil {
+		t.Fatal("a partial frame was read whole")
+	}
+	r.NetConn.SetReadDeadline(time.Time{})
+	a.Write(f[len(f)/2:])
+	got, _, err := r.ReadPacket(nil, 1<<20)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("after the interruptions: %d bytes, %v", len(got), err)
+	}
+}
+
+// TestCompressBadFrames: a frame that does not inflate to the length it
+// claims is an error, and a small one that claims 16 MiB is refused
+// without holding 16 MiB.
+func TestCompressBadFrames(t *testing.T) {
+	good := frame(0, bytes.Repeat([]byte{'x'}, 100), true)
+	short := append([]byte(nil), good...)
+	short[4], short[5], short[6] = 0xff, 0xff, 0xff // claims 16 MiB
+	garbage := append(good[:7:7], bytes.Repeat([]byte{0xAB}, len(good)-7)...)
+	for name, f := range map[string][]byte{"short": short, "garbage": garbage} {
+		a, b := pair(t)
+		r := NewConn(b)
+		r.Compress(false)
+		a.Write(f)
+		_, _, err := r.ReadPacket(nil, 1<<20)
+		if !errors.Is(err, errBadFrame) {
+			t.Errorf("%s: %v, want errBadFrame", name, err)
+		}
+	}
+	// A peer that hangs up mid-frame.
+	a, b := pair(t)
+	r := NewConn(b)
+	r.Compress(false)
+	a.Write(good[:len(good)-3])
+	a.Close()
+	if _, _, err := r.ReadPacket(nil, 1<<20); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("cut frame: %v, want ErrUnexpectedEOF", err)
+	}
+}
+
+// TestCompressAnswerFollowsWhatWasRead: on the side that answers, a
+// read ahead (a watcher peeking at the client's next command) does not
+// move the answer's frames: they follow the last frame of the command
+// the session read, as a server's do.
+func TestCompressAnswerFollowsWhatWasRead(t *testing.T) {
+	a, b := pair(t)
+	server := NewConn(b)
+	server.Compress(false)
+	pkt := func(seq byte, payload []byte) []byte {
+		return append([]byte{byte(len(payload)), byte(len(payload) >> 8), byte(len(payload) >> 16), seq}, payload...)
+	}
+	// Command A in two frames (0 and 1), command B in one (0).
+	cmdA := pkt(0, append([]byte{3}, bytes.Repeat([]byte("a"), 5000)...))
+	a.Write(frame(0, cmdA[:2000], true))
+	a.Write(frame(1, cmdA[2000:], true))
+	a.Write(frame(0, pkt(0, []byte{3, 'B'}), false))
+
+	got, _, err := server.ReadPacket(nil, 1<<20)
+	if err != nil || len(got) != 5001 {
+		t.Fatalf("command A: %d bytes, %v", len(got), err)
+	}
+	// A watcher reads B's frame while A's answer is written.
+	if _, err := server.R.Peek(1); err != nil {
+		t.Fatal(err)
+	}
+	answerSeq := func() byte {
+		t.Helper()
+		server.WritePacket([]byte{0, 0, 0, 2, 0}, 1) // an OK
+		server.W.Flush()
+		var h [7]byte
+		if _, err := io.ReadFull(a, h[:]); err != nil {
+			t.Fatal(err)
+		}
+		rest := make([]byte, PayloadLen(h[:]))
+		io.ReadFull(a, rest)
+		return h[3]
+	}
+	if s := answerSeq(); s != 2 {
+		t.Fatalf("answer to A in frame %d, want 2 (after A's frames 0 and 1)", s)
+	}
+	if got, _, err := server.ReadPacket(nil, 1<<20); err != nil || string(got) != "\x03B" {
+		t.Fatalf("command B: %q, %v", got, err)
+	}
+	if s := answerSeq(); s != 1 {
+		t.Fatalf("answer to B in frame %d, want 1", s)
+	}
+}
