@@ -16,6 +16,11 @@ type testCase struct {
 	// Reconnect opens the case's connections with the client's reconnect
 	// option, where it has one.
 	Reconnect bool `json:"reconnect,omitempty"`
+	// Compress opens the case's connections (but the admin one) with the
+	// compressed protocol, where the client has it (all but PyMySQL and
+	// node mysql); the others run the case uncompressed. mysqlclient
+	// runs every case compressed.
+	Compress bool `json:"compress,omitempty"`
 	// Abandon marks a case whose last statement blocks: the test kills
 	// the client while it waits and watches the server (see abandon_test.go).
 	Abandon bool   `json:"abandon,omitempty"`

@@ -5,6 +5,8 @@ package relay
 import (
 	"net"
 	"syscall"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
 // connClosed reports, without blocking and without consuming anything,
@@ -12,11 +14,9 @@ import (
 // closed by its peer. Between commands a backend sends nothing: either
 // means the server has ended the session (a KILL, its wait_timeout).
 func connClosed(c net.Conn) bool {
-	if u, ok := c.(interface{ Unwrap() net.Conn }); ok {
-		// The compressed protocol: its frames are bytes on the socket
-		// all the same.
-		c = u.Unwrap()
-	}
+	// The compressed protocol's frames are bytes on the socket all the
+	// same.
+	c = wire.Transport(c)
 	var sc syscall.Conn
 	switch c := c.(type) {
 	case *net.TCPConn:

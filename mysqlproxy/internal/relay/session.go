@@ -298,14 +298,14 @@ func (s *Session) clientEvent(err error) {
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		return // a drain's deadline, not the client
 	}
-	if tc, ok := s.Backend.NetConn.(*net.TCPConn); ok && errors.Is(err, io.EOF) {
+	if tc, ok := wire.Transport(s.Backend.NetConn).(*net.TCPConn); ok && errors.Is(err, io.EOF) {
 		// The client closed its side, and may still read (a shutdown
 		// for writing): the server sees the same, aborts what it would
 		// abort for that, and answers the rest as it would directly.
 		_ = tc.CloseWrite()
 		return
 	}
-	c := s.Backend.NetConn
+	c := wire.Transport(s.Backend.NetConn)
 	if tc, ok := c.(*tls.Conn); ok {
 		// Closed in order, TLS would first send a close_notify alert:
 		// bytes the server finds waiting on the socket, which tell it the
@@ -322,7 +322,7 @@ func (s *Session) endDead() {
 		_ = s.Client.NetConn.SetWriteDeadline(time.Now().Add(time.Second))
 		_, _ = s.Client.NetConn.Write(s.deadBytes)
 	}
-	if tc, ok := s.Client.NetConn.(*net.TCPConn); ok && s.deadReset {
+	if tc, ok := wire.Transport(s.Client.NetConn).(*net.TCPConn); ok && s.deadReset {
 		_ = tc.SetLinger(0)
 	}
 	s.Log.Info("the backend closed the session; closing the client's connection")

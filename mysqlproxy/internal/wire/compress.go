@@ -55,14 +55,20 @@ type compConn struct {
 	hdr [7]byte
 }
 
+// Transport returns the connection under the compressed protocol's
+// framing, or c itself when it has none.
+func Transport(c net.Conn) net.Conn {
+	if cc, ok := c.(*compConn); ok {
+		return cc.Conn
+	}
+	return c
+}
+
 // frameEnd is where a frame read ends in the stream, and its sequence id.
 type frameEnd struct {
 	end int64
 	seq byte
 }
-
-// Unwrap returns the transport.
-func (c *compConn) Unwrap() net.Conn { return c.Conn }
 
 // Compress turns the compressed protocol on for everything read and
 // written from now on; commands says mycached sends commands on this

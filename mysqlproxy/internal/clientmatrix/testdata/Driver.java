@@ -70,7 +70,8 @@ public class Driver {
             // pipeline the driver sends the same statements, one at a time,
             // with no such bound.
             + "?allowMultiQueries=true&allowLocalInfile=true&useServerPrepStmts=true&connectTimeout=120000&usePipelineAuth=false"
-            + (reconnect ? "&autoReconnect=true" : "");
+            + (reconnect ? "&autoReconnect=true" : "")
+            + (Boolean.TRUE.equals(c.get("compress")) ? "&useCompression=true" : "");
         return DriverManager.getConnection(url, (String) c.get("user"), (String) c.get("password"));
     }
 
@@ -97,7 +98,11 @@ public class Driver {
                     out.put("slept", st.get("sleep"));
                 } else {
                     if (!conns.containsKey(name)) {
-                        Connection c = open(map(conf.get(name.equals("admin") ? "admin" : "target")), reconnect && !name.equals("admin"));
+                        Map<String, Object> cc = new HashMap<>(map(conf.get(name.equals("admin") ? "admin" : "target")));
+                        if (!name.equals("admin")) {
+                            cc.put("compress", kase.get("compress"));
+                        }
+                        Connection c = open(cc, reconnect && !name.equals("admin"));
                         conns.put(name, c);
                         if (name.equals("main")) {
                             try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT CONNECTION_ID()")) {

@@ -65,7 +65,7 @@ function cm_run($driver): void
                     $out['slept'] = $st['sleep'];
                 } else {
                     if (!isset($conns[$name])) {
-                        $conns[$name] = $driver->open($name === 'admin' ? $conf['admin'] : $conf['target'], $reconnect && $name !== 'admin');
+                        $conns[$name] = $driver->open($name === 'admin' ? $conf['admin'] : $conf['target'] + ['compress' => !empty($case['compress'])], $reconnect && $name !== 'admin');
                         if ($name === 'main') {
                             $mainID = $driver->id($conns[$name]);
                         }

@@ -43,10 +43,10 @@ class Runner:
         self.d = driver
         self.conf = conf
 
-    def open(self, name, reconnect):
+    def open(self, name, reconnect, compress=False):
         if name == "admin":
             return self.d.connect(self.conf["admin"], False)
-        return self.d.connect(self.conf["target"], reconnect)
+        return self.d.connect(dict(self.conf["target"], compress=compress), reconnect)
 
     def run_case(self, case):
         emit({"case": case["id"], "event": "start"})
@@ -63,7 +63,7 @@ class Runner:
                     continue
                 name = st.get("conn", "main")
                 if name not in conns:
-                    conns[name] = self.open(name, reconnect)
+                    conns[name] = self.open(name, reconnect, case.get("compress", False))
                     if name == "main":
                         c = conns[name].cursor()
                         c.execute("SELECT CONNECTION_ID()")

@@ -49,6 +49,7 @@ sub open_conn {
         RaiseError => 1, PrintError => 0, AutoCommit => 1,
         mariadb_multi_statements => 1, mariadb_local_infile => 1,
         mariadb_auto_reconnect => $reconnect ? 1 : 0,
+        mariadb_compression => $c->{compress} ? 1 : 0,
     });
 }
 
@@ -112,7 +113,7 @@ for my $case (@{ $conf->{cases} }) {
                 $out->{slept} = $st->{sleep};
             } else {
                 if (!$conns{$name}) {
-                    $conns{$name} = open_conn($name eq 'admin' ? $conf->{admin} : $conf->{target}, $reconnect && $name ne 'admin');
+                    $conns{$name} = open_conn($name eq 'admin' ? $conf->{admin} : { %{ $conf->{target} }, compress => $case->{compress} ? 1 : 0 }, $reconnect && $name ne 'admin');
                     $main_id = $conns{$name}->{mariadb_thread_id} if $name eq 'main';
                 }
                 my $dbh = $conns{$name};

@@ -45,6 +45,8 @@ class Session:
                 "-u", c["user"], "-p" + c["password"], "--table", "--column-type-info", "--show-warnings",
                 "-vvv", "--force", "--local-infile=1", "--default-character-set=utf8mb4",
                 "--reconnect" if reconnect else "--disable-reconnect"]
+        if c.get("compress"):
+            args.append("--compress")
         if c["database"]:
             args.append(c["database"])
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=slave, stderr=slave)
@@ -118,7 +120,8 @@ def run_case(conf, case):
             emit(out)
             continue
         if name not in sessions:
-            sessions[name] = Session(conf["admin" if name == "admin" else "target"], reconnect and name != "admin")
+            c = conf["admin"] if name == "admin" else dict(conf["target"], compress=case.get("compress", False))
+            sessions[name] = Session(c, reconnect and name != "admin")
             if name == "main":
                 m = re.findall(r"\|\s*(\d+)\s*\|", "\n".join(sessions[name].run("SELECT CONNECTION_ID()")))
                 main_id = m[-1] if m else ""

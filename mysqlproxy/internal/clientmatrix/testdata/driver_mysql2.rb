@@ -39,7 +39,8 @@ end
 def open_conn(c, reconnect)
   Mysql2::Client.new(host: c['host'], port: c['port'], username: c['user'], password: c['password'],
                      database: c['database'], encoding: 'utf8mb4', reconnect: reconnect, local_infile: true,
-                     flags: Mysql2::Client::MULTI_STATEMENTS | Mysql2::Client::LOCAL_FILES)
+                     flags: Mysql2::Client::MULTI_STATEMENTS | Mysql2::Client::LOCAL_FILES |
+                            (c['compress'] ? Mysql2::Client::COMPRESS : 0))
 end
 
 def result(client, r, affected, last_id)
@@ -95,7 +96,7 @@ conf['cases'].each do |kase|
         out['slept'] = st['sleep']
       else
         unless conns.key?(name)
-          conns[name] = open_conn(name == 'admin' ? conf['admin'] : conf['target'], reconnect && name != 'admin')
+          conns[name] = open_conn(name == 'admin' ? conf['admin'] : conf['target'].merge('compress' => kase['compress']), reconnect && name != 'admin')
           main_id = conns[name].thread_id.to_s if name == 'main'
         end
         c = conns[name]

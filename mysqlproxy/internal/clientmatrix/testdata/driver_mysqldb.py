@@ -1,7 +1,9 @@
 """Runs the client matrix's cases with mysqlclient (python3-mysqldb).
 
 mysqlclient has no server-side prepared statements: prepared cases are
-interpolated by the driver. Its reconnect option is ping(True).
+interpolated by the driver. Its reconnect option is ping(True). It runs
+every case with the compressed protocol, so that the whole list is also
+checked compressed, on both of mycached's hops.
 """
 
 import os
@@ -23,6 +25,10 @@ class Driver:
     def connect(c, reconnect):
         return MySQLdb.connect(host=c["host"], port=c["port"], user=c["user"], password=c["password"],
                                database=c["database"], charset="utf8mb4", autocommit=True, local_infile=1,
+                               # Every case, with the compressed protocol: the
+                               # whole list is run compressed by one client.
+                               # (Any compress argument turns it on.)
+                               compress=1,
                                client_flag=CLIENT.MULTI_STATEMENTS | CLIENT.MULTI_RESULTS)
 
     @staticmethod

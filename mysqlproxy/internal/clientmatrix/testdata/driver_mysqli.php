@@ -13,7 +13,7 @@ class MysqliDriver
     {
         $m = mysqli_init();
         $m->options(MYSQLI_OPT_LOCAL_INFILE, true);
-        if (!@$m->real_connect($c['host'], $c['user'], $c['password'], $c['database'], $c['port'])) {
+        if (!@$m->real_connect($c['host'], $c['user'], $c['password'], $c['database'], $c['port'], null, empty($c['compress']) ? 0 : MYSQLI_CLIENT_COMPRESS)) {
             throw new CmError(['error' => ['code' => $m->connect_errno, 'message' => $m->connect_error]]);
         }
         $m->set_charset('utf8mb4');

@@ -16,6 +16,7 @@ class PdoDriver
                 PDO::ATTR_EMULATE_PREPARES => true,
                 PDO::MYSQL_ATTR_MULTI_STATEMENTS => true,
                 PDO::MYSQL_ATTR_LOCAL_INFILE => true,
+                PDO::MYSQL_ATTR_COMPRESS => !empty($c['compress']),
             ]);
         } catch (PDOException $e) {
             throw new CmError(['error' => $this->err($e)]);
