@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bufio"
 	"bytes"
 	"compress/zlib"
 	"errors"
@@ -192,4 +193,31 @@ func TestCompressAnswerFollowsWhatWasRead(t *testing.T) {
 	if s := answerSeq(); s != 1 {
 		t.Fatalf("answer to B in frame %d, want 1", s)
 	}
+}
+
+// FuzzCompressedRead reads an arbitrary compressed stream as the command
+// loop does: ReadPacket returns packets or an error, never panics, and
+// the session's sequence bookkeeping stays within the frames read.
+func FuzzCompressedRead(f *testing.F) {
+	pkt := append([]byte{6, 0, 0, 0, 3}, "SELECT"...)
+	f.Add(frame(0, pkt, false))
+	f.Add(frame(0, append(pkt, bytes.Repeat([]byte(" 1"), 100)...), true))
+	f.Add(append(frame(0, pkt[:3], false), frame(1, pkt[3:], true)...))
+	f.Add([]byte{5, 0, 0, 0, 0xff, 0xff, 0xff, 1, 2, 3, 4, 5})
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		c := &compConn{br: bufio.NewReaderSize(bytes.NewReader(stream), 16)}
+		p := &Conn{R: bufio.NewReaderSize(c, 16), comp: c}
+		for i := 0; i < 100; i++ {
+			b, _, err := p.ReadPacket(nil, 1<<20)
+			if err != nil {
+				return
+			}
+			if len(b) > 1<<20 {
+				t.Fatalf("a packet of %d bytes over the limit", len(b))
+			}
+			if len(c.ends) > 1024+1 {
+				t.Fatalf("%d frame ends kept", len(c.ends))
+			}
+		}
+	})
 }
