@@ -27,6 +27,12 @@ func (s *Server) startPeers() error {
 		}
 		return 0
 	})
+	s.reg.GaugeFunc("mycached_peer_refused", "Peer connections closed because they could not prove the fleet's secret.", func() float64 {
+		if m := s.peerMesh(); m != nil {
+			return float64(m.Stats().Refused)
+		}
+		return 0
+	})
 	if len(s.cfg.Memcached) == 0 || s.cfg.Backend == "" {
 		if s.cfg.PeerListen != "" {
 			return fmt.Errorf("mysqlproxy: PeerListen needs Memcached and a Backend")
