@@ -381,7 +381,10 @@ func (o *options) check() error {
 	if o.peerAdvertise != "" && o.peerListen == "" {
 		return errors.New("--peer-advertise: needs --peer-listen")
 	}
-	secret := os.Getenv("MYCACHED_PEER_SECRET")
+	if o.peerSecretFile != "" && o.peerListen == "" {
+		return errors.New("--peer-secret-file: needs --peer-listen")
+	}
+	secret, from := os.Getenv("MYCACHED_PEER_SECRET"), "MYCACHED_PEER_SECRET"
 	if o.peerSecretFile != "" {
 		b, err := os.ReadFile(o.peerSecretFile)
 		if err != nil {
@@ -390,13 +393,11 @@ func (o *options) check() error {
 		if secret = strings.TrimRight(string(b), "\r\n"); secret == "" {
 			return fmt.Errorf("--peer-secret-file: %q is empty", o.peerSecretFile)
 		}
-	}
-	if o.peerSecretFile != "" && o.peerListen == "" {
-		return errors.New("--peer-secret-file: needs --peer-listen")
+		from = "--peer-secret-file"
 	}
 	if secret != "" && o.peerListen != "" {
 		if len(secret) < 16 {
-			return errors.New("--peer-secret-file: the secret must be at least 16 bytes")
+			return fmt.Errorf("%s: the secret must be at least 16 bytes", from)
 		}
 		o.peerSecret = []byte(secret)
 	}
