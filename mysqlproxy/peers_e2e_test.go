@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mycached/mycached/mysqlproxy"
+	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
 )
 
 // statusValue returns one row of SHOW MYCACHED STATUS as text.
@@ -138,33 +139,15 @@ func startFreezer(t *testing.T, target string) *freezer {
 		t.Fatal(err)
 	}
 	f := &freezer{ln: ln, target: target}
-	var mu sync.Mutex // protects conns
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			b, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, c, b)
-			mu.Unlock()
-			go f.pipe(b, c)
-			go f.pipe(c, b)
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
+	testenv.AcceptAll(t, ln, func(c net.Conn) []net.Conn {
+		b, err := net.Dial("tcp", target)
+		if err != nil {
 			c.Close()
+			return nil
 		}
+		go f.pipe(b, c)
+		go f.pipe(c, b)
+		return []net.Conn{c, b}
 	})
 	return f
 }

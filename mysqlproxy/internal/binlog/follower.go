@@ -284,7 +284,7 @@ func (f *Follower) follow() error {
 	f.mu.Unlock()
 	f.log.Info("binlog: following", "from", start.String(), "server_id", f.opts.ServerID)
 	var t txn
-	defer f.drop()
+	defer f.group.reset()
 	for {
 		ev, err := stream.GetEvent(f.ctx)
 		if err != nil {
@@ -519,17 +519,15 @@ func (f *Follower) flush() {
 	}
 	f.advanceLocked()
 	f.mu.Unlock()
+	g.reset()
+}
+
+// reset empties the group. Emptied unbumped, when the connection ends,
+// its transactions are read again: their positions were not recorded.
+func (g *group) reset() {
 	clear(g.deps)
 	clear(g.txns)
 	g.txns = g.txns[:0]
-}
-
-// drop forgets the group unbumped, when the connection ends: its
-// position was not recorded, so its transactions are read again.
-func (f *Follower) drop() {
-	clear(f.group.deps)
-	clear(f.group.txns)
-	f.group.txns = f.group.txns[:0]
 }
 
 // Status is the follower's state, for SHOW MYCACHED STATUS and metrics.

@@ -219,6 +219,9 @@ func New(cfg Config) *Mesh {
 // and never trust their local views while it is there.
 const unlinked = "unlinked"
 
+// isUnlinked reports a member listed by a sidecar without a listener.
+func isUnlinked(member string) bool { return strings.HasPrefix(member, unlinked+"#") }
+
 // Leave takes this sidecar off the list, when the registry can, and
 // stops the Mesh. Only a sidecar that will write no more may leave: the
 // others stop requiring its leases at their next reading of the list.
@@ -361,7 +364,7 @@ func (m *Mesh) recomputeTrust() {
 	}
 	for _, a := range m.members {
 		l := m.links[a]
-		if l == nil || strings.HasPrefix(a, unlinked+"#") {
+		if l == nil || isUnlinked(a) {
 			t = 0
 			break
 		}
@@ -417,7 +420,7 @@ func (m *Mesh) listed(start int64, members []string, joined bool) {
 	}
 	m.members = others
 	for _, a := range others {
-		if m.cfg.Listener != nil && !strings.HasPrefix(a, unlinked+"#") {
+		if m.cfg.Listener != nil && !isUnlinked(a) {
 			m.linkLocked(a)
 		}
 	}
@@ -796,14 +799,15 @@ func (l *link) readAcks(c net.Conn, w *bufio.Writer, nd string, ready chan struc
 	if err != nil || typ != msgHello {
 		return
 	}
-	name := string(body)
+	name, rest := string(body), ""
 	if m.cfg.Secret != nil {
-		var na, proof string
-		name, na, _ = strings.Cut(name, "\n")
-		na, proof, _ = strings.Cut(na, "\n")
-		if name != l.addr {
-			return
-		}
+		name, rest, _ = strings.Cut(name, "\n")
+	}
+	if name != l.addr {
+		return
+	}
+	if m.cfg.Secret != nil {
+		na, proof, _ := strings.Cut(rest, "\n")
 		if len(na) != 2*nonceLen || !hmac.Equal([]byte(proof), m.proof("answer", m.self, name, nd, na)) {
 			m.refused(c, "its answer did not prove the secret")
 			return
@@ -811,9 +815,6 @@ func (l *link) readAcks(c net.Conn, w *bufio.Writer, nd string, ready chan struc
 		if writeMsg(w, msgAuth, 0, m.proof("dial", m.self, name, nd, na)) != nil || w.Flush() != nil {
 			return
 		}
-	}
-	if name != l.addr {
-		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	l.wmu.Lock()

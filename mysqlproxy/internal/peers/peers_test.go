@@ -76,16 +76,23 @@ func (s *sidecar) has(d string) bool {
 var fast = Timing{Lease: 200 * time.Millisecond, Ping: 20 * time.Millisecond, AckTimeout: 100 * time.Millisecond,
 	RegistryEvery: 20 * time.Millisecond, RegistryLease: 100 * time.Millisecond, RegistryTTL: 2 * time.Second}
 
+// listen opens a listener on a free loopback port.
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
 func start(t *testing.T, reg Registry) *sidecar {
 	return startWith(t, reg, nil)
 }
 
 func startWith(t *testing.T, reg Registry, secret []byte) *sidecar {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listen(t)
 	s := &sidecar{}
 	s.Mesh = New(Config{Listener: ln, Registry: reg, Apply: s.apply, Timing: fast, Secret: secret})
 	t.Cleanup(s.Close)
@@ -194,10 +201,7 @@ func TestUnlinkedSidecarListsItself(t *testing.T) {
 func TestPeerRestart(t *testing.T) {
 	reg := &memRegistry{}
 	a := start(t, reg)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listen(t)
 	addr := ln.Addr().String()
 	b := &sidecar{}
 	b.Mesh = New(Config{Listener: ln, Registry: reg, Apply: b.apply, Timing: fast})
@@ -205,7 +209,7 @@ func TestPeerRestart(t *testing.T) {
 	b.Close()
 	eventually(t, "distrust once b is gone", func() bool { return !a.Trusted() })
 	a.Notify([]string{"db.missed"}) // b cannot have it
-	ln, err = net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Skip("the port was taken meanwhile")
 	}
@@ -237,10 +241,7 @@ func TestSameAdvertisedAddress(t *testing.T) {
 	reg := &memRegistry{}
 	a := start(t, reg)
 	eventually(t, "alone and trusted", a.Trusted)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listen(t)
 	b := New(Config{Listener: ln, Advertise: a.cfg.Advertise, Registry: reg, Apply: func([]string) {}, Timing: fast})
 	t.Cleanup(b.Close)
 	eventually(t, "distrust", func() bool { return !a.Trusted() })
@@ -262,10 +263,7 @@ func (r *memRegistry) Leave(_ context.Context, self string) error {
 func TestLeave(t *testing.T) {
 	reg := &memRegistry{}
 	a := start(t, reg)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listen(t)
 	b := New(Config{Listener: ln, Registry: reg, Apply: func([]string) {}, Timing: fast})
 	eventually(t, "both trusted", func() bool { return a.Trusted() && b.Trusted() })
 	b.Leave()

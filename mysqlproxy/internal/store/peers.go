@@ -24,12 +24,7 @@ func (s *Store) PeerRefresh(ctx context.Context, self string, ttl time.Duration)
 	}
 	for range 8 {
 		now := s.now()
-		var it *memcache.Item
-		err := s.mcDo(ctx, func() error {
-			var err error
-			it, err = s.mc.Get(peersKey)
-			return err
-		})
+		it, err := s.peerList(ctx)
 		if err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
 			return nil, false, err
 		}
@@ -79,6 +74,17 @@ func (s *Store) PeerRefresh(ctx context.Context, self string, ttl time.Duration)
 	return nil, false, errors.New("store: the peer list kept changing")
 }
 
+// peerList reads the list, with its CAS id.
+func (s *Store) peerList(ctx context.Context) (*memcache.Item, error) {
+	var it *memcache.Item
+	err := s.mcDo(ctx, func() error {
+		var err error
+		it, err = s.mc.Get(peersKey)
+		return err
+	})
+	return it, err
+}
+
 // PeerLeave takes self off the list, for a sidecar that has stopped
 // writing; the others stop waiting for it at their next reading.
 func (s *Store) PeerLeave(ctx context.Context, self string) error {
@@ -86,12 +92,7 @@ func (s *Store) PeerLeave(ctx context.Context, self string) error {
 		return nil
 	}
 	for range 8 {
-		var it *memcache.Item
-		err := s.mcDo(ctx, func() error {
-			var err error
-			it, err = s.mc.Get(peersKey)
-			return err
-		})
+		it, err := s.peerList(ctx)
 		if errors.Is(err, memcache.ErrCacheMiss) {
 			return nil
 		}

@@ -18,6 +18,18 @@ func BlackHole(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("testenv: black hole: %v", err)
 	}
+	AcceptAll(t, ln, func(c net.Conn) []net.Conn {
+		go io.Copy(io.Discard, c)
+		return []net.Conn{c}
+	})
+	return ln.Addr().String()
+}
+
+// AcceptAll accepts every connection ln takes and hands it to serve,
+// which starts what it needs and returns the connections it opened (the
+// accepted one among them), until t ends; then ln and those connections
+// are closed. A nil return closes nothing more.
+func AcceptAll(t testing.TB, ln net.Listener, serve func(net.Conn) []net.Conn) {
 	var mu sync.Mutex // protects conns
 	var conns []net.Conn
 	go func() {
@@ -26,10 +38,10 @@ func BlackHole(t testing.TB) string {
 			if err != nil {
 				return
 			}
+			opened := serve(c)
 			mu.Lock()
-			conns = append(conns, c)
+			conns = append(conns, opened...)
 			mu.Unlock()
-			go io.Copy(io.Discard, c)
 		}
 	}()
 	t.Cleanup(func() {
@@ -40,5 +52,4 @@ func BlackHole(t testing.TB) string {
 			c.Close()
 		}
 	})
-	return ln.Addr().String()
 }
