@@ -159,6 +159,14 @@ var bypassCases = []bypassCase{
 		write: direct("INSERT INTO t (v) VALUES (2)", "DELETE FROM t WHERE id = 1"),
 	},
 	{
+		// The parser refuses MariaDB's WAIT clause; the words of the text
+		// are read instead.
+		name:  "DDL the parser refuses, naming a column locked",
+		setup: []string{"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)"},
+		reads: []string{"SELECT * FROM t WHERE id = 1", "SELECT * FROM t"},
+		write: direct("ALTER TABLE t WAIT 5 ADD COLUMN locked INT DEFAULT 7"),
+	},
+	{
 		name: "trigger",
 		setup: []string{
 			"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "CREATE TABLE audit (id INT PRIMARY KEY, n INT)",

@@ -350,6 +350,37 @@ func TestDeepExpressions(t *testing.T) {
 	}
 }
 
+// TestUnparsedTexts: texts the parser refuses are read by their words,
+// whatever those words are; each gets the server's own answer, and the
+// session goes on.
+func TestUnparsedTexts(t *testing.T) {
+	db, p := sharedProxy(t)
+	texts := []string{
+		"SELECT locked FROM t WHERE",
+		"SELECT exports, locks FROM t WHERE",
+		"BEGIN NOTHING",
+		"CHECK TABLE no_such_table_here FOR UPGRADE QUICK",
+	}
+	for _, q := range texts {
+		var got [2]string
+		for i, addr := range []string{db.Addr, p.addr} {
+			c := dialRaw(t, addr, "root", rootPass, "", true)
+			r, err := c.Execute(q)
+			got[i] = fmt.Sprint(err)
+			if err == nil {
+				got[i] = fmt.Sprint(r.RowNumber(), " rows")
+			}
+			if _, err := c.Execute("SELECT 1"); err != nil {
+				got[i] += fmt.Sprint("; then: ", err)
+			}
+			c.Close()
+		}
+		if got[0] != got[1] {
+			t.Errorf("%s: mycached answered %s, MariaDB %s", q, got[1], got[0])
+		}
+	}
+}
+
 // TestFailedChangeUser: a COM_CHANGE_USER the server refuses leaves the
 // session the old user's, reset (variables, temporary tables): what the
 // session reads next is keyed by its state after the reset, not before.

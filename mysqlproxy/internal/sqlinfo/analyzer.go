@@ -128,7 +128,12 @@ func cloneString(s string) string {
 
 // analyzeMiss analyzes a text the exact memo does not hold, and reports
 // whether its skeleton answered it, cheaply.
-func (a *Analyzer) analyzeMiss(sql string) (*Info, bool) {
+func (a *Analyzer) analyzeMiss(sql string) (info *Info, cheap bool) {
+	defer func() {
+		if recover() != nil {
+			info, cheap = unanalyzable(), false
+		}
+	}()
 	if len(sql) > maxParseLen {
 		return tooComplex(sql), false
 	}
@@ -310,6 +315,14 @@ type panicError struct{}
 func (panicError) Error() string { return "sqlinfo: parser panic" }
 
 var errPanic error = panicError{}
+
+// unanalyzable is the analysis of a text whose analysis failed: a write
+// of anything, as the server may read it as anything.
+func unanalyzable() *Info {
+	info := &Info{Kind: Other, ParseError: true, WhyNot: "parse-error"}
+	unmappedGlobal(info)
+	return info
+}
 
 // fallback classifies a statement the parser rejected by its first keywords.
 // It is conservative: anything that might write is an unmapped global write.

@@ -181,10 +181,15 @@ func newModeParser(i int) *parser.Parser {
 // time; one that cannot be decoded, or that names a charset mycached
 // cannot read, is analysed as unreadable: never cached, and a write that
 // may touch anything.
-func (a *Analyzer) AnalyzeIn(sql string, d Dialect) *Info {
+func (a *Analyzer) AnalyzeIn(sql string, d Dialect) (info *Info) {
 	if d.plainFor(sql) {
 		return a.Analyze(sql)
 	}
+	defer func() {
+		if recover() != nil {
+			info = unanalyzable()
+		}
+	}()
 	if d.Unknown {
 		return unreadable(sql, "dialect-unknown")
 	}

@@ -147,6 +147,9 @@ func upperAlloc(w string) string {
 
 // equalFoldASCII compares upper (already uppercase) with s ignoring ASCII case.
 func equalFoldASCII(upper, s string) bool {
+	if len(s) != len(upper) {
+		return false
+	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c >= 'a' && c <= 'z' {
