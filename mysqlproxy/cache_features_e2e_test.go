@@ -976,6 +976,48 @@ func TestInitDBAfterHit(t *testing.T) {
 	}
 }
 
+// TestMaintenanceKeepsOtherEntries: table maintenance statements the
+// parser does not know (CHECK, CHECKSUM, REPAIR, ANALYZE ... PERSISTENT
+// FOR) are read for what they are: a REPAIR invalidates the tables it
+// names, and none of them invalidates anything else, as a write of
+// anything would.
+func TestMaintenanceKeepsOtherEntries(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT) ENGINE=MyISAM")
+	m.Exec(t, "CREATE TABLE "+db+".u (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1)")
+	m.Exec(t, "INSERT INTO "+db+".u VALUES (1, 1)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	via := openDB(t, rootDSN(p.addr, db, ""))
+	via.SetMaxOpenConns(1)
+	const readT, readU = "SELECT v FROM t WHERE id = 1", "SELECT v FROM u WHERE id = 1"
+	dump(t, via, readT)
+	dump(t, via, readU)
+	hit := func(q string) bool {
+		before := hits(t, via)
+		dump(t, via, q)
+		return hits(t, via) > before
+	}
+	for _, stmt := range []string{
+		"CHECK TABLE t FOR UPGRADE",
+		"CHECK TABLE t, u QUICK",
+		"CHECKSUM TABLE t EXTENDED",
+		"ANALYZE TABLE t PERSISTENT FOR ALL",
+		"REPAIR NO_WRITE_TO_BINLOG TABLE t QUICK",
+	} {
+		mustExec(t, via, stmt)
+		if !hit(readU) {
+			t.Errorf("after %s: %s missed", stmt, readU)
+		}
+		repair := strings.HasPrefix(stmt, "REPAIR")
+		if got := hit(readT); got == repair {
+			t.Errorf("after %s: %s hit %v, want %v", stmt, readT, got, !repair)
+		}
+	}
+}
+
 // TestNoHitOnKilledSession: a read right after the server killed the
 // session gets the error it gets directly, not a cached answer, however
 // soon after the KILL it comes.

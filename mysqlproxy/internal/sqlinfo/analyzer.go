@@ -327,6 +327,9 @@ func unanalyzable() *Info {
 // fallback classifies a statement the parser rejected by its first keywords.
 // It is conservative: anything that might write is an unmapped global write.
 func fallback(sql string) *Info {
+	if info := maintenance(sql); info != nil {
+		return info
+	}
 	info := &Info{ParseError: true, WhyNot: "parse-error"}
 	switch FirstKeyword(sql) {
 	case "SELECT", "TABLE", "VALUES", "":
