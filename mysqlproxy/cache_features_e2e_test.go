@@ -976,6 +976,68 @@ func TestInitDBAfterHit(t *testing.T) {
 	}
 }
 
+// TestStoredCodeDDLRunsNothingOwn: DDL that stores code or names a
+// database (views, routines, databases) runs none, so mycached does not
+// read the session's variables, grants or temporary tables again after
+// it, on the client's session: the session's own counters move through
+// mycached as they do directly.
+func TestStoredCodeDDLRunsNothingOwn(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	const counters = "SHOW SESSION STATUS WHERE Variable_name IN " +
+		"('Com_show_grants', 'Com_show_create_table', 'Com_show_variables', 'Com_do')"
+	run := func(addr, tag string) string {
+		c := dialRaw(t, addr, "root", rootPass, db, false)
+		defer c.Close()
+		exec := func(q string) *mysqlc.Result {
+			r, err := c.Execute(q)
+			if err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			return r
+		}
+		read := func() map[string]int64 {
+			r := exec(counters)
+			out := map[string]int64{}
+			for i := range r.RowNumber() {
+				k, _ := r.GetString(i, 0)
+				v, _ := r.GetInt(i, 1)
+				out[k] = v
+			}
+			return out
+		}
+		exec("SELECT v FROM t WHERE id = 1")
+		before := read()
+		for _, q := range []string{
+			"CREATE VIEW v" + tag + " AS SELECT v FROM t",
+			"CREATE OR REPLACE VIEW v" + tag + " AS SELECT id, v FROM t",
+			"DROP VIEW v" + tag,
+			"CREATE PROCEDURE p" + tag + "() SELECT 1",
+			"DROP PROCEDURE p" + tag,
+			"CREATE DATABASE " + db + tag,
+			"ALTER DATABASE " + db + tag + " CHARACTER SET utf8mb4",
+			"DROP DATABASE " + db + tag,
+		} {
+			exec(q)
+			exec("SELECT v FROM t WHERE id = 1")
+		}
+		after := read()
+		var b strings.Builder
+		for _, k := range []string{"Com_show_grants", "Com_show_create_table", "Com_show_variables", "Com_do"} {
+			fmt.Fprintf(&b, "%s +%d; ", k, after[k]-before[k])
+		}
+		return b.String()
+	}
+	want := run(m.Addr, "d")
+	if got := run(p.addr, "m"); got != want {
+		t.Errorf("the session's counters moved otherwise through mycached:\n got %s\nwant %s", got, want)
+	}
+}
+
 // TestMaintenanceKeepsOtherEntries: table maintenance statements the
 // parser does not know (CHECK, CHECKSUM, REPAIR, ANALYZE ... PERSISTENT
 // FOR) are read for what they are: a REPAIR invalidates the tables it

@@ -487,10 +487,12 @@ func runsRoutines(info *sqlinfo.Info, sql string) bool {
 // reports neither an unscoped SET @@name nor a SET ROLE run by stored
 // code): a multi-statement text, a text the parse cannot read, or one
 // that runs SQL the parse does not see (EXECUTE, EXECUTE IMMEDIATE, a
-// procedure, a stored function, which no cached read calls).
+// procedure, a stored function, which no cached read calls). A DDL
+// statement whose writes are database-wide (a view, a routine, a
+// database) runs none: it stores code, and sets nothing.
 func hidesSets(info *sqlinfo.Info) bool {
 	return info.ParseError || info.WhyNot == "multi-statement" ||
-		info.Kind == sqlinfo.Call || info.Unmapped || info.CallsRoutine
+		info.Kind == sqlinfo.Call || (info.Unmapped && info.Kind != sqlinfo.DDL) || info.CallsRoutine
 }
 
 // unseenMatters reports whether a state change no tracker shows may
