@@ -1080,6 +1080,58 @@ func TestMaintenanceKeepsOtherEntries(t *testing.T) {
 	}
 }
 
+// TestReturningWrites: INSERT, REPLACE and DELETE with MariaDB's
+// RETURNING clause invalidate what they write, and only that: the parser
+// does not know the clause, and a text it refuses would be a write of
+// anything. A clause that may run code stays one.
+func TestReturningWrites(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY AUTO_INCREMENT, v INT)")
+	m.Exec(t, "CREATE TABLE "+db+".u (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1), (2, 2)")
+	m.Exec(t, "INSERT INTO "+db+".u VALUES (1, 1)")
+	m.Exec(t, "CREATE FUNCTION "+db+".f(x INT) RETURNS INT DETERMINISTIC RETURN x + 1")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	via := openDB(t, rootDSN(p.addr, db, ""))
+	via.SetMaxOpenConns(1)
+	direct := openDB(t, rootDSN(m.Addr, db, ""))
+	reads := []string{"SELECT COUNT(*), SUM(v) FROM t", "SELECT v FROM t WHERE id = 2", "SELECT v FROM t WHERE id = 7"}
+	const other = "SELECT v FROM u WHERE id = 1"
+	warm := func() {
+		for _, q := range append(reads, other) {
+			dump(t, via, q)
+			dump(t, via, q)
+		}
+	}
+	for _, w := range []struct {
+		sql    string
+		anyway bool // a write of anything
+	}{
+		{"INSERT INTO t (v) VALUES (10) RETURNING id, v", false},
+		{"INSERT INTO t (id, v) VALUES (7, 70) RETURNING t.*", false},
+		{"REPLACE INTO t (id, v) VALUES (7, 71) RETURNING id AS k, `v` val", false},
+		{"DELETE FROM t WHERE id = 2 RETURNING *", false},
+		{"INSERT INTO t (v) VALUES (20) RETURNING f(id)", true},
+	} {
+		warm()
+		if _, err := via.Exec(w.sql); err != nil {
+			t.Fatalf("%s: %v", w.sql, err)
+		}
+		for _, q := range reads {
+			if got, want := dump(t, via, q), dump(t, direct, q); got != want {
+				t.Errorf("after %s: %s gave %s, want %s", w.sql, q, got, want)
+			}
+		}
+		h := hits(t, via)
+		dump(t, via, other)
+		if hit := hits(t, via) > h; hit == w.anyway {
+			t.Errorf("after %s: %s hit %v, want %v", w.sql, other, hit, !w.anyway)
+		}
+	}
+}
+
 // TestNoHitOnKilledSession: a read right after the server killed the
 // session gets the error it gets directly, not a cached answer, however
 // soon after the KILL it comes.

@@ -293,7 +293,15 @@ func (a *Analyzer) parse(sql, digest string) (info *Info, tmpl *template) {
 	}()
 	a.parsers.Put(p)
 	if err != nil || info == nil {
-		info, tmpl = fallback(sql), nil
+		info, tmpl = nil, nil
+		if head, ok := splitReturning(sql, LexOptions{}); ok {
+			if hi, _ := a.parse(head, ""); !hi.ParseError && returningKind(hi.Kind) {
+				info = hi
+			}
+		}
+		if info == nil {
+			info = fallback(sql)
+		}
 	}
 	info.Digest = digest
 	if info.NoCacheHint || hasNoCacheHint(sql) {

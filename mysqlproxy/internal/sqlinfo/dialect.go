@@ -55,6 +55,11 @@ func hasFlag(mode, flag string) bool {
 	return false
 }
 
+// lexOptions returns how the lexer reads a text in d.
+func (d Dialect) lexOptions() LexOptions {
+	return LexOptions{NoBackslashEscapes: d.NoBackslashEscapes, ANSIQuotes: d.ANSIQuotes}
+}
+
 // utf8 reports whether the charset is one whose bytes the analysis reads
 // as they are: UTF-8 in any of its names.
 func (d Dialect) utf8() bool {
@@ -257,6 +262,13 @@ func (a *Analyzer) parseView(sql string, d Dialect) *Info {
 		}
 	}()
 	modeParsers[i].Put(p)
+	if info == nil {
+		if head, ok := splitReturning(sql, d.lexOptions()); ok {
+			if hi := a.parseView(head, d); !hi.ParseError && returningKind(hi.Kind) {
+				info = hi
+			}
+		}
+	}
 	if info == nil {
 		return unreadable(sql, "parse-error")
 	}

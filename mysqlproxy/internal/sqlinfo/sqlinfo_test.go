@@ -135,7 +135,8 @@ func TestAnalyze(t *testing.T) {
 		{sql: "CALL d.p(1)", kind: Call, whyNot: "not-select", mayWrite: true, unmapped: true, global: true, dbWide: []string{"d"}},
 		{sql: "CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET NEW.a=1", kind: DDL, whyNot: "parse-error", mayWrite: true, unmapped: true, global: true},
 		{sql: "GRANT SELECT ON d.* TO u", kind: Other, whyNot: "", mayWrite: true, unmapped: true, global: true},
-		{sql: "INSERT INTO t VALUES (1) RETURNING id", kind: Insert, whyNot: "parse-error", mayWrite: true, unmapped: true, global: true},
+		{sql: "INSERT INTO t VALUES (1) RETURNING id", kind: Insert, writes: tbls("t"), whyNot: "not-select", mayWrite: true},
+		{sql: "INSERT INTO t VALUES (1) RETURNING f(id)", kind: Insert, whyNot: "parse-error", mayWrite: true, unmapped: true, global: true},
 		{sql: "EXECUTE s", kind: Other, whyNot: "not-select", mayWrite: true, unmapped: true, global: true},
 		{sql: "SET STATEMENT max_statement_time=1 FOR UPDATE t SET a=1", kind: Other, whyNot: "parse-error", mayWrite: true, unmapped: true, global: true},
 		// Transaction control and session.

@@ -1,0 +1,54 @@
+package sqlinfo
+
+import (
+	"reflect"
+	"testing"
+)
+
+// TestReturning: a RETURNING clause that lists columns leaves the
+// statement read as it is without the clause; any other clause leaves it
+// a write of anything.
+func TestReturning(t *testing.T) {
+	a := NewAnalyzer(Options{})
+	for _, tc := range []struct {
+		sql    string
+		kind   Kind
+		writes []Table
+	}{
+		{"INSERT INTO t (a) VALUES (1) RETURNING id", Insert, tbls("t")},
+		{"insert into db.t (id, a) values (5, 1) returning id, a;", Insert, tbls("db.t")},
+		{"REPLACE INTO t (id, a) VALUES (5, 1) RETURNING *", Replace, tbls("t")},
+		{"DELETE FROM t WHERE id = 3 RETURNING a AS x, t.b y, db.t.c, t.*", Delete, tbls("t")},
+		{"INSERT INTO t SELECT * FROM u WHERE a IN (SELECT 1) RETURNING `id`", Insert, tbls("t")},
+		{"INSERT INTO t (a) VALUES ('x RETURNING f(1)') RETURNING id", Insert, tbls("t")},
+	} {
+		info := a.Analyze(tc.sql)
+		if info.ParseError || info.Unmapped || info.Kind != tc.kind || !reflect.DeepEqual(info.Writes, tc.writes) {
+			t.Errorf("%q: kind %v, writes %v, parse error %v, unmapped %v", tc.sql, info.Kind, info.Writes, info.ParseError, info.Unmapped)
+		}
+	}
+	if info := a.Analyze("INSERT INTO t (id, a) VALUES (5, 1) RETURNING id"); info.Insert == nil || len(info.Insert.Rows) != 1 {
+		t.Errorf("the rows an INSERT ... RETURNING lists are lost: %+v", info.Insert)
+	}
+	if info := a.AnalyzeIn(`INSERT INTO "t" (a) VALUES ('\"') RETURNING "id"`, Dialect{ANSIQuotes: true}); info.ParseError ||
+		!reflect.DeepEqual(info.Writes, tbls("t")) {
+		t.Errorf("under ANSI_QUOTES: writes %v, parse error %v", info.Writes, info.ParseError)
+	}
+	for _, sql := range []string{
+		"INSERT INTO t (a) VALUES (1) RETURNING f(id)",
+		"INSERT INTO t (a) VALUES (1) RETURNING id + 1",
+		"INSERT INTO t (a) VALUES (1) RETURNING (SELECT f(1))",
+		"INSERT INTO t (a) VALUES (1) RETURNING id; DELETE FROM u",
+		"INSERT INTO t (a) VALUES (1) RETURNING id /*!50000 , f(id) */",
+		"INSERT INTO t (a) VALUES (1) RETURNING",
+		"INSERT INTO t (a) VALUES (1) RETURNING id,",
+		"INSERT INTO t (a) VALUES (1) RETURNING a.b.c.d",
+		"INSERT INTO t (a) VALUES (1) RETURNING 1",
+		"UPDATE t SET a = 1 RETURNING id",
+		"INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE a = VALUE(a) RETURNING id",
+	} {
+		if info := a.Analyze(sql); !info.Unmapped || !info.Global {
+			t.Errorf("%q: read as kind %v, writes %v: want a write of anything", sql, info.Kind, info.Writes)
+		}
+	}
+}
