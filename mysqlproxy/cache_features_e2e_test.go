@@ -1132,6 +1132,46 @@ func TestReturningWrites(t *testing.T) {
 	}
 }
 
+// TestSetStatementReads: SET STATEMENT max_statement_time=N FOR a read
+// is cached as the read, and invalidates nothing; FOR a write, it
+// invalidates what the write writes, and only that.
+func TestSetStatementReads(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "CREATE TABLE "+db+".u (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1), (2, 2)")
+	m.Exec(t, "INSERT INTO "+db+".u VALUES (1, 1)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	via := openDB(t, rootDSN(p.addr, db, ""))
+	via.SetMaxOpenConns(1)
+	direct := openDB(t, rootDSN(m.Addr, db, ""))
+	const read = "SET STATEMENT max_statement_time=10 FOR SELECT v FROM t WHERE id = 1"
+	const other = "SELECT v FROM u WHERE id = 1"
+	hit := func(q string) bool {
+		before := hits(t, via)
+		if got, want := dump(t, via, q), dump(t, direct, q); got != want {
+			t.Errorf("%s gave %s, want %s", q, got, want)
+		}
+		return hits(t, via) > before
+	}
+	// A miss is stored off the client's path: the next read may come
+	// first.
+	waitFor(t, 10*time.Second, other+" cached", func() bool { return hit(other) })
+	waitFor(t, 10*time.Second, read+" cached", func() bool { return hit(read) })
+	if !hit(other) {
+		t.Errorf("%s missed after %s", other, read)
+	}
+	mustExec(t, via, "SET STATEMENT max_statement_time=10, lock_wait_timeout=5 FOR UPDATE t SET v = 10 WHERE id = 1")
+	if hit(read) {
+		t.Errorf("%s hit after the update of its row", read)
+	}
+	if !hit(other) {
+		t.Errorf("%s missed after the update of another table", other)
+	}
+}
+
 // TestNoHitOnKilledSession: a read right after the server killed the
 // session gets the error it gets directly, not a cached answer, however
 // soon after the KILL it comes.

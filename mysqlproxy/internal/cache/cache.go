@@ -433,7 +433,7 @@ func storable(resp *relay.Response, teed bool, dec cachepolicy.Decision) string 
 		return whyNotStored
 	case resp.Warnings != 0:
 		return whyNotStored
-	case len(resp.Tracked.Vars) > 0:
+	case changesResults(resp.Tracked.Vars):
 		// The session's variables changed under the read (the server
 		// reports a trigger's SET @@name with the statement after it):
 		// the key was made from their values before.
@@ -442,6 +442,18 @@ func storable(resp *relay.Response, teed bool, dec cachepolicy.Decision) string 
 		return whyNotStored
 	}
 	return ""
+}
+
+// changesResults reports whether vars, as the server's trackers report
+// them, name a variable that can change what a read returns. SET
+// STATEMENT max_statement_time=N FOR SELECT ... reports the one it set.
+func changesResults(vars map[string]string) bool {
+	for name := range vars {
+		if !digestFree[name] {
+			return true
+		}
+	}
+	return false
 }
 
 // payload lays out the teed response as stored: the number of status

@@ -25,3 +25,18 @@ func TestKeyRowsCap(t *testing.T) {
 		t.Errorf("%d rows: keyed by %d, want none (table-level)", maxKeyRows+1, len(got))
 	}
 }
+
+// TestTimingVarsAreKeyFree: a read under SET STATEMENT of a timing
+// variable is keyed as the read alone, and stored though the server
+// reports the variable: each such variable must be one that changes no
+// result.
+func TestTimingVarsAreKeyFree(t *testing.T) {
+	for name := range sqlinfo.TimingVars {
+		if !digestFree[name] {
+			t.Errorf("%s may be set by SET STATEMENT for a cached read, and is not in digestFree", name)
+		}
+	}
+	if changesResults(map[string]string{"max_statement_time": "1"}) || !changesResults(map[string]string{"sql_select_limit": "1"}) {
+		t.Error("changesResults reads max_statement_time or sql_select_limit wrong")
+	}
+}

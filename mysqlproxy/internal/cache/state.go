@@ -25,6 +25,9 @@ var digestFree = map[string]bool{
 	"session_track_user_variables": true, "gtid_seq_no": true, "insert_id": true,
 	"last_insert_id": true, "identity": true, "pseudo_thread_id": true,
 	"auto_increment_increment": true, "auto_increment_offset": true,
+	// The slow query log's settings.
+	"long_query_time": true, "log_slow_query": true, "log_slow_query_time": true,
+	"slow_query_log": true, "log_slow_verbosity": true,
 }
 
 // sessState is the part of a session's state that can change a read's

@@ -293,12 +293,11 @@ func (a *Analyzer) parse(sql, digest string) (info *Info, tmpl *template) {
 	}()
 	a.parsers.Put(p)
 	if err != nil || info == nil {
-		info, tmpl = nil, nil
-		if head, ok := splitReturning(sql, LexOptions{}); ok {
-			if hi, _ := a.parse(head, ""); !hi.ParseError && returningKind(hi.Kind) {
-				info = hi
-			}
-		}
+		tmpl = nil
+		info = refusedVariant(sql, LexOptions{}, func(s string) *Info {
+			i, _ := a.parse(s, "")
+			return i
+		})
 		if info == nil {
 			info = fallback(sql)
 		}
@@ -323,6 +322,25 @@ type panicError struct{}
 func (panicError) Error() string { return "sqlinfo: parser panic" }
 
 var errPanic error = panicError{}
+
+// refusedVariant reads a text the parser refused as the statement it
+// extends or wraps, which parse reads, when that is certain to be what it
+// does: a RETURNING clause of columns (see splitReturning), or SET
+// STATEMENT of timing variables (see splitSetStatement). It returns nil
+// otherwise.
+func refusedVariant(sql string, opts LexOptions, parse func(string) *Info) *Info {
+	if head, ok := splitReturning(sql, opts); ok {
+		if info := parse(head); !info.ParseError && returningKind(info.Kind) {
+			return info
+		}
+	}
+	if inner, ok := splitSetStatement(sql, opts); ok {
+		if info := parse(inner); !info.ParseError && info.WhyNot != "multi-statement" && setStatementKind(info.Kind) {
+			return info
+		}
+	}
+	return nil
+}
 
 // unanalyzable is the analysis of a text whose analysis failed: a write
 // of anything, as the server may read it as anything.

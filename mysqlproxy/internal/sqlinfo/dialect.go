@@ -263,11 +263,7 @@ func (a *Analyzer) parseView(sql string, d Dialect) *Info {
 	}()
 	modeParsers[i].Put(p)
 	if info == nil {
-		if head, ok := splitReturning(sql, d.lexOptions()); ok {
-			if hi := a.parseView(head, d); !hi.ParseError && returningKind(hi.Kind) {
-				info = hi
-			}
-		}
+		info = refusedVariant(sql, d.lexOptions(), func(s string) *Info { return a.parseView(s, d) })
 	}
 	if info == nil {
 		return unreadable(sql, "parse-error")

@@ -138,7 +138,8 @@ func TestAnalyze(t *testing.T) {
 		{sql: "INSERT INTO t VALUES (1) RETURNING id", kind: Insert, writes: tbls("t"), whyNot: "not-select", mayWrite: true},
 		{sql: "INSERT INTO t VALUES (1) RETURNING f(id)", kind: Insert, whyNot: "parse-error", mayWrite: true, unmapped: true, global: true},
 		{sql: "EXECUTE s", kind: Other, whyNot: "not-select", mayWrite: true, unmapped: true, global: true},
-		{sql: "SET STATEMENT max_statement_time=1 FOR UPDATE t SET a=1", kind: Other, whyNot: "parse-error", mayWrite: true, unmapped: true, global: true},
+		{sql: "SET STATEMENT max_statement_time=1 FOR UPDATE t SET a=1", kind: Update, reads: tbls("t"), writes: tbls("t"), whyNot: "not-select", mayWrite: true},
+		{sql: "SET STATEMENT sql_mode='' FOR UPDATE t SET a=1", kind: Other, whyNot: "parse-error", mayWrite: true, unmapped: true, global: true},
 		// Transaction control and session.
 		{sql: "BEGIN", kind: Begin, whyNot: "not-select"},
 		{sql: "START TRANSACTION", kind: Begin, whyNot: "not-select"},

@@ -1,0 +1,91 @@
+package sqlinfo
+
+// MariaDB's SET STATEMENT var = value [, ...] FOR <statement> runs one
+// statement with some variables set for it alone, and the parser does
+// not know it. A text it refuses is a write of anything, so an
+// application that bounds each read with SET STATEMENT
+// max_statement_time=N FOR SELECT ... invalidated every entry of every
+// sidecar with each read. When every variable set is one that changes
+// neither what a statement reads, writes or returns nor how its text is
+// read (timeouts, slow-log settings), and each value is a literal, the
+// statement is read as the one it runs.
+
+// TimingVars are the variables SET STATEMENT may set for a statement that
+// is then read as if they were not set. None may change a read's result.
+var TimingVars = map[string]bool{
+	"max_statement_time": true, "innodb_lock_wait_timeout": true, "lock_wait_timeout": true,
+	"long_query_time": true, "log_slow_query": true, "log_slow_query_time": true,
+	"slow_query_log": true, "log_slow_verbosity": true,
+}
+
+// splitSetStatement returns the statement a SET STATEMENT text runs, when
+// it sets only TimingVars to literals; ok is false otherwise.
+func splitSetStatement(sql string, opts LexOptions) (inner string, ok bool) {
+	if FirstKeyword(sql) != "SET" || secondKeyword(sql) != "STATEMENT" {
+		return "", false
+	}
+	l := NewLexer(sql, opts)
+	next := func() (Token, bool) {
+		t, err := l.Next()
+		if err != nil {
+			return t, false
+		}
+		switch t.Kind {
+		case TokEOF, TokExecOpen, TokExecClose, TokHint, TokParam:
+			return t, false
+		}
+		return t, true
+	}
+	for range 2 { // SET STATEMENT
+		if _, ok := next(); !ok {
+			return "", false
+		}
+	}
+	for {
+		name, ok := next()
+		if !ok || name.Kind != TokWord || !TimingVars[lowerASCII(name.Text)] {
+			return "", false
+		}
+		if eq, ok := next(); !ok || !eq.Is('=') {
+			return "", false
+		}
+		v, ok := next()
+		if ok && v.Is('-') {
+			v, ok = next()
+		}
+		if !ok || (v.Kind != TokNumber && v.Kind != TokString && v.Kind != TokWord) {
+			return "", false
+		}
+		sep, ok := next()
+		switch {
+		case !ok:
+			return "", false
+		case sep.Is(','):
+			continue
+		case sep.Kind == TokWord && equalFoldASCII("FOR", sep.Text):
+			return sql[sep.Pos+len(sep.Text):], true
+		default:
+			return "", false
+		}
+	}
+}
+
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// setStatementKind reports whether a statement of kind k is read as
+// itself under SET STATEMENT: reads and plain writes.
+func setStatementKind(k Kind) bool {
+	switch k {
+	case Select, Insert, Replace, Update, Delete:
+		return true
+	}
+	return false
+}
