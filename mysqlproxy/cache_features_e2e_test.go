@@ -1080,11 +1080,11 @@ func TestMaintenanceKeepsOtherEntries(t *testing.T) {
 	}
 }
 
-// TestReturningWrites: INSERT, REPLACE and DELETE with MariaDB's
-// RETURNING clause invalidate what they write, and only that: the parser
-// does not know the clause, and a text it refuses would be a write of
-// anything. A clause that may run code stays one.
-func TestReturningWrites(t *testing.T) {
+// TestMariaDBWrites: INSERT, REPLACE and DELETE with MariaDB's RETURNING
+// clause, and CREATE OR REPLACE TABLE, invalidate what they write, and
+// only that: the parser does not know these forms, and a text it refuses
+// would be a write of anything. A clause that may run code stays one.
+func TestMariaDBWrites(t *testing.T) {
 	t.Parallel()
 	m := testenvShared(t)
 	db := m.NewDatabase(t)
@@ -1093,11 +1093,13 @@ func TestReturningWrites(t *testing.T) {
 	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1), (2, 2)")
 	m.Exec(t, "INSERT INTO "+db+".u VALUES (1, 1)")
 	m.Exec(t, "CREATE FUNCTION "+db+".f(x INT) RETURNS INT DETERMINISTIC RETURN x + 1")
+	m.Exec(t, "CREATE TABLE "+db+".r (id INT PRIMARY KEY, v INT)")
 	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
 	via := openDB(t, rootDSN(p.addr, db, ""))
 	via.SetMaxOpenConns(1)
 	direct := openDB(t, rootDSN(m.Addr, db, ""))
-	reads := []string{"SELECT COUNT(*), SUM(v) FROM t", "SELECT v FROM t WHERE id = 2", "SELECT v FROM t WHERE id = 7"}
+	reads := []string{"SELECT COUNT(*), SUM(v) FROM t", "SELECT v FROM t WHERE id = 2", "SELECT v FROM t WHERE id = 7",
+		"SELECT COUNT(*), SUM(v) FROM r"}
 	const other = "SELECT v FROM u WHERE id = 1"
 	warm := func() {
 		for _, q := range append(reads, other) {
@@ -1113,6 +1115,7 @@ func TestReturningWrites(t *testing.T) {
 		{"INSERT INTO t (id, v) VALUES (7, 70) RETURNING t.*", false},
 		{"REPLACE INTO t (id, v) VALUES (7, 71) RETURNING id AS k, `v` val", false},
 		{"DELETE FROM t WHERE id = 2 RETURNING *", false},
+		{"CREATE OR REPLACE TABLE r (id INT PRIMARY KEY, v INT) AS SELECT id, v FROM t", false},
 		{"INSERT INTO t (v) VALUES (20) RETURNING f(id)", true},
 	} {
 		warm()

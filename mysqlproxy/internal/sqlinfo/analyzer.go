@@ -325,9 +325,9 @@ var errPanic error = panicError{}
 
 // refusedVariant reads a text the parser refused as the statement it
 // extends or wraps, which parse reads, when that is certain to be what it
-// does: a RETURNING clause of columns (see splitReturning), or SET
-// STATEMENT of timing variables (see splitSetStatement). It returns nil
-// otherwise.
+// does: a RETURNING clause of columns (see splitReturning), SET STATEMENT
+// of timing variables (see splitSetStatement), or CREATE OR REPLACE of a
+// table or sequence (see withoutOrReplace). It returns nil otherwise.
 func refusedVariant(sql string, opts LexOptions, parse func(string) *Info) *Info {
 	if head, ok := splitReturning(sql, opts); ok {
 		if info := parse(head); !info.ParseError && returningKind(info.Kind) {
@@ -336,6 +336,11 @@ func refusedVariant(sql string, opts LexOptions, parse func(string) *Info) *Info
 	}
 	if inner, ok := splitSetStatement(sql, opts); ok {
 		if info := parse(inner); !info.ParseError && info.WhyNot != "multi-statement" && setStatementKind(info.Kind) {
+			return info
+		}
+	}
+	if create, ok := withoutOrReplace(sql, opts); ok {
+		if info := parse(create); !info.ParseError && info.WhyNot != "multi-statement" && info.Kind == DDL && len(info.Writes) > 0 {
 			return info
 		}
 	}

@@ -89,3 +89,29 @@ func setStatementKind(k Kind) bool {
 	}
 	return false
 }
+
+// withoutOrReplace returns a CREATE OR REPLACE [TEMPORARY] {TABLE |
+// SEQUENCE} text without its OR REPLACE, which the parser does not know
+// for those: the statement drops the object when it exists and creates
+// it, so it writes what CREATE does.
+func withoutOrReplace(sql string, opts LexOptions) (string, bool) {
+	if FirstKeyword(sql) != "CREATE" || secondKeyword(sql) != "OR" {
+		return "", false
+	}
+	l := NewLexer(sql, opts)
+	var toks []Token
+	for len(toks) < 4 || (len(toks) == 4 && equalFoldASCII("TEMPORARY", toks[3].Text)) {
+		t, err := l.Next()
+		if err != nil || t.Kind != TokWord {
+			return "", false
+		}
+		toks = append(toks, t)
+	}
+	if !equalFoldASCII("REPLACE", toks[2].Text) {
+		return "", false
+	}
+	if last := toks[len(toks)-1].Text; !equalFoldASCII("TABLE", last) && !equalFoldASCII("SEQUENCE", last) {
+		return "", false
+	}
+	return sql[:toks[1].Pos] + sql[toks[2].Pos+len(toks[2].Text):], true
+}

@@ -98,3 +98,37 @@ func TestSetStatement(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateOrReplace: CREATE OR REPLACE of a table or a sequence writes
+// what CREATE writes.
+func TestCreateOrReplace(t *testing.T) {
+	a := NewAnalyzer(Options{})
+	for _, tc := range []struct {
+		sql    string
+		writes []Table
+		temp   bool
+	}{
+		{"CREATE OR REPLACE TABLE t (id INT PRIMARY KEY)", tbls("t"), false},
+		{"create or replace temporary table db.t (a int)", tbls("db.t"), true},
+		{"CREATE OR REPLACE TABLE r AS SELECT a FROM u", tbls("r"), false},
+		{"CREATE OR REPLACE SEQUENCE s", tbls("s"), false},
+		{"CREATE OR REPLACE TABLE `t``x` LIKE u", tbls("t`x"), false},
+		{"CREATE /*M! OR REPLACE */ TABLE t (a INT)", tbls("t"), false},
+	} {
+		info := a.Analyze(tc.sql)
+		if info.ParseError || info.Unmapped || info.Kind != DDL || !reflect.DeepEqual(info.Writes, tc.writes) || info.Temporary != tc.temp {
+			t.Errorf("%q: kind %v, writes %v, temporary %v, parse error %v, unmapped %v",
+				tc.sql, info.Kind, info.Writes, info.Temporary, info.ParseError, info.Unmapped)
+		}
+	}
+	for _, sql := range []string{
+		"CREATE OR REPLACE TABLE t (a INT); DROP TABLE u",
+		"CREATE OR REPLACE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET NEW.a = 1",
+		"CREATE OR REPLACE TABLE t (a INT) WITH SYSTEM VERSIONING",
+		"CREATE OR",
+	} {
+		if info := a.Analyze(sql); !info.Unmapped || !info.Global {
+			t.Errorf("%q: read as kind %v, writes %v: want a write of anything", sql, info.Kind, info.Writes)
+		}
+	}
+}
