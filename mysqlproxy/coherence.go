@@ -104,6 +104,9 @@ func (c *coherence) start(say func(string, bool)) bool {
 		for _, a := range m.Facts().Advice() {
 			c.srv.log.Warn("binlog follower: " + a)
 		}
+		for _, g := range m.Facts().Gaps() {
+			c.srv.log.Error("binlog follower: " + g)
+		}
 	}
 	if probs := m.Facts().Problems(); len(probs) > 0 {
 		say(strings.Join(probs, "; "), true)
@@ -218,6 +221,7 @@ func (c *coherence) statusRows() [][2]string {
 		[2]string{"Binlog_bumps", u(st.Bumps)},
 		[2]string{"Binlog_reconnects", u(st.Reconnects)},
 		[2]string{"Binlog_lost_positions", u(st.LostPosition)},
+		[2]string{"Binlog_unlogged_changes", u(st.Unlogged)},
 	)
 }
 

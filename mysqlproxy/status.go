@@ -81,6 +81,6 @@ func (c *coherence) statusFollower() statuspage.Follower {
 	out.LastMessage = age(st.LastMessage)
 	out.LastCommitAge = age(st.LastEvent)
 	out.Events, out.Transactions, out.Bumps = st.Events, st.Transactions, st.Bumps
-	out.Reconnects, out.LostPositions = st.Reconnects, st.LostPosition
+	out.Reconnects, out.LostPositions, out.Unlogged = st.Reconnects, st.LostPosition, st.Unlogged
 	return out
 }

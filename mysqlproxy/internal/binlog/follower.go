@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +96,9 @@ type Follower struct {
 	// read; globalsSeen says one did.
 	globals     string
 	globalsSeen bool
+	// unloggedSaid is when a change the binlog does not show was last
+	// logged; only the tick goroutine uses it.
+	unloggedSaid time.Time
 
 	// runStart is the creation time of the binlog a run of the server
 	// opened at its start, as its format event says, for the last such
@@ -107,7 +111,7 @@ type Follower struct {
 	// follow goroutine uses it.
 	group group
 
-	events, txns, bumps, reconnects, lost atomic.Uint64
+	events, txns, bumps, reconnects, lost, unlogged atomic.Uint64
 }
 
 // poll is a server position and the time it was asked for: every
@@ -362,17 +366,49 @@ func (f *Follower) pollServer() {
 	f.advanceLocked()
 }
 
-// checkGlobals invalidates everything when a global-only variable that
-// changes results (meta's resultGlobals) changed since the last poll.
+// checkGlobals invalidates everything when what the last poll read
+// besides the position changed since the poll before: a global-only
+// variable that changes results (meta's resultGlobals), or, on a server
+// that does not log what it replicates, gtid_slave_pos. On such a server
+// the first poll invalidates everything too: what it replicated while no
+// follower watched is in no binlog. The bump is made again once settled,
+// as a transaction's are: the poll may see a replicated commit before
+// other sessions do.
 func (f *Follower) checkGlobals(globals string) {
 	f.mu.Lock()
 	prev, seen := f.globals, f.globalsSeen
 	f.globals, f.globalsSeen = globals, true
 	f.mu.Unlock()
-	if seen && globals != prev {
-		f.log.Warn("binlog: a global variable that changes results changed; every cached entry is invalidated", "now", globals)
-		f.opts.Bump(f.ctx, []string{deps.Global})
+	var why string
+	switch {
+	case seen && globals != prev:
+		why = "the server changed what the binlog does not show (a global variable that changes results, or rows it replicated without logging them); every cached entry is invalidated"
+	case !seen && replicatedUnlogged(globals):
+		why = "the server replicates without logging what it applies (log_slave_updates=OFF), and may have applied writes before the follower started; every cached entry is invalidated"
+	default:
+		return
 	}
+	if now := time.Now(); now.Sub(f.unloggedSaid) >= time.Minute {
+		f.unloggedSaid = now
+		f.log.Warn("binlog: "+why, "now", globals)
+	}
+	f.opts.Bump(f.ctx, []string{deps.Global})
+	f.unlogged.Add(1)
+	f.mu.Lock()
+	f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: []string{deps.Global}})
+	f.mu.Unlock()
+}
+
+// replicatedUnlogged reports whether a poll's globals hold a gtid_slave_pos
+// that is not empty: the server has applied writes as a replica, and
+// logs none of them (it is read only then).
+func replicatedUnlogged(globals string) bool {
+	for _, line := range strings.Split(globals, "\n") {
+		if name, v, ok := strings.Cut(line, "="); ok && strings.EqualFold(name, "gtid_slave_pos") && v != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // advanceLocked moves freshness to the newest poll the applied position
@@ -543,6 +579,9 @@ type Status struct {
 	Bumps        uint64
 	Reconnects   uint64
 	LostPosition uint64 // global bumps for a lost position
+	// Unlogged counts global bumps for changes the binlog does not show: a
+	// global variable that changes results, rows replicated unlogged.
+	Unlogged uint64
 }
 
 // Status returns the follower's state.
@@ -553,7 +592,7 @@ func (f *Follower) Status() Status {
 		Running: f.running, Position: f.applied.String(), LastError: f.lastErr,
 		LastMessage: f.lastMsg, FreshAsOf: f.fresh,
 		Events: f.events.Load(), Transactions: f.txns.Load(), Bumps: f.bumps.Load(),
-		Reconnects: f.reconnects.Load(), LostPosition: f.lost.Load(),
+		Reconnects: f.reconnects.Load(), LostPosition: f.lost.Load(), Unlogged: f.unlogged.Load(),
 	}
 	if f.lastTS != 0 {
 		st.LastEvent = time.Unix(int64(f.lastTS), 0)

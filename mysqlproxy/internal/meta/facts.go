@@ -21,6 +21,15 @@ type Facts struct {
 	LowerCaseTableNames int
 	ServerID            uint32
 	HaveSSL             bool // the server accepts TLS
+	// LogSlaveUpdates says the server writes to its own binlog what it
+	// applies as a replica (or as a Galera node). Without it, those
+	// writes never reach the binlog the follower reads.
+	LogSlaveUpdates bool
+	// Galera says the server is a Galera node (wsrep_on).
+	Galera bool
+	// SlavePos is gtid_slave_pos when the facts were read: not empty
+	// once the server has applied anything as a replica.
+	SlavePos string
 	// AutoIncIncrement is the global auto_increment_increment, which a
 	// session may change for itself.
 	AutoIncIncrement uint64
@@ -47,7 +56,7 @@ type Facts struct {
 const defaultSettle = 100 * time.Millisecond
 
 func (m *Meta) readFacts(ctx context.Context) error {
-	rows, err := m.query(ctx, "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('version', 'log_bin', 'binlog_format', 'binlog_row_image', 'binlog_row_metadata', 'lower_case_table_names', 'server_id', 'rpl_semi_sync_master_enabled', 'rpl_semi_sync_master_wait_point', 'rpl_semi_sync_master_timeout', 'auto_increment_increment', 'innodb_autoinc_lock_mode', 'have_ssl')")
+	rows, err := m.query(ctx, "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('version', 'log_bin', 'binlog_format', 'binlog_row_image', 'binlog_row_metadata', 'lower_case_table_names', 'server_id', 'rpl_semi_sync_master_enabled', 'rpl_semi_sync_master_wait_point', 'rpl_semi_sync_master_timeout', 'auto_increment_increment', 'innodb_autoinc_lock_mode', 'have_ssl', 'log_slave_updates', 'wsrep_on', 'gtid_slave_pos')")
 	if err != nil {
 		return fmt.Errorf("meta: reading the server's settings as %s: %w", m.opts.User, err)
 	}
@@ -58,7 +67,7 @@ func (m *Meta) readFacts(ctx context.Context) error {
 	f := Facts{
 		Version:           v["version"],
 		MariaDB:           strings.Contains(strings.ToLower(v["version"]), "mariadb"),
-		LogBin:            strings.EqualFold(v["log_bin"], "ON") || v["log_bin"] == "1",
+		LogBin:            isOn(v["log_bin"]),
 		BinlogFormat:      strings.ToUpper(v["binlog_format"]),
 		BinlogRowImage:    strings.ToUpper(v["binlog_row_image"]),
 		BinlogRowMetadata: strings.ToUpper(v["binlog_row_metadata"]),
@@ -66,6 +75,9 @@ func (m *Meta) readFacts(ctx context.Context) error {
 	}
 	f.LowerCaseTableNames, _ = strconv.Atoi(v["lower_case_table_names"])
 	f.HaveSSL = strings.EqualFold(v["have_ssl"], "YES")
+	f.LogSlaveUpdates = isOn(v["log_slave_updates"])
+	f.Galera = isOn(v["wsrep_on"])
+	f.SlavePos = v["gtid_slave_pos"]
 	f.AutoIncIncrement, _ = strconv.ParseUint(v["auto_increment_increment"], 10, 64)
 	f.AutoIncLockMode = -1
 	if n, err := strconv.Atoi(v["innodb_autoinc_lock_mode"]); err == nil {
@@ -97,6 +109,8 @@ func (m *Meta) readFacts(ctx context.Context) error {
 	m.facts = f
 	return nil
 }
+
+func isOn(v string) bool { return strings.EqualFold(v, "ON") || v == "1" }
 
 // parseGrant adds the privileges a "GRANT ... ON *.* TO ..." line gives.
 func parseGrant(text string, into map[string]bool) {
@@ -157,6 +171,23 @@ func (f Facts) Advice() []string {
 	return out
 }
 
+// Gaps says what the server changes without writing it to its binlog,
+// which the follower runs despite: it cannot see those changes one by
+// one, and invalidates everything instead, or cannot see them at all.
+func (f Facts) Gaps() []string {
+	var out []string
+	if f.LogSlaveUpdates {
+		return nil
+	}
+	if f.Galera {
+		out = append(out, "the server is a Galera node with log_slave_updates=OFF: the writes of the other nodes are not in its binlog, and cached reads of what they change stay stale until their ttl; set log_slave_updates=ON")
+	}
+	if f.SlavePos != "" {
+		out = append(out, "the server replicates (gtid_slave_pos "+f.SlavePos+") with log_slave_updates=OFF: what it applies from its primary is not in its binlog, so each change of gtid_slave_pos invalidates every cached entry; set log_slave_updates=ON so that replicated writes invalidate only what they change")
+	}
+	return out
+}
+
 func orNone(s string) string {
 	if s == "" {
 		return "unset"
@@ -179,9 +210,15 @@ func (m *Meta) BinlogPos(ctx context.Context) (string, error) {
 const resultGlobals = "'ft_boolean_syntax', 'ft_query_expansion_limit'"
 
 // BinlogPosAndGlobals returns BinlogPos and, in the same round trip, the
-// values of resultGlobals as one string.
+// values of resultGlobals as one string. On a server that does not log
+// what it replicates, the string holds gtid_slave_pos too: the server
+// changed rows the binlog does not show whenever it moves.
 func (m *Meta) BinlogPosAndGlobals(ctx context.Context) (string, string, error) {
-	rows, err := m.query(ctx, "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('gtid_binlog_pos', "+resultGlobals+")")
+	names := "'gtid_binlog_pos', " + resultGlobals
+	if !m.facts.LogSlaveUpdates {
+		names += ", 'gtid_slave_pos'"
+	}
+	rows, err := m.query(ctx, "SHOW GLOBAL VARIABLES WHERE Variable_name IN ("+names+")")
 	if err != nil {
 		return "", "", err
 	}

@@ -32,3 +32,30 @@ func TestProblems(t *testing.T) {
 		}
 	}
 }
+
+// TestGaps: a server that applies writes without logging them (a
+// replica or a Galera node without log_slave_updates) is named, with
+// what to do; one that logs them, or replicates nothing, is not.
+func TestGaps(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		f    Facts
+		want []string
+	}{
+		{"primary", Facts{}, nil},
+		{"logging replica", Facts{LogSlaveUpdates: true, SlavePos: "0-1-5", Galera: true}, nil},
+		{"replica", Facts{SlavePos: "0-1-5"}, []string{"replicates (gtid_slave_pos 0-1-5) with log_slave_updates=OFF"}},
+		{"galera", Facts{Galera: true}, []string{"Galera node with log_slave_updates=OFF"}},
+	} {
+		got := tt.f.Gaps()
+		if len(got) != len(tt.want) {
+			t.Errorf("%s: %q, want %d", tt.name, got, len(tt.want))
+			continue
+		}
+		for i := range got {
+			if !strings.Contains(got[i], tt.want[i]) || !strings.Contains(got[i], "set log_slave_updates=ON") {
+				t.Errorf("%s: %q, want one containing %q and what to do", tt.name, got[i], tt.want[i])
+			}
+		}
+	}
+}

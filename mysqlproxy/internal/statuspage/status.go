@@ -63,6 +63,7 @@ type Follower struct {
 	Bumps         uint64   `json:"bumps"`
 	Reconnects    uint64   `json:"reconnects"`
 	LostPositions uint64   `json:"lost_positions"`
+	Unlogged      uint64   `json:"unlogged_changes"`
 }
 
 // Query is one statement shape's counts, as SHOW MYCACHED QUERIES shows

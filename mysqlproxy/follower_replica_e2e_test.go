@@ -1,0 +1,106 @@
+package mysqlproxy_test
+
+import (
+	"database/sql"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mycached/mycached/mysqlproxy"
+	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
+)
+
+// TestFollowerOnUnloggedReplica: sidecars in front of a replica that does
+// not write what it replicates to its own binlog (log_slave_updates=OFF,
+// MariaDB's default) see the writes made on its primary, which reach the
+// replica and never its binlog. Directly, the replica serves them once it
+// has applied them; through the sidecars, so do the cached reads, within
+// the followers' poll, in both consistency modes.
+func TestFollowerOnUnloggedReplica(t *testing.T) {
+	t.Parallel()
+	primary := privateDB(t)
+	replica, err := testenv.StartMariaDB(testenv.MariaDBOptions{ExtraArgs: []string{"--server-id=2", "--skip-log-slave-updates"}})
+	if err != nil {
+		t.Fatalf("StartMariaDB: %v", err)
+	}
+	t.Cleanup(func() { _ = replica.Close() })
+	// Both datadirs are copies of one template: the replica starts from
+	// the primary's position now.
+	replica.Exec(t, "SET GLOBAL gtid_slave_pos = ?", primary.QueryString(t, "SELECT @@gtid_binlog_pos"))
+	replica.Exec(t, fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', MASTER_USE_GTID=slave_pos",
+		primary.Port, primary.RootUser, primary.RootPassword))
+	replica.Exec(t, "START SLAVE")
+	t.Cleanup(func() {
+		if db := replica.AdminDB(); db != nil {
+			_, _ = db.Exec("STOP SLAVE")
+		}
+	})
+	applied := func(t *testing.T) {
+		t.Helper()
+		pos := primary.QueryString(t, "SELECT @@gtid_binlog_pos")
+		if got := replica.QueryString(t, "SELECT MASTER_GTID_WAIT(?, 30)", pos); got != "0" {
+			t.Fatalf("the replica did not apply %s: MASTER_GTID_WAIT gave %s\n%s", pos, got,
+				replica.QueryString(t, "SELECT CONCAT_WS(' ', Last_IO_Error, Last_SQL_Error) FROM information_schema.SLAVE_STATUS"))
+		}
+	}
+	applied(t)
+	if got := replica.QueryString(t, "SELECT @@log_slave_updates"); got != "0" {
+		t.Fatalf("log_slave_updates is %s on the replica, want 0", got)
+	}
+
+	for _, consistency := range []mysqlproxy.Consistency{mysqlproxy.ConsistencyStrict, mysqlproxy.ConsistencyBounded} {
+		t.Run(string(consistency), func(t *testing.T) {
+			db := primary.NewDatabase(t)
+			primary.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+			primary.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1), (2, 2)")
+			applied(t)
+			mc := privateMemcached(t)
+			cfg := withBinlog(mysqlproxy.Config{
+				Backend: replica.Addr, Memcached: []string{mc.Addr}, MemcachedTimeout: 5 * time.Second,
+				Consistency: consistency, MaxStaleness: time.Second,
+			})
+			a, b := startProxy(t, cfg), startProxy(t, cfg)
+			direct := openDB(t, rootDSN(replica.Addr, db, ""))
+			onPrimary := openDB(t, rootDSN(primary.Addr, db, ""))
+			vias := []*sql.DB{openDB(t, rootDSN(a.addr, db, "")), openDB(t, rootDSN(b.addr, db, ""))}
+			reads := []string{"SELECT v FROM t WHERE id = 1", "SELECT COUNT(*), SUM(v) FROM t"}
+			// Warm: each read is served from the cache through both
+			// sidecars, after the first invalidation a follower makes
+			// on a replica.
+			for _, q := range reads {
+				for i, via := range vias {
+					waitFor(t, 10*time.Second, fmt.Sprintf("%s served from sidecar %c's cache", q, 'A'+i), func() bool {
+						before := hits(t, via)
+						if got, want := dump(t, via, q), dump(t, direct, q); got != want {
+							t.Fatalf("%s before the write: got %s, want %s", q, got, want)
+						}
+						return hits(t, via) > before
+					})
+				}
+			}
+			for round, w := range []string{
+				"UPDATE t SET v = v + 10 WHERE id = 1",
+				"INSERT INTO t VALUES (3, 3)",
+				"DELETE FROM t WHERE id = 2",
+			} {
+				mustExec(t, onPrimary, w)
+				applied(t)
+				for _, q := range reads {
+					want := dump(t, direct, q)
+					for i, via := range vias {
+						got := dump(t, via, q)
+						for start := time.Now(); got != want && time.Since(start) < 5*time.Second; got = dump(t, via, q) {
+							time.Sleep(20 * time.Millisecond)
+						}
+						if got != want {
+							t.Errorf("round %d: 5 s after %q on the primary, %s through sidecar %c gave %s, want %s (stale)", round, w, q, 'A'+i, got, want)
+						}
+					}
+				}
+			}
+			if n := mycachedStatus(t, vias[0])["Binlog_unlogged_changes"]; n == 0 {
+				t.Errorf("Binlog_unlogged_changes is 0 on sidecar A")
+			}
+		})
+	}
+}
