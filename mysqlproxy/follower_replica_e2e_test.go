@@ -104,3 +104,52 @@ func TestFollowerOnUnloggedReplica(t *testing.T) {
 		})
 	}
 }
+
+// TestFollowerBinlogFilters: a server whose binlog leaves a database out
+// (binlog_ignore_db) never tells the followers of writes to its tables:
+// reads of them are not cached, so a write straight to the server shows
+// through both sidecars at once. Reads of the databases it logs are
+// cached and invalidated as usual.
+func TestFollowerBinlogFilters(t *testing.T) {
+	t.Parallel()
+	m, err := testenv.StartMariaDB(testenv.MariaDBOptions{ExtraArgs: []string{"--binlog-ignore-db=scratch"}})
+	if err != nil {
+		t.Fatalf("StartMariaDB: %v", err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	m.Exec(t, "CREATE DATABASE scratch")
+	m.Exec(t, "CREATE TABLE scratch.s (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO scratch.s VALUES (1, 1)")
+	f := startFleet(t, m, mysqlproxy.Config{})
+	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 1)")
+	mustExec(t, f.direct, "CREATE VIEW sv AS SELECT v FROM scratch.s")
+	f.sync(t)
+	const logged = "SELECT v FROM t WHERE id = 1"
+	f.warm(t, logged)
+	filtered := []string{"SELECT v FROM scratch.s WHERE id = 1", "SELECT COUNT(*), SUM(v) FROM scratch.s", "SELECT v FROM sv"}
+	for _, q := range filtered {
+		for i, via := range []*sql.DB{f.viaA, f.viaB} {
+			before := hits(t, via)
+			for range 3 {
+				if got, want := dump(t, via, q), dump(t, f.direct, q); got != want {
+					t.Fatalf("%s through sidecar %c: got %s, want %s", q, 'A'+i, got, want)
+				}
+			}
+			if hits(t, via) > before {
+				t.Errorf("%s was served from sidecar %c's cache, though the binlog leaves its database out", q, 'A'+i)
+			}
+		}
+	}
+	// Written straight to the server, from a session in each database.
+	mustExec(t, f.direct, "UPDATE scratch.s SET v = 2 WHERE id = 1")
+	c := conn(t, f.direct)
+	execOn(t, c, "USE scratch")
+	execOn(t, c, "INSERT INTO s VALUES (2, 2)")
+	for _, q := range filtered {
+		f.fresh(t, q)
+	}
+	mustExec(t, f.direct, "UPDATE t SET v = 2 WHERE id = 1")
+	f.sync(t)
+	f.fresh(t, logged)
+}

@@ -30,6 +30,10 @@ type Facts struct {
 	// SlavePos is gtid_slave_pos when the facts were read: not empty
 	// once the server has applied anything as a replica.
 	SlavePos string
+	// BinlogDoDB and BinlogIgnoreDB are the binlog's filters, as SHOW
+	// MASTER STATUS lists them; FiltersUnknown says it could not be read.
+	BinlogDoDB, BinlogIgnoreDB []string
+	FiltersUnknown             bool
 	// AutoIncIncrement is the global auto_increment_increment, which a
 	// session may change for itself.
 	AutoIncIncrement uint64
@@ -90,6 +94,11 @@ func (m *Meta) readFacts(ctx context.Context) error {
 			f.SettleDelay = max(f.SettleDelay, time.Duration(ms)*time.Millisecond+defaultSettle)
 		}
 	}
+	if st, err := m.query(ctx, "SHOW MASTER STATUS"); err != nil {
+		f.FiltersUnknown = true
+	} else if len(st) == 1 {
+		f.BinlogDoDB, f.BinlogIgnoreDB = dbList(st[0]["binlog_do_db"]), dbList(st[0]["binlog_ignore_db"])
+	}
 	f.Grants = map[string]bool{}
 	if grants, err := m.query(ctx, "SHOW GRANTS"); err == nil {
 		for _, g := range grants {
@@ -108,6 +117,29 @@ func (m *Meta) readFacts(ctx context.Context) error {
 	}
 	m.facts = f
 	return nil
+}
+
+// dbList splits a comma-separated list of databases.
+func dbList(s string) []string {
+	var out []string
+	for _, d := range strings.Split(s, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Logged reports whether the binlog surely holds the row changes of the
+// tables of db: its filters (binlog_do_db, binlog_ignore_db) leave db
+// in. A name the server may match with another case counts as left out.
+func (f Facts) Logged(db string) bool {
+	for _, d := range f.BinlogIgnoreDB {
+		if strings.EqualFold(d, db) {
+			return false
+		}
+	}
+	return len(f.BinlogDoDB) == 0 || slices.Contains(f.BinlogDoDB, db)
 }
 
 func isOn(v string) bool { return strings.EqualFold(v, "ON") || v == "1" }
@@ -168,6 +200,9 @@ func (f Facts) Advice() []string {
 	if !all && !f.Grants["BINLOG MONITOR"] && !f.Grants["REPLICATION CLIENT"] && !f.Grants["SUPER"] {
 		out = append(out, "the account lacks BINLOG MONITOR: GRANT BINLOG MONITOR ON *.* TO it")
 	}
+	if f.FiltersUnknown {
+		out = append(out, "SHOW MASTER STATUS failed, so the binlog's filters (binlog_do_db, binlog_ignore_db) are unknown: writes to databases they leave out would not be seen; GRANT BINLOG MONITOR ON *.* TO the account")
+	}
 	return out
 }
 
@@ -176,8 +211,12 @@ func (f Facts) Advice() []string {
 // one, and invalidates everything instead, or cannot see them at all.
 func (f Facts) Gaps() []string {
 	var out []string
+	if len(f.BinlogDoDB) > 0 || len(f.BinlogIgnoreDB) > 0 {
+		out = append(out, fmt.Sprintf("the binlog leaves databases out (binlog_do_db=%s, binlog_ignore_db=%s): reads of their tables are not cached, and DDL, GRANT and REVOKE run by a session whose default database is left out are not seen (they stay unseen until the ttl of what they change, unless they pass through mycached); remove the filters from the server's config",
+			orNone(strings.Join(f.BinlogDoDB, ",")), orNone(strings.Join(f.BinlogIgnoreDB, ","))))
+	}
 	if f.LogSlaveUpdates {
-		return nil
+		return out
 	}
 	if f.Galera {
 		out = append(out, "the server is a Galera node with log_slave_updates=OFF: the writes of the other nodes are not in its binlog, and cached reads of what they change stay stale until their ttl; set log_slave_updates=ON")

@@ -58,4 +58,31 @@ func TestGaps(t *testing.T) {
 			}
 		}
 	}
+	f := Facts{LogSlaveUpdates: true, BinlogIgnoreDB: []string{"scratch", "tmp"}}
+	if g := f.Gaps(); len(g) != 1 || !strings.Contains(g[0], "binlog_do_db=unset, binlog_ignore_db=scratch,tmp") || !strings.Contains(g[0], "remove the filters") {
+		t.Errorf("filters: %q", g)
+	}
+}
+
+// TestLogged: a database is logged unless binlog_ignore_db names it in
+// any case, or binlog_do_db does not name it exactly.
+func TestLogged(t *testing.T) {
+	for _, tt := range []struct {
+		f    Facts
+		db   string
+		want bool
+	}{
+		{Facts{}, "app", true},
+		{Facts{BinlogIgnoreDB: []string{"scratch"}}, "app", true},
+		{Facts{BinlogIgnoreDB: []string{"scratch"}}, "scratch", false},
+		{Facts{BinlogIgnoreDB: []string{"scratch"}}, "Scratch", false},
+		{Facts{BinlogDoDB: []string{"app"}}, "app", true},
+		{Facts{BinlogDoDB: []string{"app"}}, "App", false},
+		{Facts{BinlogDoDB: []string{"app"}}, "other", false},
+		{Facts{BinlogDoDB: []string{"app"}, BinlogIgnoreDB: []string{"app"}}, "app", false},
+	} {
+		if got := tt.f.Logged(tt.db); got != tt.want {
+			t.Errorf("do %q ignore %q: Logged(%q) = %v, want %v", tt.f.BinlogDoDB, tt.f.BinlogIgnoreDB, tt.db, got, tt.want)
+		}
+	}
 }
