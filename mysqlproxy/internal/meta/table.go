@@ -297,6 +297,9 @@ func (m *Meta) learnTable(ctx context.Context, t *Table, qname string, depth int
 		t.Engine = mm[1]
 	}
 	t.Transactional = transactional(t.Engine)
+	if elsewhere(t.Engine) {
+		t.Uncacheable = "engine:" + strings.ToLower(t.Engine)
+	}
 	for _, line := range strings.Split(create, "\n") {
 		if mm := fkRe.FindStringSubmatch(line); mm != nil && changesChild(mm[3]) {
 			pdb := t.DB
@@ -385,6 +388,19 @@ func intType(typ string) bool {
 func transactional(engine string) bool {
 	switch strings.ToLower(engine) {
 	case "innodb", "xtradb", "tokudb", "rocksdb":
+		return true
+	}
+	return false
+}
+
+// elsewhere reports an engine whose rows change without a write to the
+// table: they live on another server or in files outside the server
+// (FEDERATED, CONNECT, SPIDER, SPHINX), or are computed from another
+// table the engine does not name to mycached (OQGRAPH). No binlog event
+// of this server says when a read of such a table changes.
+func elsewhere(engine string) bool {
+	switch strings.ToLower(engine) {
+	case "federated", "connect", "spider", "sphinx", "oqgraph":
 		return true
 	}
 	return false
