@@ -92,6 +92,12 @@ type Follower struct {
 
 	xa map[string][]string // prepared XA transactions' dependencies, by xid
 
+	// resetTo is the server's position after its binlog went back, for
+	// the follow goroutine to follow from once its stream has stopped;
+	// stopStream stops the stream being read.
+	resetTo    *mysql.MariadbGTIDSet
+	stopStream context.CancelFunc
+
 	// globals are the result-changing global variables the last poll
 	// read; globalsSeen says one did.
 	globals     string
@@ -218,6 +224,18 @@ func (f *Follower) run() {
 	defer close(f.done)
 	backoff := 100 * time.Millisecond
 	for f.ctx.Err() == nil {
+		f.mu.Lock()
+		reset := f.resetTo
+		if reset != nil {
+			// The stream that read the old binlog has stopped: nothing
+			// it read is recorded after this.
+			f.applied, f.resetTo = reset, nil
+			backoff = 100 * time.Millisecond
+		}
+		f.mu.Unlock()
+		if reset != nil {
+			f.save()
+		}
 		err := f.follow()
 		if f.ctx.Err() != nil {
 			return
@@ -226,6 +244,11 @@ func (f *Follower) run() {
 		f.running = false
 		f.lastErr = err.Error()
 		f.mu.Unlock()
+		if errors.Is(err, context.Canceled) {
+			// serverWentBack stopped the stream: follow on at once.
+			f.reconnects.Add(1)
+			continue
+		}
 		if isLostPosition(err) {
 			f.log.Warn("binlog: the server no longer has the follower's position", "err", err)
 			cur, perr := f.opts.Meta.BinlogPos(f.ctx)
@@ -276,8 +299,11 @@ func (f *Follower) follow() error {
 		Logger:          slog.New(discardHandler{}),
 	})
 	defer syncer.Close()
+	sctx, stop := context.WithCancel(f.ctx)
+	defer stop()
 	f.mu.Lock()
 	start := f.applied.Clone()
+	f.stopStream = stop
 	f.mu.Unlock()
 	stream, err := syncer.StartSyncGTID(start)
 	if err != nil {
@@ -290,7 +316,7 @@ func (f *Follower) follow() error {
 	var t txn
 	defer f.group.reset()
 	for {
-		ev, err := stream.GetEvent(f.ctx)
+		ev, err := stream.GetEvent(sctx)
 		if err != nil {
 			return err
 		}
@@ -347,6 +373,9 @@ func (f *Follower) tick() {
 // freshness as far as the applied position allows.
 func (f *Follower) pollServer() {
 	at := time.Now()
+	f.mu.Lock()
+	before, resetting := seqs(f.applied), f.resetTo != nil
+	f.mu.Unlock()
 	ctx, cancel := context.WithTimeout(f.ctx, max(f.opts.Poll, time.Second))
 	pos, globals, err := f.opts.Meta.BinlogPosAndGlobals(ctx)
 	cancel()
@@ -358,12 +387,49 @@ func (f *Follower) pollServer() {
 	if err != nil {
 		return
 	}
+	if !resetting && wentBack(before, p) {
+		f.serverWentBack(pos)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.polls) < 1024 {
 		f.polls = append(f.polls, poll{at: at, pos: p})
 	}
 	f.advanceLocked()
+}
+
+// wentBack reports whether the server's position is behind the applied
+// one in a domain: the applied position was read before the server's,
+// and the server logs nothing the follower could apply before it does.
+func wentBack(applied, server map[uint32]uint64) bool {
+	for d, s := range applied {
+		if server[d] < s {
+			return true
+		}
+	}
+	return false
+}
+
+// serverWentBack handles a server whose binlog is behind what the
+// follower applied: RESET MASTER numbered its transactions from 1 again,
+// or another server answers at its address. The stream of the old binlog
+// stops (it would wait, and then follow on from the old position, past
+// the new transactions numbered up to it), every entry is invalidated,
+// and the follower follows on from the server's position.
+func (f *Follower) serverWentBack(pos string) {
+	set, err := mysql.ParseMariadbGTIDSet(pos)
+	if err != nil {
+		return
+	}
+	f.lostPosition("the server's binlog position went back to " + pos + " (RESET MASTER, or another server at its address)")
+	f.mu.Lock()
+	f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: []string{deps.Global}})
+	f.resetTo = set.(*mysql.MariadbGTIDSet)
+	stop := f.stopStream
+	f.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 }
 
 // checkGlobals invalidates everything when what the last poll read

@@ -3,6 +3,7 @@ package mysqlproxy_test
 import (
 	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,6 +186,56 @@ func TestRemoteEngineUncached(t *testing.T) {
 	}
 	mustExec(t, f.direct, "UPDATE r SET v = 2 WHERE id = 1")
 	mustExec(t, f.direct, "INSERT INTO r VALUES (2, 2)")
+	f.sync(t)
+	for _, q := range reads {
+		f.fresh(t, q)
+	}
+}
+
+// TestFollowerResetMaster: after RESET MASTER the server numbers its
+// transactions from 1 again, below the position the followers applied.
+// A write numbered there is seen, and so are the ones after it, though
+// the server goes on past the old position before the followers' old
+// streams end.
+func TestFollowerResetMaster(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, f.direct, "CREATE TABLE other (id INT PRIMARY KEY AUTO_INCREMENT)")
+	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 1), (2, 2)")
+	for range 20 {
+		mustExec(t, f.direct, "INSERT INTO other VALUES ()")
+	}
+	f.sync(t)
+	reads := []string{"SELECT v FROM t WHERE id = 1", "SELECT v FROM t WHERE id = 2"}
+	for _, q := range reads {
+		f.warm(t, q)
+	}
+	old := m.QueryString(t, "SELECT @@gtid_binlog_pos")
+	var seq int
+	if _, err := fmt.Sscanf(old[strings.LastIndex(old, "-")+1:], "%d", &seq); err != nil {
+		t.Fatalf("position %q: %v", old, err)
+	}
+	mustExec(t, f.direct, "RESET MASTER")
+	mustExec(t, f.direct, "UPDATE t SET v = 10 WHERE id = 1") // transaction 1
+	// Long enough for a poll of the server's position, and short of the
+	// time the old streams take to fail.
+	time.Sleep(300 * time.Millisecond)
+	for range seq + 5 {
+		mustExec(t, f.direct, "INSERT INTO other VALUES ()")
+	}
+	mustExec(t, f.direct, "UPDATE t SET v = 20 WHERE id = 2")
+	t.Logf("position %s before RESET MASTER, %s after", old, m.QueryString(t, "SELECT @@gtid_binlog_pos"))
+	f.sync(t)
+	for _, q := range reads {
+		f.fresh(t, q)
+	}
+	// Later writes are seen one by one again.
+	for _, q := range reads {
+		f.warm(t, q)
+	}
+	mustExec(t, f.direct, "UPDATE t SET v = 30 WHERE id = 1")
 	f.sync(t)
 	for _, q := range reads {
 		f.fresh(t, q)
