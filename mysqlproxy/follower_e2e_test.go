@@ -360,13 +360,21 @@ var bypassCases = []bypassCase{
 
 // TestFollowerSeesBypassingWrites: every kind of write that a sidecar's
 // parse does not see is seen by every sidecar once the followers have
-// applied it, with the binlog's row metadata full and minimal.
+// applied it, with the binlog's row metadata full and minimal, and with
+// its events compressed.
 func TestFollowerSeesBypassingWrites(t *testing.T) {
-	for _, meta := range []string{"FULL", "NO_LOG"} {
-		t.Run("row-metadata-"+meta, func(t *testing.T) {
-			m, err := testenv.StartMariaDB(testenv.MariaDBOptions{ExtraArgs: []string{
-				"--binlog-row-metadata=" + meta, "--event-scheduler=ON", "--log-bin-trust-function-creators=1",
-			}})
+	for _, v := range []struct {
+		name string
+		args []string
+	}{
+		{"row-metadata-FULL", []string{"--binlog-row-metadata=FULL"}},
+		{"row-metadata-NO_LOG", []string{"--binlog-row-metadata=NO_LOG"}},
+		// MariaDB's compressed query and row events.
+		{"compressed", []string{"--log-bin-compress=ON", "--log-bin-compress-min-len=10"}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			m, err := testenv.StartMariaDB(testenv.MariaDBOptions{ExtraArgs: append(v.args,
+				"--event-scheduler=ON", "--log-bin-trust-function-creators=1")})
 			if err != nil {
 				t.Fatalf("StartMariaDB: %v", err)
 			}
