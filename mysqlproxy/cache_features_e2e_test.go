@@ -1173,6 +1173,27 @@ func TestSetStatementReads(t *testing.T) {
 	if !hit(other) {
 		t.Errorf("%s missed after the update of another table", other)
 	}
+	// Under variables that change results, a read is relayed, and
+	// invalidates nothing; the session's own settings stay in force.
+	const all = "SELECT v FROM t ORDER BY id"
+	waitFor(t, 10*time.Second, all+" cached", func() bool { return hit(all) })
+	for _, q := range []string{
+		"SET STATEMENT sql_select_limit=1 FOR " + all,
+		"SET STATEMENT sql_mode='ANSI_QUOTES', max_statement_time=10 FOR SELECT \"v\" FROM t WHERE id = 1",
+		"SET STATEMENT div_precision_increment=1 FOR SELECT v / 3 FROM t WHERE id = 1",
+	} {
+		for range 2 {
+			if hit(q) {
+				t.Errorf("%s was served from the cache", q)
+			}
+		}
+		if !hit(other) {
+			t.Errorf("%s missed after %s", other, q)
+		}
+		if !hit(all) {
+			t.Errorf("%s missed after %s", all, q)
+		}
+	}
 }
 
 // TestNoHitOnKilledSession: a read right after the server killed the

@@ -487,11 +487,13 @@ func runsRoutines(info *sqlinfo.Info, sql string) bool {
 // reports neither an unscoped SET @@name nor a SET ROLE run by stored
 // code): a multi-statement text, a text the parse cannot read, or one
 // that runs SQL the parse does not see (EXECUTE, EXECUTE IMMEDIATE, a
-// procedure, a stored function, which no cached read calls). A DDL
-// statement whose writes are database-wide (a view, a routine, a
-// database) runs none: it stores code, and sets nothing.
+// procedure, a stored function, which no cached read calls), or a read
+// run by SET STATEMENT, whose variables the server may report as they
+// were while it ran. A DDL statement whose writes are database-wide (a
+// view, a routine, a database) runs none: it stores code, and sets
+// nothing.
 func hidesSets(info *sqlinfo.Info) bool {
-	return info.ParseError || info.WhyNot == "multi-statement" ||
+	return info.ParseError || info.WhyNot == "multi-statement" || info.WhyNot == sqlinfo.WhySetStatement ||
 		info.Kind == sqlinfo.Call || (info.Unmapped && info.Kind != sqlinfo.DDL) || info.CallsRoutine
 }
 

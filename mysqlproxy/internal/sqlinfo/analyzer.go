@@ -326,7 +326,7 @@ var errPanic error = panicError{}
 // refusedVariant reads a text the parser refused as the statement it
 // extends or wraps, which parse reads, when that is certain to be what it
 // does: a RETURNING clause of columns (see splitReturning), SET STATEMENT
-// of timing variables (see splitSetStatement), or CREATE OR REPLACE of a
+// (see splitSetStatement), or CREATE OR REPLACE of a
 // table or sequence (see withoutOrReplace). It returns nil otherwise.
 func refusedVariant(sql string, opts LexOptions, parse func(string) *Info) *Info {
 	if head, ok := splitReturning(sql, opts); ok {
@@ -334,9 +334,16 @@ func refusedVariant(sql string, opts LexOptions, parse func(string) *Info) *Info
 			return info
 		}
 	}
-	if inner, ok := splitSetStatement(sql, opts); ok {
-		if info := parse(inner); !info.ParseError && info.WhyNot != "multi-statement" && setStatementKind(info.Kind) {
+	if inner, timing, ok := splitSetStatement(sql, opts); ok {
+		info := parse(inner)
+		switch {
+		case info.ParseError || info.WhyNot == "multi-statement":
+		case timing && setStatementKind(info.Kind):
 			return info
+		case info.Kind == Select && !info.MayWrite && !info.CallsRoutine:
+			read := *info
+			read.Cacheable, read.WhyNot = false, WhySetStatement
+			return &read
 		}
 	}
 	if create, ok := withoutOrReplace(sql, opts); ok {

@@ -8,7 +8,10 @@ package sqlinfo
 // sidecar with each read. When every variable set is one that changes
 // neither what a statement reads, writes or returns nor how its text is
 // read (timeouts, slow-log settings), and each value is a literal, the
-// statement is read as the one it runs.
+// statement is read as the one it runs. Under other variables set to
+// literals, a read that calls no stored code is a read still, not cached
+// (WhySetStatement): the server parses it with the session's own settings,
+// and no variable makes a read write.
 
 // TimingVars are the variables SET STATEMENT may set for a statement that
 // is then read as if they were not set. None may change a read's result.
@@ -18,12 +21,18 @@ var TimingVars = map[string]bool{
 	"slow_query_log": true, "log_slow_verbosity": true,
 }
 
+// WhySetStatement is why a read run by SET STATEMENT of variables that
+// may change its result is not cached.
+const WhySetStatement = "set-statement"
+
 // splitSetStatement returns the statement a SET STATEMENT text runs, when
-// it sets only TimingVars to literals; ok is false otherwise.
-func splitSetStatement(sql string, opts LexOptions) (inner string, ok bool) {
+// it sets variables to literals, and whether they are all TimingVars; ok
+// is false otherwise.
+func splitSetStatement(sql string, opts LexOptions) (inner string, timing, ok bool) {
 	if FirstKeyword(sql) != "SET" || secondKeyword(sql) != "STATEMENT" {
-		return "", false
+		return "", false, false
 	}
+	timing = true
 	l := NewLexer(sql, opts)
 	next := func() (Token, bool) {
 		t, err := l.Next()
@@ -38,34 +47,35 @@ func splitSetStatement(sql string, opts LexOptions) (inner string, ok bool) {
 	}
 	for range 2 { // SET STATEMENT
 		if _, ok := next(); !ok {
-			return "", false
+			return "", false, false
 		}
 	}
 	for {
 		name, ok := next()
-		if !ok || name.Kind != TokWord || !TimingVars[lowerASCII(name.Text)] {
-			return "", false
+		if !ok || name.Kind != TokWord {
+			return "", false, false
 		}
+		timing = timing && TimingVars[lowerASCII(name.Text)]
 		if eq, ok := next(); !ok || !eq.Is('=') {
-			return "", false
+			return "", false, false
 		}
 		v, ok := next()
 		if ok && v.Is('-') {
 			v, ok = next()
 		}
 		if !ok || (v.Kind != TokNumber && v.Kind != TokString && v.Kind != TokWord) {
-			return "", false
+			return "", false, false
 		}
 		sep, ok := next()
 		switch {
 		case !ok:
-			return "", false
+			return "", false, false
 		case sep.Is(','):
 			continue
 		case sep.Kind == TokWord && equalFoldASCII("FOR", sep.Text):
-			return sql[sep.Pos+len(sep.Text):], true
+			return sql[sep.Pos+len(sep.Text):], timing, true
 		default:
-			return "", false
+			return "", false, false
 		}
 	}
 }

@@ -76,12 +76,33 @@ func TestSetStatement(t *testing.T) {
 				tc.sql, info.Kind, info.Writes, info.Cacheable, info.ParseError, info.Unmapped)
 		}
 	}
+	// Under other variables, a read is a read, and not cached: the text
+	// is parsed with the session's settings, whatever it sets.
+	for _, tc := range []struct {
+		sql   string
+		reads []Table
+	}{
+		{"SET STATEMENT sql_select_limit=1 FOR SELECT * FROM t", tbls("t")},
+		{"set statement sql_mode='ANSI_QUOTES', max_statement_time=2 for select \"v\" from db.t where id = 1", []Table{{DB: "db", Name: "t"}}},
+		{"SET STATEMENT optimizer_switch='index_merge=off' FOR SELECT a FROM t JOIN u USING (id)", tbls("t", "u")},
+	} {
+		info := a.Analyze(tc.sql)
+		if info.ParseError || info.Unmapped || info.Global || info.Kind != Select || info.Cacheable || info.WhyNot != WhySetStatement ||
+			info.MayWrite || len(info.Writes) > 0 || !reflect.DeepEqual(info.Reads, tc.reads) {
+			t.Errorf("%q: kind %v, reads %v, writes %v, cacheable %v (%s), parse error %v, unmapped %v",
+				tc.sql, info.Kind, info.Reads, info.Writes, info.Cacheable, info.WhyNot, info.ParseError, info.Unmapped)
+		}
+	}
 	if a.Analyze("SET STATEMENT max_statement_time=1 FOR SELECT 1").Digest == a.Analyze("SELECT 1").Digest {
 		t.Error("SET STATEMENT ... FOR SELECT 1 shares the digest of SELECT 1")
 	}
 	for _, sql := range []string{
 		"SET STATEMENT sql_mode='ANSI_QUOTES' FOR DELETE FROM \"t\"",
-		"SET STATEMENT sql_select_limit=1 FOR SELECT * FROM t",
+		"SET STATEMENT sql_select_limit=1 FOR UPDATE t SET a = 1",
+		"SET STATEMENT sql_mode='' FOR SELECT f(v) FROM t",
+		"SET STATEMENT sql_mode='' FOR SELECT NEXTVAL(s)",
+		"SET STATEMENT sql_log_bin=0 FOR SELECT v FROM t; DELETE FROM t",
+		"SET STATEMENT sql_mode=@m FOR SELECT v FROM t",
 		"SET STATEMENT max_statement_time=f() FOR UPDATE t SET a = 1",
 		"SET STATEMENT max_statement_time=@x FOR UPDATE t SET a = 1",
 		"SET STATEMENT max_statement_time=? FOR UPDATE t SET a = 1",
