@@ -430,7 +430,34 @@ func fallback(sql string) *Info {
 		unmappedGlobal(info)
 	}
 	info.LocksTables = namesWord(sql, "LOCK", "EXPORT")
+	if !info.Global && !singleStatement(sql, LexOptions{}) {
+		// Read by its first keywords, it says nothing of the statements
+		// after a ';': any of them may write anything.
+		info.Kind = Other
+		unmappedGlobal(info)
+	}
 	return info
+}
+
+// singleStatement reports whether the lexer finds one statement in sql, as
+// the server would split it with opts: nothing but ';' after a ';'. The
+// text of executable comments counts, whether the server runs it or not.
+func singleStatement(sql string, opts LexOptions) bool {
+	l := NewLexer(sql, opts)
+	semi := false
+	for {
+		t, err := l.Next()
+		switch {
+		case err != nil:
+			return false
+		case t.Kind == TokEOF:
+			return true
+		case semi && !t.Is(';'):
+			return false
+		case t.Is(';'):
+			semi = true
+		}
+	}
 }
 
 // namesWord reports whether sql has one of words (uppercase) as a word of

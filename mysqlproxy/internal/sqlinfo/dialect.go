@@ -219,6 +219,11 @@ func unreadable(sql, why string) *Info {
 	info.Cacheable = false
 	info.WhyNot = why
 	info.Point, info.Insert, info.SetCols = nil, nil, nil
+	if strings.Contains(strings.TrimRight(sql, " \t\r\n;"), ";") {
+		// How the server splits the text is not known: a ';' anywhere
+		// may end a statement, and the next may write anything.
+		info.Kind = Other
+	}
 	switch info.Kind {
 	case Select, Show, Begin, Commit, Rollback, Savepoint, Use:
 	case Set:

@@ -153,3 +153,34 @@ func TestCreateOrReplace(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedMultiStatement: a text the parser refuses is read by its
+// first keywords only when it holds one statement; a ';' that ends a
+// statement before more text makes it a write of anything, in every
+// dialect. One ';' at the end, or ';' in strings and comments, do not.
+func TestRefusedMultiStatement(t *testing.T) {
+	a := NewAnalyzer(Options{})
+	nbe := Dialect{Charset: "utf8mb4", NoBackslashEscapes: true}
+	for _, tc := range []struct {
+		sql    string
+		d      Dialect
+		global bool
+	}{
+		{"SHOW ENGINE INNODB STATUS; DELETE FROM t", Dialect{}, true},
+		{"SELECT v INTO @x FROM t; UPDATE t SET v = 1", Dialect{}, true},
+		{"SELECT * FROM h FOR SYSTEM_TIME ALL;DELETE FROM t", Dialect{}, true},
+		{"XA END 'x'; DELETE FROM t", Dialect{}, true},
+		{"SELECT * FROM h FOR SYSTEM_TIME ALL /*!; DELETE FROM t */", Dialect{}, true},
+		{`SELECT * FROM h FOR SYSTEM_TIME ALL WHERE v = 'a\'; DELETE FROM t; -- '`, nbe, true},
+		{"SHOW ENGINE INNODB STATUS;", Dialect{}, false},
+		{"SHOW ENGINE INNODB STATUS ; ; ", Dialect{}, false},
+		{"SELECT * FROM h FOR SYSTEM_TIME ALL WHERE v = ';' -- ; DELETE FROM t", Dialect{}, false},
+		{"SELECT * FROM h FOR SYSTEM_TIME ALL WHERE v = 'a;b' # ;", Dialect{}, false},
+		{`SELECT * FROM h FOR SYSTEM_TIME ALL WHERE v = 'a\'; DELETE FROM t; -- '`, Dialect{}, false},
+	} {
+		info := a.AnalyzeIn(tc.sql, tc.d)
+		if info.Global != tc.global || info.Cacheable {
+			t.Errorf("%q (%+v): kind %v, global %v, cacheable %v; want global %v", tc.sql, tc.d, info.Kind, info.Global, info.Cacheable, tc.global)
+		}
+	}
+}
