@@ -326,7 +326,8 @@ var errPanic error = panicError{}
 // refusedVariant reads a text the parser refused as the statement it
 // extends or wraps, which parse reads, when that is certain to be what it
 // does: a RETURNING clause of columns (see splitReturning), SET STATEMENT
-// (see splitSetStatement), or CREATE OR REPLACE of a
+// (see splitSetStatement), ANALYZE of a statement (see withoutAnalyze), or
+// CREATE OR REPLACE of a
 // table or sequence (see withoutOrReplace). It returns nil otherwise.
 func refusedVariant(sql string, opts LexOptions, parse func(string) *Info) *Info {
 	if head, ok := splitReturning(sql, opts); ok {
@@ -344,6 +345,17 @@ func refusedVariant(sql string, opts LexOptions, parse func(string) *Info) *Info
 			read := *info
 			read.Cacheable, read.WhyNot = false, WhySetStatement
 			return &read
+		}
+	}
+	if inner, ok := withoutAnalyze(sql, opts); ok {
+		info := parse(inner)
+		switch {
+		case info.ParseError || info.WhyNot == "multi-statement" || !setStatementKind(info.Kind):
+		case info.Kind != Select || (!info.MayWrite && !info.CallsRoutine):
+			// It runs the statement, and answers with its plan.
+			ran := *info
+			ran.Cacheable, ran.WhyNot = false, WhyAnalyze
+			return &ran
 		}
 	}
 	if create, ok := withoutOrReplace(sql, opts); ok {
@@ -410,6 +422,11 @@ func fallback(sql string) *Info {
 		}
 	case "SAVEPOINT", "RELEASE":
 		info.Kind = Savepoint
+	case "HANDLER", "CACHE", "GET", "BACKUP", "FLUSH":
+		// HANDLER reads rows, GET DIAGNOSTICS the diagnostics; CACHE
+		// INDEX, BACKUP STAGE or LOCK and FLUSH (of the query cache,
+		// logs, statistics) change caches and locks, and no row.
+		info.Kind = Other
 	case "XA":
 		switch secondKeyword(sql) {
 		case "START", "BEGIN":
@@ -425,6 +442,11 @@ func fallback(sql string) *Info {
 			info.Kind = Savepoint
 		}
 	default:
+		if FirstKeyword(sql) == "LOAD" && secondKeyword(sql) == "INDEX" {
+			// LOAD INDEX INTO CACHE fills a key cache.
+			info.Kind = Other
+			break
+		}
 		// A write mycached cannot read: it may touch any table.
 		info.Kind = unparsedWrites[FirstKeyword(sql)] // Other when not listed
 		unmappedGlobal(info)

@@ -100,6 +100,43 @@ func setStatementKind(k Kind) bool {
 	return false
 }
 
+// WhyAnalyze is why ANALYZE of a statement is not cached: it answers
+// with the plan and the counts of the run.
+const WhyAnalyze = "analyze"
+
+// withoutAnalyze returns the statement ANALYZE [FORMAT=JSON] <statement>
+// runs: MariaDB runs it as it would alone, and answers with its plan.
+// ANALYZE TABLE is not one (see maintenance).
+func withoutAnalyze(sql string, opts LexOptions) (string, bool) {
+	if FirstKeyword(sql) != "ANALYZE" {
+		return "", false
+	}
+	l := NewLexer(sql, opts)
+	next := func() (Token, bool) {
+		t, err := l.Next()
+		return t, err == nil
+	}
+	next() // ANALYZE
+	t, ok := next()
+	if ok && t.Kind == TokWord && equalFoldASCII("FORMAT", t.Text) {
+		if eq, ok := next(); !ok || !eq.Is('=') {
+			return "", false
+		}
+		if f, ok := next(); !ok || f.Kind != TokWord || !equalFoldASCII("JSON", f.Text) {
+			return "", false
+		}
+		t, ok = next()
+	}
+	if !ok || t.Kind != TokWord {
+		return "", false
+	}
+	switch lowerASCII(t.Text) {
+	case "select", "with", "insert", "replace", "update", "delete":
+		return sql[t.Pos:], true
+	}
+	return "", false
+}
+
 // withoutOrReplace returns a CREATE OR REPLACE [TEMPORARY] {TABLE |
 // SEQUENCE} text without its OR REPLACE, which the parser does not know
 // for those: the statement drops the object when it exists and creates
