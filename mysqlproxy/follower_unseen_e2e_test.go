@@ -130,17 +130,7 @@ func TestFollowerBinlogFilters(t *testing.T) {
 	f.warm(t, logged)
 	filtered := []string{"SELECT v FROM scratch.s WHERE id = 1", "SELECT COUNT(*), SUM(v) FROM scratch.s", "SELECT v FROM sv"}
 	for _, q := range filtered {
-		for i, via := range []*sql.DB{f.viaA, f.viaB} {
-			before := hits(t, via)
-			for range 3 {
-				if got, want := dump(t, via, q), dump(t, f.direct, q); got != want {
-					t.Fatalf("%s through sidecar %c: got %s, want %s", q, 'A'+i, got, want)
-				}
-			}
-			if hits(t, via) > before {
-				t.Errorf("%s was served from sidecar %c's cache, though the binlog leaves its database out", q, 'A'+i)
-			}
-		}
+		f.uncached(t, q)
 	}
 	// Written straight to the server, from a session in each database.
 	mustExec(t, f.direct, "UPDATE scratch.s SET v = 2 WHERE id = 1")
@@ -172,17 +162,7 @@ func TestRemoteEngineUncached(t *testing.T) {
 	f.sync(t)
 	reads := []string{"SELECT v FROM fed WHERE id = 1", "SELECT COUNT(*), SUM(v) FROM fed", "SELECT v FROM fv"}
 	for _, q := range reads {
-		for i, via := range []*sql.DB{f.viaA, f.viaB} {
-			before := hits(t, via)
-			for range 3 {
-				if got, want := dump(t, via, q), dump(t, f.direct, q); got != want {
-					t.Fatalf("%s through sidecar %c: got %s, want %s", q, 'A'+i, got, want)
-				}
-			}
-			if hits(t, via) > before {
-				t.Errorf("%s was served from sidecar %c's cache", q, 'A'+i)
-			}
-		}
+		f.uncached(t, q)
 	}
 	mustExec(t, f.direct, "UPDATE r SET v = 2 WHERE id = 1")
 	mustExec(t, f.direct, "INSERT INTO r VALUES (2, 2)")
@@ -239,5 +219,22 @@ func TestFollowerResetMaster(t *testing.T) {
 	f.sync(t)
 	for _, q := range reads {
 		f.fresh(t, q)
+	}
+}
+
+// uncached checks that q, read three times through each sidecar, gives
+// what MariaDB gives and is never served from the cache.
+func (f *fleet) uncached(t *testing.T, q string) {
+	t.Helper()
+	for i, via := range []*sql.DB{f.viaA, f.viaB} {
+		before := hits(t, via)
+		for range 3 {
+			if got, want := dump(t, via, q), dump(t, f.direct, q); got != want {
+				t.Fatalf("%s through sidecar %c: got %s, want %s", q, 'A'+i, got, want)
+			}
+		}
+		if hits(t, via) > before {
+			t.Errorf("%s was served from sidecar %c's cache", q, 'A'+i)
+		}
 	}
 }
