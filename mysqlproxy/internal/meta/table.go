@@ -300,6 +300,9 @@ func (m *Meta) learnTable(ctx context.Context, t *Table, qname string, depth int
 	if elsewhere(t.Engine) {
 		t.Uncacheable = "engine:" + strings.ToLower(t.Engine)
 	}
+	if why := generatedVaries(create); why != "" && t.Uncacheable == "" {
+		t.Uncacheable = why
+	}
 	for _, line := range strings.Split(create, "\n") {
 		if mm := fkRe.FindStringSubmatch(line); mm != nil && changesChild(mm[3]) {
 			pdb := t.DB
@@ -369,6 +372,59 @@ func (m *Meta) learnTable(ctx context.Context, t *Table, qname string, depth int
 		break
 	}
 	return nil
+}
+
+// generatedAs marks a generated column's expression in SHOW CREATE TABLE.
+const generatedAs = " GENERATED ALWAYS AS ("
+
+// generatedVaries says why reads of a table whose CREATE TABLE is create
+// must not be cached because of its generated columns, or "". MariaDB
+// lets a VIRTUAL column call NOW(), RAND(), CONNECTION_ID() or
+// CURRENT_USER(): its values change with no write to the table, so no
+// generation covers them.
+func generatedVaries(create string) string {
+	for _, line := range strings.Split(create, "\n") {
+		i := strings.Index(line, generatedAs)
+		if i < 0 || !strings.HasPrefix(strings.TrimSpace(line), "`") {
+			continue
+		}
+		expr, ok := parenthesized(line[i+len(generatedAs)-1:])
+		if !ok {
+			return "generated-unreadable"
+		}
+		info := viewAnalyzer.Analyze("SELECT " + expr)
+		if info.ParseError || info.Unmapped {
+			return "generated-unreadable"
+		}
+		if ok, why := info.CacheableIn(""); !ok {
+			return "generated:" + why
+		}
+	}
+	return ""
+}
+
+// parenthesized returns what is inside the parenthesis that s starts with,
+// up to its matching close, skipping quoted strings and names.
+func parenthesized(s string) (string, bool) {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return s[1:i], true
+			}
+		case '\'', '"', '`':
+			for i++; i < len(s) && s[i] != c; i++ {
+				if s[i] == '\\' && c != '`' {
+					i++
+				}
+			}
+		}
+	}
+	return "", false
 }
 
 // intType reports whether a column type, as SHOW COLUMNS gives it, is an
