@@ -1280,6 +1280,11 @@ func TestNoHitOnKilledSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		id, _ := r.GetInt(0, 0)
+		if i%2 == 1 {
+			// Long enough for the watcher to wait on the backend: the
+			// close reaches the session through it, not through a peek.
+			time.Sleep(100 * time.Millisecond)
+		}
 		mustExec(t, root, fmt.Sprintf("KILL %d", id))
 		// The KILL returns before the killed thread closes its socket.
 		waitFor(t, 5*time.Second, "the killed session to end", func() bool {

@@ -266,8 +266,19 @@ func (s *Session) Dead() bool { return s.dead.Load() }
 // as can be told without waiting: the watcher notices only once the
 // backend has been idle a while (watchDelay), and a read answered by
 // mycached alone must not be served on a session the server killed a
-// moment ago.
-func (s *Session) BackendEnded() bool { return s.dead.Load() || connClosed(s.Backend.NetConn) }
+// moment ago. Once the watcher waits on the backend, the poller wakes it
+// as soon as the server closes the session, so the socket is peeked only
+// before that: a session answered from the cache back to back spends no
+// system call on it.
+func (s *Session) BackendEnded() bool {
+	if s.dead.Load() {
+		return true
+	}
+	if s.backendWatch.peeking() {
+		return false
+	}
+	return connClosed(s.Backend.NetConn)
+}
 
 // backendEvent runs when the backend sends something, or closes, while
 // the session waits for the client. A server speaks unasked only to end

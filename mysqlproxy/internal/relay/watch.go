@@ -85,6 +85,15 @@ func (w *watcher) fire() {
 	close(done)
 }
 
+// peeking reports whether the watcher waits on its side's socket: what
+// the side sends, or its close, reaches event as soon as the poller sees
+// it.
+func (w *watcher) peeking() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.state == watchPeeking
+}
+
 // stop ends the watch; once it returns, the watcher does not read.
 func (w *watcher) stop() {
 	w.mu.Lock()
