@@ -223,6 +223,9 @@ func (f *Follower) lostPosition(why string) {
 func (f *Follower) run() {
 	defer close(f.done)
 	backoff := 100 * time.Millisecond
+	// failedAt is the applied position an unreadable event followed, and
+	// failures how many streams in a row failed on it.
+	failedAt, failures := "", 0
 	for f.ctx.Err() == nil {
 		f.mu.Lock()
 		reset := f.resetTo
@@ -249,14 +252,38 @@ func (f *Follower) run() {
 			f.reconnects.Add(1)
 			continue
 		}
-		if isLostPosition(err) {
-			f.log.Warn("binlog: the server no longer has the follower's position", "err", err)
+		unreadable := false
+		if isUnreadable(err) {
+			// go-mysql could not parse an event: following from the same
+			// position would fail on it again, for ever.
+			f.mu.Lock()
+			pos := f.applied.String()
+			f.mu.Unlock()
+			if pos == failedAt {
+				failures++
+			} else {
+				failedAt, failures = pos, 1
+			}
+			unreadable = failures >= 3
+		}
+		if unreadable || isLostPosition(err) {
+			failedAt, failures = "", 0
+			why := "position purged or unknown to the server"
+			if unreadable {
+				why = "an event after it cannot be read"
+				f.log.Error("binlog: an event after the follower's position cannot be read; following on from the server's position", "err", err)
+			} else {
+				f.log.Warn("binlog: the server no longer has the follower's position", "err", err)
+			}
 			cur, perr := f.opts.Meta.BinlogPos(f.ctx)
 			if perr == nil {
 				if set, perr := mysql.ParseMariadbGTIDSet(cur); perr == nil {
-					f.lostPosition("position purged or unknown to the server")
+					f.lostPosition(why)
 					f.mu.Lock()
 					f.applied = set.(*mysql.MariadbGTIDSet)
+					// The transactions skipped may not be visible to
+					// every session yet: bump again once they are.
+					f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: []string{deps.Global}})
 					f.mu.Unlock()
 					f.save()
 				}
@@ -326,7 +353,7 @@ func (f *Follower) follow() error {
 		// The events already received join the group, which is bumped
 		// before the follower waits for more.
 		f.events.Add(1)
-		f.handle(&t, ev)
+		f.handleSafe(&t, ev)
 		for n := 0; n < 64; n++ {
 			evs := stream.DumpEvents()
 			if len(evs) == 0 {
@@ -334,11 +361,33 @@ func (f *Follower) follow() error {
 			}
 			f.events.Add(uint64(len(evs)))
 			for _, ev := range evs {
-				f.handle(&t, ev)
+				f.handleSafe(&t, ev)
 			}
 		}
 		f.flush()
 	}
+}
+
+// isUnreadable reports a stream that ended because go-mysql panicked
+// reading an event (its stream goroutine recovers, and says so).
+func isUnreadable(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "panic ")
+}
+
+// handleSafe is handle, where an event the follower fails on invalidates
+// everything instead of ending the process: what it changed is unknown.
+func (f *Follower) handleSafe(t *txn, ev *replication.BinlogEvent) {
+	defer func() {
+		if r := recover(); r != nil {
+			f.log.Error("binlog: an event could not be handled; every cached entry is invalidated", "panic", r)
+			f.lost.Add(1)
+			f.opts.Bump(f.ctx, []string{deps.Global})
+			f.mu.Lock()
+			f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: []string{deps.Global}})
+			f.mu.Unlock()
+		}
+	}()
+	f.handle(t, ev)
 }
 
 // isLostPosition reports the server refusing the requested position

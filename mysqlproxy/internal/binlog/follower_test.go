@@ -2,11 +2,16 @@ package binlog
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/mycached/mycached/mysqlproxy/internal/deps"
 	"github.com/mycached/mycached/mysqlproxy/internal/meta"
@@ -142,5 +147,36 @@ func TestGroupCommit(t *testing.T) {
 	}
 	if st := f.Status(); st.Transactions < n+2 {
 		t.Errorf("Transactions = %d, want at least %d", st.Transactions, n+2)
+	}
+}
+
+// TestEventThatPanics: an event the follower fails on does not end the
+// process; it invalidates everything, at once and again once settled.
+func TestEventThatPanics(t *testing.T) {
+	var log bumpLog
+	f := &Follower{opts: Options{Bump: log.bump, Settle: time.Millisecond}, log: slog.New(slog.DiscardHandler),
+		ctx: context.Background(), xa: map[string][]string{}}
+	var tx txn
+	// A rows event with no header: handle reads its type from the header.
+	f.handleSafe(&tx, &replication.BinlogEvent{Event: &replication.RowsEvent{}})
+	if log.count() != 1 || !slices.Equal(log.calls[0], []string{deps.Global}) {
+		t.Fatalf("bumps after the event: %v, want one of the global generation", log.calls)
+	}
+	time.Sleep(2 * time.Millisecond)
+	f.settleDue(time.Now())
+	if log.count() != 2 || !slices.Equal(log.calls[1], []string{deps.Global}) {
+		t.Fatalf("bumps once settled: %v, want a second one of the global generation", log.calls)
+	}
+	if n := f.lost.Load(); n != 1 {
+		t.Errorf("lost positions counted: %d, want 1", n)
+	}
+}
+
+func TestIsUnreadable(t *testing.T) {
+	if !isUnreadable(errors.New("panic runtime error: index out of range [3] with length 3\nstack: ...")) {
+		t.Error("go-mysql's recovered panic is not seen as an unreadable event")
+	}
+	if isUnreadable(errors.New("connection was bad")) || isUnreadable(nil) {
+		t.Error("a lost connection is seen as an unreadable event")
 	}
 }
