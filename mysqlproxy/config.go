@@ -80,6 +80,11 @@ type Config struct {
 	CacheMemory int64
 	// MaxResultBytes is the largest response that is cached (default 16 MiB).
 	MaxResultBytes int64
+	// FillMemory bounds the bytes all sessions together hold in responses
+	// on their way into the cache: the copy kept for the cache, and what
+	// a client that reads slowly has not read yet (default 256 MiB). Past
+	// it a miss is relayed at its client's pace and not stored.
+	FillMemory int64
 	// CompressMinBytes compresses memcached values at least this large (default 0: off).
 	CompressMinBytes int
 	// DefaultTTL is the ttl of the built-in policy (default 60s).
@@ -204,6 +209,9 @@ func (c *Config) fillDefaults() {
 	}
 	if c.MaxResultBytes == 0 {
 		c.MaxResultBytes = 16 << 20
+	}
+	if c.FillMemory == 0 {
+		c.FillMemory = 256 << 20
 	}
 	if c.DefaultTTL == 0 {
 		c.DefaultTTL = 60 * time.Second

@@ -145,6 +145,72 @@ func TestStalledClientHoldsNoOneUp(t *testing.T) {
 	}
 }
 
+// TestStalledClientsBoundedMemory: clients that ask for large cacheable
+// results and never read them hold no more of them, all together, than
+// the fill memory: the reads past it go to their clients at the clients'
+// pace and are not stored, hits included. Another client is answered
+// meanwhile, and the memory is given back when the stalled clients go.
+func TestStalledClientsBoundedMemory(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".big (id INT PRIMARY KEY, pad LONGTEXT)")
+	// 96 rows of 1 MB: eight reads of 12 MB, more than a loopback
+	// socket's buffers take.
+	m.Exec(t, "INSERT INTO "+db+".big SELECT seq, REPEAT(CHAR(65 + seq % 26), 1000000) FROM "+db+".seq_1_to_96")
+	const fillMemory = 40 << 20
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, FillMemory: fillMemory})
+	read := func(i int) []byte {
+		return append([]byte{0x03}, fmt.Sprintf("SELECT id, pad FROM big WHERE id BETWEEN %d AND %d", i*12+1, i*12+12)...)
+	}
+	// Two of the reads are cached first: the stalled clients' reads of
+	// them are hits.
+	warm := dialRaw(t, p.addr, "root", rootPass, db, true)
+	for i := range 2 {
+		warm.exchange(t, read(i)...)
+	}
+	other := openDB(t, rootDSN(p.addr, db, ""))
+	if st := mycachedStatus(t, other); st["Stores"] != 2 {
+		t.Fatalf("Stores = %d after two reads, want 2", st["Stores"])
+	}
+	var stalled []*rawConn
+	for i := range 8 {
+		c := dialRaw(t, p.addr, "root", rootPass, db, true)
+		if err := c.command(read(i)...); err != nil {
+			t.Fatalf("stalled client %d: %v", i, err)
+		}
+		stalled = append(stalled, c)
+	}
+	waitFor(t, 20*time.Second, "every stalled client's read", func() bool {
+		st := mycachedStatus(t, other)
+		return st["Misses"]+st["Hits_l1"] >= 10
+	})
+	// The reads the stalled clients leave unread fill their sockets and
+	// then wait, in the fill memory or on the sockets.
+	waitFor(t, 20*time.Second, "the reads to wait on their clients", func() bool {
+		return mycachedStatus(t, other)["Fill_memory_bytes"] > fillMemory/2
+	})
+	time.Sleep(200 * time.Millisecond)
+	st := mycachedStatus(t, other)
+	if held := st["Fill_memory_bytes"]; held > fillMemory {
+		t.Errorf("Fill_memory_bytes = %d with eight stalled clients, want at most %d", held, fillMemory)
+	}
+	body := metricsText(t, p)
+	if !strings.Contains(body, `mycached_cache_bypass_total{reason="fill-memory-full"}`) ||
+		strings.Contains(body, `mycached_cache_bypass_total{reason="fill-memory-full"} 0`) {
+		t.Errorf("no read went through for want of fill memory (status %v)", st)
+	}
+	if got := dump(t, other, "SELECT COUNT(*) FROM big"); !strings.Contains(got, "96") {
+		t.Errorf("another client meanwhile: %s", got)
+	}
+	for _, c := range stalled {
+		c.Close()
+	}
+	waitFor(t, 20*time.Second, "the fill memory to be given back", func() bool {
+		return mycachedStatus(t, other)["Fill_memory_bytes"] == 0
+	})
+}
+
 // queryAdmission returns the admission state SHOW MYCACHED QUERIES shows
 // for the shape whose digest contains part.
 func queryAdmission(t *testing.T, db *sql.DB, part string) (state, why string) {

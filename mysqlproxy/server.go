@@ -154,6 +154,7 @@ func NewServer(cfg Config) (*Server, error) {
 		Passthrough:         cfg.Passthrough,
 		TableLevel:          cfg.TableLevel,
 		MaxResultBytes:      cfg.MaxResultBytes,
+		FillMemory:          cfg.FillMemory,
 		CacheInTransactions: cfg.CacheInTransactions,
 		Consistency:         cfg.Consistency,
 		MaxStaleness:        cfg.MaxStaleness,

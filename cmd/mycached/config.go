@@ -43,6 +43,7 @@ type options struct {
 	memcachedGets       int
 	cacheMemory         int64
 	maxResultBytes      int64
+	fillMemory          int64
 	compressMinBytes    int64
 	defaultTTL          time.Duration
 	passthrough         bool
@@ -101,6 +102,7 @@ func defaultOptions() options {
 		memcachedGets:       2,
 		cacheMemory:         256 << 20,
 		maxResultBytes:      16 << 20,
+		fillMemory:          256 << 20,
 		defaultTTL:          60 * time.Second,
 		cacheInTransactions: "until-write",
 		consistency:         "strict",
@@ -139,6 +141,7 @@ func flagDefs(o *options) []flagDef {
 		{"Cache", "memcached-gets", "N", intValue{&o.memcachedGets, 1}, "most gets in flight per memcached server before concurrent lookups queue and share one; under load mycached narrows to one, which spends the least CPU", ""},
 		{"Cache", "cache-memory", "SIZE", sizeValue{&o.cacheMemory}, "in-process cache size; 0 turns it off", ""},
 		{"Cache", "max-result-bytes", "SIZE", sizeValue{&o.maxResultBytes}, "largest response that is cached", ""},
+		{"Cache", "fill-memory", "SIZE", sizeValue{&o.fillMemory}, "most memory all connections together hold in responses on their way into the cache, clients that read slowly included; past it a miss goes to its client at the client's pace and is not stored", ""},
 		{"Cache", "compress-min-bytes", "SIZE", sizeValue{&o.compressMinBytes}, "compress memcached values at least this large; 0: never", ""},
 		{"Cache", "default-ttl", "DURATION", durationValue{&o.defaultTTL}, "lifetime of entries cached by the built-in policy", ""},
 		{"Cache", "passthrough", "", boolValue{&o.passthrough}, "relay only: cache nothing (writes still invalidate, for sidecars that do cache)", ""},
@@ -432,6 +435,9 @@ func (o *options) check() error {
 	}
 	if o.maxPacket == 0 {
 		return errors.New("--max-packet: must be more than 0")
+	}
+	if o.fillMemory == 0 {
+		return errors.New("--fill-memory: must be more than 0")
 	}
 	return nil
 }

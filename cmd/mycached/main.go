@@ -98,6 +98,7 @@ func proxyConfig(o options, logger *slog.Logger) mysqlproxy.Config {
 		MemcachedGets:       o.memcachedGets,
 		CacheMemory:         cacheMemory,
 		MaxResultBytes:      o.maxResultBytes,
+		FillMemory:          o.fillMemory,
 		CompressMinBytes:    int(o.compressMinBytes),
 		DefaultTTL:          o.defaultTTL,
 		Passthrough:         o.passthrough,

@@ -165,6 +165,7 @@ func TestProxyConfig(t *testing.T) {
 		MemcachedGets:       2,
 		CacheMemory:         -1,
 		MaxResultBytes:      16 << 20,
+		FillMemory:          256 << 20,
 		CompressMinBytes:    1024,
 		DefaultTTL:          time.Minute,
 		CacheInTransactions: mysqlproxy.CacheNever,

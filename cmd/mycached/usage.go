@@ -38,13 +38,15 @@ flag on the command line wins over the file. For example:
 Memory: each client connection holds 256KiB of buffers (its own and its
 backend connection's); while it sends a command, up to the packet limit
 (the server's max_allowed_packet, within --max-packet; larger commands get
-error 1153 and are never buffered); while a cacheable miss is filled, twice
-the response (in 16KiB blocks) up to --max-result-bytes; while a policy hook
-runs, --policy-memory and twice the statement. Shared by all: --cache-memory, at
-most 64MiB of statement analyses, 64MiB of entries on their way to
-memcached, about 10MiB for admission and 100MiB of generations. The worst
-case is the shared part plus, per connection, 256KiB + the larger of the
-packet limit and twice --max-result-bytes + --policy-memory.
+error 1153 and are never buffered); while a policy hook runs,
+--policy-memory and twice the statement. Shared by all: --cache-memory,
+--fill-memory for the responses of cacheable misses while they are filled
+(twice each response, in 16KiB blocks, up to --max-result-bytes; what a
+client does not read stays there until it does), at most 64MiB of
+statement analyses, 64MiB of entries on their way to memcached, about
+10MiB for admission and 100MiB of generations. The worst case is the
+shared part plus, per connection, 256KiB + the larger of the packet limit
+and --policy-memory.
 
 Signals: SIGHUP reloads the policy scripts; SIGTERM and SIGINT drain and exit.
 Exit status: 0 on a clean stop, 1 when serving fails, 2 for bad configuration.

@@ -24,6 +24,7 @@ const (
 	whyWriteTx        = "in-write-transaction"
 	whyTx             = "in-transaction"
 	whyTooLarge       = "too-large"
+	whyFillMemory     = "fill-memory-full"
 	whyPolicy         = "policy"
 	whyCacheError     = "cache-error"
 	whyPending        = "pending-invalidation"
@@ -55,7 +56,7 @@ func bypassReasons() []string {
 		whyPending, whySessionOff, whyHint, whyTemporary, whyCursor, whyLongData,
 		whyTainted, whyNotStored, whyUnknownTable, whyNoMetadata, whyFollowerBehind,
 		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyUncommitted, whyOwnWrite,
-		whyLockingRead, whyStmtUnsure,
+		whyLockingRead, whyStmtUnsure, whyFillMemory,
 	}
 }
 
@@ -167,6 +168,15 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 			// The server ended the session: the client gets what it
 			// would directly.
 			return c.s.RelayMode(p, relay.ModeResult)
+		}
+		if n := int64(len(ent.Payload)); n > replayFree {
+			// A client that does not read holds the response while
+			// its replay waits: it counts against the fill memory.
+			if !e.fill.Take(n) {
+				e.Stats.bypass(whyFillMemory)
+				return c.s.RelayMode(p, relay.ModeResult)
+			}
+			defer e.fill.Give(n)
 		}
 		adm.looked(true, true, ghost, 0)
 		e.Stats.hit(tier, time.Since(start))
@@ -353,19 +363,46 @@ func (c *Session) fill(p []byte, key string, check []byte, deps []string, gens s
 	e := c.e
 	call, leader := e.flights.Join(flightKey(key, gens))
 	if !leader {
-		if payload, ok := call.Wait().([]byte); ok && payload != nil {
+		payload, ok := call.Wait().([]byte)
+		if n := int64(len(payload)); ok && payload != nil && (n <= replayFree || e.fill.Take(n)) {
+			if n > replayFree {
+				defer e.fill.Give(n)
+			}
 			e.Stats.shared.Inc()
 			return c.replay(payload, p)
+		}
+		if ok && payload != nil {
+			e.Stats.bypass(whyFillMemory)
 		}
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	var payload []byte
-	defer func() { call.Finish(payload) }()
-	sp := e.getSpool(c.s.Client.W, c.teeMax(dec)+spoolSlack, func() { call.Finish(nil) })
+	// call is nil once finished: its value is the response, which a
+	// client that reads slowly must not keep alive while its spool (in
+	// the fill memory) drains.
+	defer func() {
+		if call != nil {
+			call.Finish(payload)
+		}
+	}()
+	tee := wire.NewTeeIn(c.teeMax(dec), e.fill)
+	starved := false
+	sp := e.getSpool(c.s.Client.W, c.teeMax(dec)+spoolSlack, func(memory bool) {
+		if call != nil {
+			call.Finish(nil)
+		}
+		if memory {
+			// Going at its client's pace, the response is not stored:
+			// its copy for the cache is given back at once.
+			starved = true
+			tee.Starve()
+			e.Stats.bypass(whyFillMemory)
+		}
+	})
 	defer e.putSpool(sp)
 	sent := time.Now()
-	payload, why, err := c.relayTee(p, dec, sp.w)
-	if why != "" {
+	payload, why, err := c.relayTeeWith(p, dec, sp.w, tee)
+	if why != "" && !starved {
 		e.Stats.bypass(why)
 	}
 	adm.relayed(time.Since(sent))
@@ -377,27 +414,41 @@ func (c *Session) fill(p []byte, key string, check []byte, deps []string, gens s
 		c.put(key, check, deps, gens, dec, payload, time.Time{})
 		e.Stats.missLatency.Observe(time.Since(start).Seconds())
 	}
+	call, payload = nil, nil
 	return sp.drain(c.s)
 }
 
 // relayTee relays a read to dst (nil: the client) and returns its
 // response in cacheable form, or nil and the reason it must not be stored.
 func (c *Session) relayTee(p []byte, dec cachepolicy.Decision, dst *bufio.Writer) ([]byte, string, error) {
+	return c.relayTeeWith(p, dec, dst, wire.NewTeeIn(c.teeMax(dec), c.e.fill))
+}
+
+// relayTeeWith is relayTee keeping the response in tee.
+func (c *Session) relayTeeWith(p []byte, dec cachepolicy.Decision, dst *bufio.Writer, tee *wire.Tee) ([]byte, string, error) {
 	if err := c.s.Forward(p); err != nil {
 		return nil, "", err
 	}
-	r := relay.Relayer{S: c.s, Dst: dst, Tee: wire.NewTee(c.teeMax(dec))}
+	r := relay.Relayer{S: c.s, Dst: dst, Tee: tee}
 	defer r.Tee.Release()
 	err := r.Relay(relay.ModeResult)
 	c.s.Done(&r)
 	if err != nil {
 		return nil, "", err
 	}
+	if r.Tee.Starved() {
+		return nil, whyFillMemory, nil
+	}
 	if why := storable(&r.Resp, r.Tee.On(), dec); why != "" {
 		return nil, why, nil
 	}
 	return payload(&r), "", nil
 }
+
+// replayFree is the size up to which a response replayed to a client is
+// not counted against the fill memory: what a connection's buffers hold
+// anyway.
+const replayFree = wire.BufSize
 
 // teeMax is the most bytes of a response that may be stored under dec.
 func (c *Session) teeMax(dec cachepolicy.Decision) int {

@@ -16,6 +16,7 @@ import (
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 	"github.com/mycached/mycached/mysqlproxy/internal/store"
 	"github.com/mycached/mycached/mysqlproxy/internal/store/flight"
+	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
 // InTransactions says which reads inside a transaction may use the cache.
@@ -48,13 +49,24 @@ const (
 
 // Config is what the cache needs of the server's configuration.
 type Config struct {
-	Passthrough         bool  // cache nothing; writes still invalidate
-	TableLevel          bool  // no row-level dependencies
-	MaxResultBytes      int64 // the largest response stored
+	Passthrough    bool  // cache nothing; writes still invalidate
+	TableLevel     bool  // no row-level dependencies
+	MaxResultBytes int64 // the largest response stored
+	// FillMemory bounds the bytes of responses held, by every session at
+	// once, while they are filled into the cache: their copies for the
+	// cache, and what clients that read slowly have not read yet.
+	FillMemory          int64
 	CacheInTransactions InTransactions
 	Consistency         Consistency   // default Strict
 	MaxStaleness        time.Duration // Bounded's bound
 }
+
+// DefaultFillMemory is Config.FillMemory's default.
+const DefaultFillMemory = 256 << 20
+
+// FillMemoryUsed returns the bytes of responses held while they are
+// filled into the cache (Config.FillMemory).
+func (e *Engine) FillMemoryUsed() int64 { return e.fill.Used() }
 
 // Follower is what the cache asks of the binlog follower.
 type Follower interface {
@@ -76,6 +88,7 @@ type Engine struct {
 	Stats    *Stats
 	Queries  QueryStats
 
+	fill     *wire.Budget              // Config.FillMemory
 	metaP    atomic.Pointer[meta.Meta] // nil: no metadata, every dependency table-level
 	follower atomic.Pointer[Follower]
 	peers    atomic.Pointer[Peers]
@@ -92,8 +105,15 @@ func NewEngine(cfg Config, a *sqlinfo.Analyzer, st *store.Store, p cachepolicy.P
 	if cfg.Consistency == "" {
 		cfg.Consistency = Strict
 	}
-	e := &Engine{cfg: cfg, Analyzer: a, Store: st, Policy: p, Stats: stats}
+	if cfg.FillMemory <= 0 {
+		cfg.FillMemory = DefaultFillMemory
+	}
+	e := &Engine{cfg: cfg, Analyzer: a, Store: st, Policy: p, Stats: stats, fill: wire.NewBudget(cfg.FillMemory)}
 	e.SetMeta(m)
+	if stats != nil && stats.reg != nil {
+		stats.reg.GaugeFunc("mycached_fill_memory_bytes", "Bytes of responses held while they are filled into the cache (bounded by --fill-memory).",
+			func() float64 { return float64(e.fill.Used()) })
+	}
 	return e
 }
 

@@ -162,6 +162,7 @@ func (e *Engine) StatusRows(sessions int) [][2]string {
 		{"Invalidations", u(e.Stats.invalidations.Value())},
 		{"L1_bytes", i(st.L1Bytes)},
 		{"L1_entries", i(st.L1Entries)},
+		{"Fill_memory_bytes", i(e.fill.Used())},
 		{"Pending_bumps", i(int64(st.PendingBumps))},
 		{"Memcached_errors", i(int64(st.MemcachedErrors))},
 		{"Memcached_gets", u(st.MemcachedGets)},

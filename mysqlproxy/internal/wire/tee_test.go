@@ -67,3 +67,55 @@ func BenchmarkTee20MB(b *testing.B) {
 		_ = out
 	}
 }
+
+// TestTeeBudget: tees sharing a budget hold no more than it, in blocks;
+// TryWrite refuses what does not fit and keeps what it had; Write and
+// Starve let go of everything; every block comes back to the budget.
+func TestTeeBudget(t *testing.T) {
+	b := NewBudget(3 * teeBlock)
+	one, two := NewTeeIn(10*teeBlock, b), NewTeeIn(10*teeBlock, b)
+	if !one.TryWrite(make([]byte, teeBlock+1)) || b.Used() != 2*teeBlock {
+		t.Fatalf("after %d bytes: used %d, want two blocks", teeBlock+1, b.Used())
+	}
+	if !one.TryWrite(make([]byte, teeBlock-1)) || b.Used() != 2*teeBlock {
+		t.Fatalf("a write that fits the last block took more: used %d", b.Used())
+	}
+	if two.TryWrite(make([]byte, 2*teeBlock)) || two.Len() != 0 || b.Used() != 2*teeBlock {
+		t.Fatalf("a write past the budget: kept %d, used %d", two.Len(), b.Used())
+	}
+	if !two.TryWrite(make([]byte, 10)) || b.Used() != 3*teeBlock {
+		t.Fatalf("a write within the budget: used %d", b.Used())
+	}
+	// one is full: a Write past the budget starves it.
+	one.Write(make([]byte, 1))
+	if one.On() || !one.Starved() || one.Len() != 0 || b.Used() != teeBlock {
+		t.Fatalf("starved tee: on %v starved %v len %d; used %d, want one block", one.On(), one.Starved(), one.Len(), b.Used())
+	}
+	// A tee over its own limit is not starved.
+	small := NewTeeIn(10, b)
+	small.Write(make([]byte, 11))
+	if small.On() || small.Starved() {
+		t.Fatalf("a tee over its limit: on %v starved %v", small.On(), small.Starved())
+	}
+	two.Starve()
+	if two.On() || !two.Starved() || b.Used() != 0 {
+		t.Fatalf("Starve: on %v starved %v, used %d", two.On(), two.Starved(), b.Used())
+	}
+	// Reset takes the tee back into use, with another budget.
+	other := NewBudget(teeBlock)
+	two.Reset(teeBlock, other)
+	if !two.TryWrite(make([]byte, teeBlock)) || two.TryWrite([]byte{1}) || other.Used() != teeBlock || b.Used() != 0 {
+		t.Fatalf("after Reset: used %d and %d", other.Used(), b.Used())
+	}
+	two.Release()
+	if other.Used() != 0 {
+		t.Fatalf("after Release: used %d", other.Used())
+	}
+	if !b.Take(3*teeBlock) || b.Take(1) {
+		t.Fatal("Take: the whole budget, then nothing more")
+	}
+	b.Give(3 * teeBlock)
+	if b.Used() != 0 {
+		t.Fatalf("after Give: used %d", b.Used())
+	}
+}
