@@ -456,6 +456,13 @@ func TestCacheAdmin(t *testing.T) {
 		if after := mycachedStatus(t, c); after["Hits_l1"] != before["Hits_l1"]+1 {
 			t.Errorf("Hits_l1 after a hit: got %d, want %d", after["Hits_l1"], before["Hits_l1"]+1)
 		}
+		// LIKE picks rows, as in SHOW STATUS.
+		if got := dump(t, c, "SHOW MYCACHED STATUS LIKE 'hits%'"); !strings.Contains(got, "Hits_l1") || !strings.Contains(got, "Hits_memcached") || strings.Contains(got, "Misses") {
+			t.Errorf("SHOW MYCACHED STATUS LIKE 'hits%%': %s", got)
+		}
+		if _, err := c.Exec("SHOW MYCACHED STATUS WHERE 1"); err == nil || !strings.Contains(err.Error(), "LIKE") {
+			t.Errorf("SHOW MYCACHED STATUS WHERE 1: %v, want an error that names LIKE", err)
+		}
 	})
 
 	t.Run("queries", func(t *testing.T) {

@@ -127,9 +127,19 @@ func (a *Session) showMycached(args []string) error {
 	}
 	switch what {
 	case "status":
+		// SHOW MYCACHED STATUS [LIKE 'pattern'], as SHOW STATUS.
+		pattern := "%"
+		switch {
+		case len(args) == 3 && args[1] == "like" && len(args[2]) >= 2 && (args[2][0] == '\'' || args[2][0] == '"') && args[2][len(args[2])-1] == args[2][0]:
+			pattern = args[2][1 : len(args[2])-1]
+		case len(args) != 1:
+			return a.s.WriteErr(mysql.ER_PARSE_ERROR, "42000", "mycached: SHOW MYCACHED STATUS takes nothing, or LIKE 'pattern'")
+		}
 		var rows [][]*string
 		for _, kv := range a.srv.StatusRows() {
-			rows = append(rows, []*string{&kv[0], &kv[1]})
+			if likeFold(kv[0], pattern) {
+				rows = append(rows, []*string{&kv[0], &kv[1]})
+			}
 		}
 		return a.s.WriteResult([]string{"Variable_name", "Value"}, rows)
 	case "queries":
@@ -141,6 +151,50 @@ func (a *Session) showMycached(args []string) error {
 		return a.s.WriteResult([]string{"digest", "hits", "misses", "bypasses", "bypass_reason", "admission", "admission_reason"}, rows)
 	}
 	return a.s.WriteErr(mysql.ER_PARSE_ERROR, "42000", "mycached: SHOW MYCACHED takes STATUS or QUERIES")
+}
+
+// likeFold reports whether s matches the SQL LIKE pattern, with % and _
+// as wildcards and \ escaping the next byte, ignoring ASCII case.
+func likeFold(s, pattern string) bool {
+	for len(pattern) > 0 {
+		switch c := pattern[0]; c {
+		case '%':
+			for len(pattern) > 0 && pattern[0] == '%' {
+				pattern = pattern[1:]
+			}
+			if pattern == "" {
+				return true
+			}
+			for i := 0; i <= len(s); i++ {
+				if likeFold(s[i:], pattern) {
+					return true
+				}
+			}
+			return false
+		case '_':
+			if s == "" {
+				return false
+			}
+			s, pattern = s[1:], pattern[1:]
+		default:
+			if c == '\\' && len(pattern) > 1 {
+				pattern = pattern[1:]
+				c = pattern[0]
+			}
+			if s == "" || lower(s[0]) != lower(c) {
+				return false
+			}
+			s, pattern = s[1:], pattern[1:]
+		}
+	}
+	return s == ""
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 func (a *Session) adminCommand(args []string) error {
