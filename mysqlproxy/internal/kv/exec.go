@@ -87,11 +87,56 @@ func execSelect(ctx context.Context, s Store, opts Options, ns string, st *Stmt)
 	if res.IsError() {
 		return res
 	}
-	vals, err := s.GetMulti(ctx, keys)
+	vals, err := getBounded(ctx, s, keys, opts.MaxReplyBytes)
+	if errors.Is(err, errReplyTooLarge) {
+		return replyTooLarge(opts)
+	}
 	if err != nil {
 		return storeError(opts, "SELECT", err)
 	}
 	return SelectResult(userKeys, vals, nil)
+}
+
+// errReplyTooLarge is getBounded's error past its bound.
+var errReplyTooLarge = errors.New("kv: reply too large")
+
+// batchBytes is about how many bytes of values getBounded asks for at
+// once, once it knows how large they are; firstBatch is how many keys
+// it asks for before it does.
+const (
+	batchBytes = 16 << 20
+	firstBatch = 8
+)
+
+// getBounded reads keys in batches, and gives up with errReplyTooLarge as
+// soon as the values read come to more than limit bytes. A batch is sized
+// from the values read so far, so that a list of large values is not read
+// all at once before the bound is checked.
+func getBounded(ctx context.Context, s Store, keys []string, limit int) ([][]byte, error) {
+	vals := make([][]byte, 0, len(keys))
+	total, batch := 0, firstBatch
+	for len(vals) < len(keys) {
+		next := keys[len(vals):min(len(vals)+batch, len(keys))]
+		got, err := s.GetMulti(ctx, next)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range got {
+			total += len(v)
+		}
+		if total > limit {
+			return nil, errReplyTooLarge
+		}
+		vals = append(vals, got...)
+		batch = min(getBatch, max(1, batchBytes/max(1, total/len(vals))))
+	}
+	return vals, nil
+}
+
+// replyTooLarge is the error for a SELECT whose values do not fit one
+// reply.
+func replyTooLarge(opts Options) Result {
+	return errorResult(CodeUnknown, StateGeneral, fmt.Sprintf("mycached: the values asked for come to more than %d bytes; ask for fewer keys", opts.MaxReplyBytes))
 }
 
 // SelectKeys returns the store keys a SELECT of st reads (each once, in
@@ -188,19 +233,18 @@ func execSelectAll(ctx context.Context, s Store, opts Options, ns string) Result
 	if err != nil {
 		return storeError(opts, "SELECT *", err)
 	}
+	vals, err := getBounded(ctx, s, keys, opts.MaxReplyBytes)
+	if errors.Is(err, errReplyTooLarge) {
+		return replyTooLarge(opts)
+	}
+	if err != nil {
+		return storeError(opts, "SELECT *", err)
+	}
 	res := Result{Columns: Columns(), IsRows: true}
-	for len(keys) > 0 {
-		batch := keys[:min(getBatch, len(keys))]
-		keys = keys[len(batch):]
-		vals, err := s.GetMulti(ctx, batch)
-		if err != nil {
-			return storeError(opts, "SELECT *", err)
-		}
-		// A key deleted or expired since Keys ran is simply absent.
-		for i, v := range vals {
-			if v != nil {
-				res.Rows = append(res.Rows, [2][]byte{[]byte(batch[i][len(ns):]), v})
-			}
+	// A key deleted or expired since Keys ran is simply absent.
+	for i, v := range vals {
+		if v != nil {
+			res.Rows = append(res.Rows, [2][]byte{[]byte(keys[i][len(ns):]), v})
 		}
 	}
 	return res

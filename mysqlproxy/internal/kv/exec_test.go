@@ -451,3 +451,39 @@ func TestExecStatementDeadline(t *testing.T) {
 		}
 	}
 }
+
+// TestExecReplyBound: a SELECT of many keys, or a SELECT *, whose values
+// come to more than the reply bound fails with an error that says so,
+// having read no more than a first small batch of large values; within
+// the bound it answers; the bound never refuses a single largest value.
+func TestExecReplyBound(t *testing.T) {
+	s := newFakeStore()
+	big := strings.Repeat("v", 1<<20)
+	for i := range 20 {
+		s.m[fmt.Sprintf("kv:k%02d", i)] = []byte(big)
+	}
+	opts := Options{MaxReplyBytes: 5 << 20}
+	if got := rows(t, run(t, s, opts, "", `SELECT "k00", "k01", "k02", "k03"`)); len(got) != 4 {
+		t.Errorf("four values within the bound: %d rows", len(got))
+	}
+	for _, q := range []string{`SELECT *`, `SELECT "k00", "k01", "k02", "k03", "k04", "k05"`} {
+		s.getCalls = nil
+		r := run(t, s, opts, "", q)
+		if !r.IsError() || !strings.Contains(r.Msg, "more than 5242880 bytes") {
+			t.Errorf("%s past the bound: %+v", q, r.Msg)
+		}
+		read := 0
+		for _, c := range s.getCalls {
+			read += len(c)
+		}
+		if read > firstBatch {
+			t.Errorf("%s read %d values of 1 MiB before it gave up, want at most %d", q, read, firstBatch)
+		}
+	}
+	if got := (Options{MaxBytes: 100 << 20}).withDefaults().MaxReplyBytes; got != 100<<20 {
+		t.Errorf("MaxReplyBytes with a 100 MiB MaxBytes: %d", got)
+	}
+	if got := (Options{}).withDefaults().MaxReplyBytes; got != DefaultMaxReplyBytes {
+		t.Errorf("MaxReplyBytes by default: %d", got)
+	}
+}

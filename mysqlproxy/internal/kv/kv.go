@@ -191,7 +191,15 @@ type Options struct {
 	// SELECT * that walks every server, fails when it would take longer.
 	// Zero or negative means DefaultTimeout.
 	Timeout time.Duration
+	// MaxReplyBytes bounds the values one SELECT of many keys, or one
+	// SELECT *, returns together: the reply is held in memory whole.
+	// Zero or negative means the larger of DefaultMaxReplyBytes and
+	// MaxBytes.
+	MaxReplyBytes int
 }
+
+// DefaultMaxReplyBytes is the default of Options.MaxReplyBytes.
+const DefaultMaxReplyBytes = 64 << 20
 
 func (o Options) withDefaults() Options {
 	if o.Prefix == "" {
@@ -202,6 +210,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.MaxReplyBytes <= 0 {
+		o.MaxReplyBytes = max(DefaultMaxReplyBytes, o.MaxBytes)
 	}
 	return o
 }
