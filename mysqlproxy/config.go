@@ -168,6 +168,12 @@ type Config struct {
 	// that times out falls back to MySQL; kv has nothing to fall back to,
 	// so it waits longer before it fails.
 	KVTimeout time.Duration
+	// KVMaxConnections bounds the connections the kv-only listener holds
+	// at once (default 1000). Past it a client gets error 1040, as from a
+	// server at its max_connections: the listener needs no backend
+	// connection, so nothing else bounds them, and they would take the
+	// file descriptors the main listener needs.
+	KVMaxConnections int
 	// KVUsers are the accounts that may use kv on the main listener, each
 	// a user name (any host) or user@host as the server matched it; empty
 	// means none. SELECT "x" is SQL too, so for everyone else every
@@ -239,6 +245,9 @@ func (c *Config) fillDefaults() {
 	}
 	if c.KVTimeout == 0 {
 		c.KVTimeout = time.Second
+	}
+	if c.KVMaxConnections == 0 {
+		c.KVMaxConnections = 1000
 	}
 	c.KVTimeout = max(c.KVTimeout, c.MemcachedTimeout)
 	if c.MaxPacket == 0 {

@@ -114,6 +114,39 @@ func TestKVListenAuth(t *testing.T) {
 	}
 }
 
+// TestKVListenMaxConnections: connections past KVMaxConnections, idle
+// ones included, get MySQL's "Too many connections" and take nothing;
+// once one goes, another gets in.
+func TestKVListenMaxConnections(t *testing.T) {
+	addr := startKVListener(t, mysqlproxy.Config{KVMaxConnections: 2})
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		held = append(held, c)
+	}
+	// The greeting says the listener took the connection.
+	for _, c := range held {
+		if _, err := c.Read(make([]byte, 1)); err != nil {
+			t.Fatalf("a connection within the bound: %v", err)
+		}
+	}
+	for range 3 {
+		db := openDB(t, testenv.DSNFor(addr, "app", kvPass, "", ""))
+		err := db.Ping()
+		if err == nil || mysqlErr(t, err).Number != 1040 || mysqlErr(t, err).SQLState != [5]byte{'0', '8', '0', '0', '4'} {
+			t.Fatalf("a connection past the bound: got %v, want error 1040 (08004)", err)
+		}
+		db.Close()
+	}
+	held[0].Close()
+	db := openDB(t, testenv.DSNFor(addr, "app", kvPass, "", ""))
+	waitFor(t, 5*time.Second, "a connection once one went", func() bool { return db.Ping() == nil })
+}
+
 // TestKVListenRefusesSQL: SQL gets an error that says what the listener
 // is for, and the connection goes on working.
 func TestKVListenRefusesSQL(t *testing.T) {

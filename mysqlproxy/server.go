@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
+
 	"github.com/mycached/mycached/cachepolicy"
 	"github.com/mycached/mycached/mysqlproxy/internal/binlog"
 	"github.com/mycached/mycached/mysqlproxy/internal/cache"
@@ -67,6 +69,7 @@ type Server struct {
 	wg        sync.WaitGroup // counts sessions
 	draining  atomic.Bool
 	nextID    atomic.Uint64
+	kvConns   atomic.Int64 // the kv-only listener's connections
 }
 
 // NewServer checks cfg, fills its defaults and returns a server ready to
@@ -259,6 +262,18 @@ func (s *Server) serve(ln net.Listener, name string, run func(*relay.Session)) e
 }
 
 func (s *Server) start(c net.Conn, listener string, run func(*relay.Session)) {
+	if listener == "kv" {
+		if s.kvConns.Add(1) > int64(s.cfg.KVMaxConnections) {
+			s.kvConns.Add(-1)
+			refuseTooMany(c)
+			return
+		}
+		inner := run
+		run = func(sess *relay.Session) {
+			defer s.kvConns.Add(-1)
+			inner(sess)
+		}
+	}
 	log := s.log
 	if listener != "main" {
 		log = log.With("listener", listener)
@@ -269,6 +284,9 @@ func (s *Server) start(c net.Conn, listener string, run func(*relay.Session)) {
 		s.mu.Unlock()
 		sess.Client.Release()
 		_ = c.Close()
+		if listener == "kv" {
+			s.kvConns.Add(-1)
+		}
 		return
 	}
 	s.sessions[sess] = struct{}{}
@@ -283,6 +301,22 @@ func (s *Server) start(c net.Conn, listener string, run func(*relay.Session)) {
 		}()
 		run(sess)
 	}()
+}
+
+// refuseTooMany answers a connection past a listener's bound as a server
+// at its max_connections does, with error 1040 (SQL state 08004) in place
+// of its greeting, and closes it.
+func refuseTooMany(c net.Conn) {
+	const msg = "#08004Too many connections"
+	p := make([]byte, 4, 4+3+len(msg))
+	code := uint16(mysql.ER_CON_COUNT_ERROR)
+	p = append(p, 0xff, byte(code), byte(code>>8))
+	p = append(p, msg...)
+	n := len(p) - 4
+	p[0], p[1], p[2], p[3] = byte(n), byte(n>>8), byte(n>>16), 0
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = c.Write(p)
+	_ = c.Close()
 }
 
 func (s *Server) forget(sess *relay.Session) {

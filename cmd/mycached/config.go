@@ -70,6 +70,7 @@ type options struct {
 	kvPrefix    string
 	kvMaxBytes  int64
 	kvTimeout   time.Duration
+	kvMaxConns  int
 	kvUsers     []string
 	kvPerUser   bool
 	kvUsersFile string
@@ -113,6 +114,7 @@ func defaultOptions() options {
 		kvPrefix:            "kv:",
 		kvMaxBytes:          8 << 20,
 		kvTimeout:           time.Second,
+		kvMaxConns:          1000,
 		maxPacket:           1 << 30,
 		shutdownTimeout:     30 * time.Second,
 		logFormat:           "text",
@@ -169,6 +171,7 @@ func flagDefs(o *options) []flagDef {
 		{"Access", "kv-prefix", "PREFIX", stringValue{&o.kvPrefix}, "namespace of key/value pairs in the cache: not empty, no whitespace or control bytes, at most 184 bytes, and neither beginning nor the beginning of the cache's own prefixes q:, g: and i:", ""},
 		{"Access", "kv-max-bytes", "SIZE", sizeValue{&o.kvMaxBytes}, "largest key/value value accepted", ""},
 		{"Access", "kv-timeout", "DURATION", durationValue{&o.kvTimeout}, "bound on each key/value statement as a whole, SELECT * and DROP included, and on each policy script's cache.get, set and delete; never less than --memcached-timeout", ""},
+		{"Access", "kv-max-connections", "N", intValue{&o.kvMaxConns, 1}, "most connections --kv-listen holds at once; past it a client gets error 1040 Too many connections", ""},
 
 		{"Limits and lifecycle", "max-packet", "SIZE", sizeValue{&o.maxPacket}, "largest client command accepted, reassembled; each session's limit is the server's max_allowed_packet, within this", ""},
 		{"Limits and lifecycle", "shutdown-timeout", "DURATION", durationValue{&o.shutdownTimeout}, "on SIGTERM or SIGINT, time for in-flight statements to finish", ""},

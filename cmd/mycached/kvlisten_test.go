@@ -35,7 +35,7 @@ func freeAddr(t *testing.T) string {
 // startKVBinary runs bin with a kv-only listener for the users of the
 // kv-users file text, and no backend; it returns the listener's address
 // and the process.
-func startKVBinary(t *testing.T, bin, users string) (string, *os.Process) {
+func startKVBinary(t *testing.T, bin, users string, args ...string) (string, *os.Process) {
 	t.Helper()
 	dir := t.TempDir()
 	usersPath := filepath.Join(dir, "kv-users")
@@ -43,8 +43,8 @@ func startKVBinary(t *testing.T, bin, users string) (string, *os.Process) {
 		t.Fatal(err)
 	}
 	kvAddr := freeAddr(t)
-	cmd := exec.Command(bin, "--listen", freeAddr(t), "--backend", freeAddr(t), // nothing listens there
-		"--kv-listen", kvAddr, "--kv-users-file", usersPath)
+	cmd := exec.Command(bin, append([]string{"--listen", freeAddr(t), "--backend", freeAddr(t), // nothing listens there
+		"--kv-listen", kvAddr, "--kv-users-file", usersPath}, args...)...)
 	logPath := filepath.Join(dir, "mycached.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -210,7 +210,7 @@ func TestKVListenStalledClients(t *testing.T) {
 		}
 	}
 	bin := buildBinary(t)
-	kvAddr, proc := startKVBinary(t, bin, "app:pw\n")
+	kvAddr, proc := startKVBinary(t, bin, "app:pw\n", "--kv-max-connections", strconv.Itoa(n+10))
 	db, err := sql.Open("mysql", "app:pw@tcp("+kvAddr+")/")
 	if err != nil {
 		t.Fatal(err)

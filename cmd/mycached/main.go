@@ -117,16 +117,17 @@ func proxyConfig(o options, logger *slog.Logger) mysqlproxy.Config {
 		PolicyTimeout:       o.policyTimeout,
 		PolicyMemory:        o.policyMemory,
 		// Never nil: an empty --admin-users means nobody, not the default root.
-		AdminUsers:      append([]string{}, o.adminUsers...),
-		KVPrefix:        o.kvPrefix,
-		KVMaxBytes:      int(o.kvMaxBytes),
-		KVTimeout:       o.kvTimeout,
-		KVUsers:         o.kvUsers,
-		KVPerUser:       o.kvPerUser,
-		KVPasswords:     o.kvPasswords,
-		MaxPacket:       int(o.maxPacket),
-		ShutdownTimeout: o.shutdownTimeout,
-		Logger:          logger,
+		AdminUsers:       append([]string{}, o.adminUsers...),
+		KVPrefix:         o.kvPrefix,
+		KVMaxBytes:       int(o.kvMaxBytes),
+		KVTimeout:        o.kvTimeout,
+		KVMaxConnections: o.kvMaxConns,
+		KVUsers:          o.kvUsers,
+		KVPerUser:        o.kvPerUser,
+		KVPasswords:      o.kvPasswords,
+		MaxPacket:        int(o.maxPacket),
+		ShutdownTimeout:  o.shutdownTimeout,
+		Logger:           logger,
 	}
 }
 

@@ -178,6 +178,7 @@ func TestProxyConfig(t *testing.T) {
 		KVPrefix:            "kv:",
 		KVMaxBytes:          8 << 20,
 		KVTimeout:           time.Second,
+		KVMaxConnections:    1000,
 		KVUsers:             []string{"u"},
 		KVPerUser:           true,
 		MaxPacket:           1 << 30,
