@@ -2,6 +2,7 @@ package mysqlproxy_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -11,9 +12,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/mycached/mycached/mysqlproxy"
@@ -145,6 +148,70 @@ func TestKVListenMaxConnections(t *testing.T) {
 	held[0].Close()
 	db := openDB(t, testenv.DSNFor(addr, "app", kvPass, "", ""))
 	waitFor(t, 5*time.Second, "a connection once one went", func() bool { return db.Ping() == nil })
+}
+
+// TestKVListenStalledRepliesBounded: clients that ask for a large value
+// and never read it hold their replies against the fill memory; past it,
+// a large reply gets error 1041 rather than more memory, and once the
+// stalled clients go the value is served again.
+func TestKVListenStalledRepliesBounded(t *testing.T) {
+	addr := startKVListener(t, mysqlproxy.Config{FillMemory: 24 << 20, KVMaxBytes: 16 << 20})
+	db := openDB(t, testenv.DSNFor(addr, "app", kvPass, "", ""))
+	big := strings.Repeat("v", 10<<20)
+	if _, err := db.Exec(`INSERT "big" = ?`, big); err != nil {
+		t.Fatalf("INSERT: %v", err)
+	}
+	read := func() error {
+		var k, v string
+		err := db.QueryRow(`SELECT "big"`).Scan(&k, &v)
+		if err == nil && v != big {
+			t.Fatalf(`SELECT "big": %d bytes`, len(v))
+		}
+		return err
+	}
+	if err := read(); err != nil {
+		t.Fatalf(`SELECT "big" with no one stalled: %v`, err)
+	}
+	// Clients with small receive buffers, which take little of a reply
+	// they do not read.
+	smallBuffers := func(ctx context.Context, network, address string) (net.Conn, error) {
+		d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+			var err error
+			_ = rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
+			return err
+		}}
+		return d.DialContext(ctx, network, address)
+	}
+	var stalled []*client.Conn
+	for range 2 {
+		c, err := client.ConnectWithDialer(context.Background(), "tcp", addr, "app", kvPass, "", smallBuffers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.ResetSequence()
+		if err := c.WritePacket(append([]byte{0, 0, 0, 0, 0x03}, `SELECT "big"`...)); err != nil {
+			t.Fatal(err)
+		}
+		// The reply's first packet says its memory is taken: the
+		// listener takes it before it writes.
+		if p, err := c.ReadPacket(); err != nil || len(p) == 0 || p[0] == 0xff {
+			t.Fatalf("stalled client's reply: %q, %v", p, err)
+		}
+		stalled = append(stalled, c)
+	}
+	var err error
+	waitFor(t, 10*time.Second, "a reply refused for want of memory", func() bool {
+		err = read()
+		return err != nil
+	})
+	if mysqlErr(t, err).Number != 1041 {
+		t.Fatalf(`SELECT "big" with two stalled clients: got %v, want error 1041`, err)
+	}
+	for _, c := range stalled {
+		c.Close()
+	}
+	waitFor(t, 10*time.Second, "the value served again", func() bool { return read() == nil })
 }
 
 // TestKVListenRefusesSQL: SQL gets an error that says what the listener

@@ -32,6 +32,7 @@ import (
 	"github.com/mycached/mycached/mysqlproxy/internal/statedir"
 	"github.com/mycached/mycached/mysqlproxy/internal/statuspage"
 	"github.com/mycached/mycached/mysqlproxy/internal/store"
+	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
 // ErrServerClosed is returned by Serve after Close or Shutdown.
@@ -124,9 +125,13 @@ func NewServer(cfg Config) (*Server, error) {
 		CompressMinBytes: cfg.CompressMinBytes,
 		Logger:           cfg.Logger,
 	})
+	// Responses filled into the cache and large kv replies, while their
+	// clients read them, share one bound.
+	fill := wire.NewBudget(cfg.FillMemory)
 	s.kv = kvproxy.New(kvproxy.Config{
 		Prefix: cfg.KVPrefix, MaxBytes: cfg.KVMaxBytes, Users: cfg.KVUsers,
 		PerUser: cfg.KVPerUser, Passwords: cfg.KVPasswords, Timeout: cfg.KVTimeout,
+		Replies: fill,
 	}, s.store, len(cfg.Memcached) == 0)
 	s.reg = metrics.NewRegistry()
 	stats := cache.NewStats(s.reg, s.store, s.sessionCount)
@@ -157,7 +162,7 @@ func NewServer(cfg Config) (*Server, error) {
 		Passthrough:         cfg.Passthrough,
 		TableLevel:          cfg.TableLevel,
 		MaxResultBytes:      cfg.MaxResultBytes,
-		FillMemory:          cfg.FillMemory,
+		Fill:                fill,
 		CacheInTransactions: cfg.CacheInTransactions,
 		Consistency:         cfg.Consistency,
 		MaxStaleness:        cfg.MaxStaleness,

@@ -52,21 +52,18 @@ type Config struct {
 	Passthrough    bool  // cache nothing; writes still invalidate
 	TableLevel     bool  // no row-level dependencies
 	MaxResultBytes int64 // the largest response stored
-	// FillMemory bounds the bytes of responses held, by every session at
-	// once, while they are filled into the cache: their copies for the
-	// cache, and what clients that read slowly have not read yet.
-	FillMemory          int64
+	// Fill bounds the bytes of responses held, by every session at once,
+	// while they are filled into the cache: their copies for the cache,
+	// and what clients that read slowly have not read yet. nil: a bound
+	// of DefaultFillMemory.
+	Fill                *wire.Budget
 	CacheInTransactions InTransactions
 	Consistency         Consistency   // default Strict
 	MaxStaleness        time.Duration // Bounded's bound
 }
 
-// DefaultFillMemory is Config.FillMemory's default.
+// DefaultFillMemory is the bound of a nil Config.Fill.
 const DefaultFillMemory = 256 << 20
-
-// FillMemoryUsed returns the bytes of responses held while they are
-// filled into the cache (Config.FillMemory).
-func (e *Engine) FillMemoryUsed() int64 { return e.fill.Used() }
 
 // Follower is what the cache asks of the binlog follower.
 type Follower interface {
@@ -88,7 +85,7 @@ type Engine struct {
 	Stats    *Stats
 	Queries  QueryStats
 
-	fill     *wire.Budget              // Config.FillMemory
+	fill     *wire.Budget              // Config.Fill
 	metaP    atomic.Pointer[meta.Meta] // nil: no metadata, every dependency table-level
 	follower atomic.Pointer[Follower]
 	peers    atomic.Pointer[Peers]
@@ -105,10 +102,10 @@ func NewEngine(cfg Config, a *sqlinfo.Analyzer, st *store.Store, p cachepolicy.P
 	if cfg.Consistency == "" {
 		cfg.Consistency = Strict
 	}
-	if cfg.FillMemory <= 0 {
-		cfg.FillMemory = DefaultFillMemory
+	if cfg.Fill == nil {
+		cfg.Fill = wire.NewBudget(DefaultFillMemory)
 	}
-	e := &Engine{cfg: cfg, Analyzer: a, Store: st, Policy: p, Stats: stats, fill: wire.NewBudget(cfg.FillMemory)}
+	e := &Engine{cfg: cfg, Analyzer: a, Store: st, Policy: p, Stats: stats, fill: cfg.Fill}
 	e.SetMeta(m)
 	if stats != nil && stats.reg != nil {
 		stats.reg.GaugeFunc("mycached_fill_memory_bytes", "Bytes of responses held while they are filled into the cache (bounded by --fill-memory).",

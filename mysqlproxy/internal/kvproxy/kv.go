@@ -35,6 +35,9 @@ type Config struct {
 	// Passwords are the users the kv-only listener accepts, with their
 	// passwords in the clear or as MySQL's "*" + 40 hex digits hash.
 	Passwords map[string]string
+	// Replies bounds the bytes of large replies held while clients read
+	// them (the cache's fill memory); nil: no bound.
+	Replies *wire.Budget
 }
 
 // Server is the kv state every session shares. Its methods are safe for
@@ -220,6 +223,18 @@ func (k *Session) writeKVResult(r kv.Result, binary bool) error {
 	case r.IsError():
 		return k.s.WriteErr(r.Code, r.State, r.Msg)
 	case r.IsRows:
+		n := 0
+		for _, row := range r.Rows {
+			n += len(row[0]) + len(row[1])
+		}
+		if b := k.srv.cfg.Replies; b != nil && n > wire.BufSize {
+			// A client that does not read holds its reply: large ones
+			// count against the fill memory, and wait for no room.
+			if !b.Take(int64(n)) {
+				return k.s.WriteErr(mysql.ER_OUT_OF_RESOURCES, "HY000", "mycached: large replies waiting on their clients hold all of --fill-memory; try again")
+			}
+			defer b.Give(int64(n))
+		}
 		return k.s.WriteRows(r.Columns, len(r.Rows), func(row, col int) ([]byte, bool) {
 			return r.Rows[row][col], true
 		}, binary)
