@@ -14,8 +14,10 @@ const (
 	// ScopeUser keys entries by user name: each user reads only what
 	// their own queries stored.
 	ScopeUser Scope = iota
-	// ScopeShared lets every user read the entry. It is safe only where
-	// the users' grants agree.
+	// ScopeShared lets every account read the entry once the server has
+	// answered that account a read of the same statement shape (since the
+	// last change of privileges): accounts the server would refuse are
+	// sent to it, and get its error.
 	ScopeShared
 )
 

@@ -2,6 +2,7 @@ package mysqlproxy_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -167,19 +168,89 @@ end
 		alice := conn(t, openDB(t, testenv.DSNFor(p.addr, "alice", "pw", db, "")))
 		bob := conn(t, openDB(t, testenv.DSNFor(p.addr, "bob", "pw", db, "")))
 		for _, tc := range []struct {
-			q    string
-			want int64 // SELECTs MariaDB runs for bob's read
+			table string
+			want  int64 // SELECTs MariaDB runs for bob's read of a row alice read
 		}{
-			{"SELECT v FROM shared WHERE id = 2", 0},
-			{"SELECT v FROM listed WHERE id = 2", 1}, // per user, the default
+			{"shared", 0},
+			{"listed", 1}, // per user, the default
 		} {
-			want := dump(t, direct, tc.q)
-			if got, n := counted(t, m, alice, tc.q); n != 1 || got != want {
-				t.Errorf("alice %s: got %s with %d SELECTs, want %s with 1", tc.q, got, n, want)
+			q1, q2 := "SELECT v FROM "+tc.table+" WHERE id = 1", "SELECT v FROM "+tc.table+" WHERE id = 2"
+			for _, q := range []string{q1, q2} {
+				if got, n := counted(t, m, alice, q); n != 1 || got != dump(t, direct, q) {
+					t.Errorf("alice %s: got %s with %d SELECTs, want MariaDB's rows with 1", q, got, n)
+				}
 			}
-			if got, n := counted(t, m, bob, tc.q); n != tc.want || got != want {
-				t.Errorf("bob %s after alice: got %s with %d SELECTs, want %s with %d", tc.q, got, n, want, tc.want)
+			// Bob's first read of the shape asks the server whether he
+			// may, whatever the scope.
+			if got, n := counted(t, m, bob, q2); n != 1 || got != dump(t, direct, q2) {
+				t.Errorf("bob %s after alice: got %s with %d SELECTs, want MariaDB's rows with 1", q2, got, n)
 			}
+			if got, n := counted(t, m, bob, q1); n != tc.want || got != dump(t, direct, q1) {
+				t.Errorf("bob %s after alice: got %s with %d SELECTs, want MariaDB's rows with %d", q1, got, n, tc.want)
+			}
+		}
+	})
+	t.Run("scope shared serves no account the server refuses", func(t *testing.T) {
+		m.Exec(t, "CREATE USER 'mallory'@'%' IDENTIFIED BY 'pw'")
+		m.Exec(t, "CREATE USER 'carol'@'%' IDENTIFIED BY 'pw'")
+		m.Exec(t, fmt.Sprintf("GRANT SELECT (id) ON %s.shared TO 'carol'@'%%'", db))
+		m.Exec(t, "CREATE USER 'dan'@'%' IDENTIFIED BY 'pw'")
+		m.Exec(t, fmt.Sprintf("GRANT SELECT ON %s.* TO 'dan'@'%%'", db))
+		as := func(user string) *sql.Conn { return conn(t, openDB(t, testenv.DSNFor(p.addr, user, "pw", "", ""))) }
+		directAs := func(user string) *sql.DB { return openDB(t, testenv.DSNFor(m.Addr, user, "pw", "", "")) }
+		cdump := func(c *sql.Conn, q string) string {
+			t.Helper()
+			got, err := queryDump(context.Background(), c, q)
+			if err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			return got
+		}
+		qv := "SELECT v FROM " + db + ".shared WHERE id = 1"
+		qid := "SELECT id FROM " + db + ".shared WHERE id = 1"
+		alice := as("alice")
+		for _, q := range []string{qv, qid} {
+			for range 3 {
+				cdump(alice, q)
+			}
+			if _, n := counted(t, m, alice, q); n != 0 {
+				t.Fatalf("alice %s: MariaDB executed %d SELECTs, want a hit", q, n)
+			}
+		}
+		// refused checks that user's reads of q fail as they do directly.
+		refused := func(user, q string, code uint16) {
+			t.Helper()
+			c := as(user)
+			for i := range 3 {
+				_, err := queryDump(context.Background(), c, q)
+				if err == nil || mysqlErr(t, err).Number != code {
+					t.Errorf("%s try %d, %s: got %v, want error %d", user, i, q, err, code)
+				}
+			}
+			if _, err := queryDump(context.Background(), directAs(user), q); err == nil || mysqlErr(t, err).Number != code {
+				t.Errorf("%s directly, %s: got %v, want error %d", user, q, err, code)
+			}
+		}
+		refused("mallory", qv, 1142)
+		refused("mallory", qid, 1142)
+		refused("carol", qv, 1143)
+		if got, want := cdump(as("carol"), qid), dump(t, direct, qid); got != want {
+			t.Errorf("carol %s: got %s, want %s", qid, got, want)
+		}
+		dan := as("dan")
+		for range 2 {
+			cdump(dan, qv)
+		}
+		if _, n := counted(t, m, dan, qv); n != 0 {
+			t.Fatalf("dan %s: MariaDB executed %d SELECTs, want a hit", qv, n)
+		}
+		// A REVOKE through mycached; alice fills the entry again.
+		execOn(t, root, fmt.Sprintf("REVOKE SELECT ON %s.* FROM 'dan'@'%%'", db))
+		cdump(alice, qv)
+		cdump(alice, qv)
+		refused("dan", qv, 1142)
+		if _, err := queryDump(context.Background(), dan, qv); err == nil || mysqlErr(t, err).Number != 1142 {
+			t.Errorf("dan's own session after the REVOKE, %s: got %v, want error 1142", qv, err)
 		}
 	})
 	t.Run("depends", func(t *testing.T) {

@@ -46,6 +46,7 @@ const (
 	whyOwnWrite       = "own-write-unapplied"
 	whyLockingRead    = "serializable-locks"
 	whyStmtUnsure     = "statement-unsure"
+	whySharedUnproven = "shared-unproven"
 )
 
 // bypassReasons returns the reasons above, which NewStats shows on
@@ -56,7 +57,7 @@ func bypassReasons() []string {
 		whyPending, whySessionOff, whyHint, whyTemporary, whyCursor, whyLongData,
 		whyTainted, whyNotStored, whyUnknownTable, whyNoMetadata, whyFollowerBehind,
 		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyUncommitted, whyOwnWrite,
-		whyLockingRead, whyStmtUnsure, whyFillMemory,
+		whyLockingRead, whyStmtUnsure, whyFillMemory, whySharedUnproven,
 	}
 }
 
@@ -168,6 +169,21 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 			// The server ended the session: the client gets what it
 			// would directly.
 			return c.s.RelayMode(p, relay.ModeResult)
+		}
+		if dec.Scope == cachepolicy.ScopeShared {
+			// The server decides whether this account may read the
+			// shape; once it has answered, the entries are the
+			// account's too (proven.go).
+			pr := c.sharedProof(info.Digest, ent)
+			if !e.proven.has(pr) {
+				e.Stats.bypass(whySharedUnproven)
+				qs.note(whySharedUnproven, 0)
+				err := c.s.RelayMode(p, relay.ModeResult)
+				if err == nil && c.s.Last.Kind == relay.RespResultSet && !c.s.Last.Failed() {
+					e.proven.add(pr)
+				}
+				return err
+			}
 		}
 		if n := int64(len(ent.Payload)); n > replayFree {
 			// A client that does not read holds the response while

@@ -92,6 +92,7 @@ type Engine struct {
 
 	flights  flight.Early
 	ghosts   ghosts
+	proven   provenSet // accounts' proofs for shared entries
 	depsMemo depsMemo
 }
 
