@@ -252,6 +252,35 @@ end
 		if _, err := queryDump(context.Background(), dan, qv); err == nil || mysqlErr(t, err).Number != 1142 {
 			t.Errorf("dan's own session after the REVOKE, %s: got %v, want error 1142", qv, err)
 		}
+
+		// Mallory's miss joins alice's fill of the same key, held up by
+		// a lock: its answer is alice's, not hers.
+		qf := "SELECT v FROM " + db + ".shared WHERE id = 2"
+		lock := conn(t, direct)
+		if _, err := lock.ExecContext(context.Background(), "LOCK TABLES "+db+".shared WRITE"); err != nil {
+			t.Fatal(err)
+		}
+		aliceDone, malloryDone := make(chan error, 1), make(chan error, 1)
+		go func() { _, err := queryDump(context.Background(), alice, qf); aliceDone <- err }()
+		waitFor(t, 10*time.Second, "alice's read to wait on the lock", func() bool {
+			return readInt(t, direct, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'alice' AND INFO = '"+qf+"'") == 1
+		})
+		mallory := as("mallory")
+		go func() { _, err := queryDump(context.Background(), mallory, qf); malloryDone <- err }()
+		// Mallory waits on alice's fill, not on the server.
+		time.Sleep(300 * time.Millisecond)
+		if n := readInt(t, direct, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'mallory' AND INFO = '"+qf+"'"); n != 0 {
+			t.Logf("mallory's read reached the server before alice's fill ended (%d): the fill was not shared", n)
+		}
+		if _, err := lock.ExecContext(context.Background(), "UNLOCK TABLES"); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-aliceDone; err != nil {
+			t.Errorf("alice %s: %v", qf, err)
+		}
+		if err := <-malloryDone; err == nil || mysqlErr(t, err).Number != 1142 {
+			t.Errorf("mallory %s, sharing alice's fill: got %v, want error 1142", qf, err)
+		}
 	})
 	t.Run("depends", func(t *testing.T) {
 		const report, listed = "SELECT SUM(v) FROM report", "SELECT SUM(v) FROM listed"

@@ -174,15 +174,11 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 			// The server decides whether this account may read the
 			// shape; once it has answered, the entries are the
 			// account's too (proven.go).
-			pr := c.sharedProof(info.Digest, ent)
+			pr := c.entryProof(info.Digest, ent)
 			if !e.proven.has(pr) {
 				e.Stats.bypass(whySharedUnproven)
 				qs.note(whySharedUnproven, 0)
-				err := c.s.RelayMode(p, relay.ModeResult)
-				if err == nil && c.s.Last.Kind == relay.RespResultSet && !c.s.Last.Failed() {
-					e.proven.add(pr)
-				}
-				return err
+				return c.relayProving(p, pr)
 			}
 		}
 		if n := int64(len(ent.Payload)); n > replayFree {
@@ -235,7 +231,13 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		}
 		return err
 	}
-	return c.fill(p, key, check, all, cur, dec, start, adm)
+	var pr *proof
+	if dec.Scope == cachepolicy.ScopeShared {
+		// Another account's fill of the key is no proof for this one.
+		v := c.sharedProof(info.Digest, all, cur.Gens, cur.Local)
+		pr = &v
+	}
+	return c.fill(p, key, check, all, cur, dec, start, adm, pr)
 }
 
 // relayRunningCode relays a read that is not served from the cache,
@@ -375,11 +377,17 @@ func (c *Session) sessionIsolation() string {
 // client that reads slowly, or not at all, holds up no one else. A
 // response too large to store is written through to the leader's client
 // as it comes, and the others are told at once to run it themselves.
-func (c *Session) fill(p []byte, key string, check []byte, deps []string, gens store.Snap, dec cachepolicy.Decision, start time.Time, adm *admission) error {
+func (c *Session) fill(p []byte, key string, check []byte, deps []string, gens store.Snap, dec cachepolicy.Decision, start time.Time, adm *admission, pr *proof) error {
 	e := c.e
 	call, leader := e.flights.Join(flightKey(key, gens))
 	if !leader {
 		payload, ok := call.Wait().([]byte)
+		if pr != nil && !e.proven.has(*pr) {
+			// A shared entry's fill answers only accounts the server
+			// has let read its shape.
+			e.Stats.bypass(whySharedUnproven)
+			return c.relayProving(p, *pr)
+		}
 		if n := int64(len(payload)); ok && payload != nil && (n <= replayFree || e.fill.Take(n)) {
 			if n > replayFree {
 				defer e.fill.Give(n)
@@ -424,6 +432,9 @@ func (c *Session) fill(p []byte, key string, check []byte, deps []string, gens s
 	adm.relayed(time.Since(sent))
 	if err != nil {
 		return err
+	}
+	if pr != nil && c.s.Last.Kind == relay.RespResultSet && !c.s.Last.Failed() {
+		e.proven.add(*pr) // the server answered this account
 	}
 	call.Finish(payload)
 	if payload != nil {

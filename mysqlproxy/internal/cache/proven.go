@@ -6,6 +6,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/mycached/mycached/mysqlproxy/internal/deps"
+	"github.com/mycached/mycached/mysqlproxy/internal/relay"
 	"github.com/mycached/mycached/mysqlproxy/internal/store"
 )
 
@@ -49,25 +50,41 @@ func (s *provenSet) add(p proof) {
 	s.mu.Unlock()
 }
 
-// sharedProof returns the proof a hit on ent, a shared entry, needs from
-// this session for a read of shape in database db.
-func (c *Session) sharedProof(shape string, ent *store.Entry) proof {
+// sharedProof returns the proof that this session's read of shape needs
+// to be served a shared entry whose dependencies ds had the generations
+// gens (and, with memcached, this process's local ones).
+func (c *Session) sharedProof(shape string, ds []string, gens, local []uint64) proof {
 	d := xxhash.New()
 	_, _ = d.WriteString(shape)
 	_, _ = d.WriteString("\x00")
 	_, _ = d.WriteString(c.db)
 	p := proof{account: xxhash.Sum64String(c.scope()), shape: d.Sum64()}
-	for i, name := range ent.Deps {
+	for i, name := range ds {
 		if name != deps.Global {
 			continue
 		}
-		if i < len(ent.Gens) {
-			p.global = ent.Gens[i]
+		if i < len(gens) {
+			p.global = gens[i]
 		}
-		if i < len(ent.Local) {
-			p.global = p.global*31 + ent.Local[i]
+		if i < len(local) {
+			p.global = p.global*31 + local[i]
 		}
 		break
 	}
 	return p
+}
+
+// entryProof is sharedProof for a hit on ent.
+func (c *Session) entryProof(shape string, ent *store.Entry) proof {
+	return c.sharedProof(shape, ent.Deps, ent.Gens, ent.Local)
+}
+
+// relayProving relays a read this session's account has not proven it
+// may make, and records the proof when the server answers it.
+func (c *Session) relayProving(p []byte, pr proof) error {
+	err := c.s.RelayMode(p, relay.ModeResult)
+	if err == nil && c.s.Last.Kind == relay.RespResultSet && !c.s.Last.Failed() {
+		c.e.proven.add(pr)
+	}
+	return err
 }
