@@ -7,6 +7,7 @@ import (
 
 	"github.com/mycached/mycached/mysqlproxy/internal/deps"
 	"github.com/mycached/mycached/mysqlproxy/internal/relay"
+	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 	"github.com/mycached/mycached/mysqlproxy/internal/store"
 )
 
@@ -72,6 +73,15 @@ func (c *Session) sharedProof(shape string, ds []string, gens, local []uint64) p
 		break
 	}
 	return p
+}
+
+// shapeOf is the statement shape a proof is for: the digest, or, for a
+// statement that has none, the entry's whole check text (one statement).
+func shapeOf(info *sqlinfo.Info, check []byte) string {
+	if info.Digest != "" {
+		return info.Digest
+	}
+	return "\x01" + string(check)
 }
 
 // entryProof is sharedProof for a hit on ent.
