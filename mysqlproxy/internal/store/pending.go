@@ -29,9 +29,26 @@ func (p *pendingSet) init() {
 	p.wake = make(chan struct{}, 1)
 }
 
+// pendingMax bounds the deps pending at once. Past it they give way to
+// the global generation, which every entry depends on: while memcached is
+// away, writes to ever more rows would otherwise grow the set, and the
+// journal written with each new dep, without end.
+const pendingMax = 1024
+
+// globalDep is the global generation's dep (deps.Global).
+const globalDep = "*"
+
 func (p *pendingSet) add(dep string) {
 	p.mu.Lock()
 	p.seq++
+	if _, global := p.m[globalDep]; global || len(p.m) >= pendingMax {
+		// The global bump, landed after this failure, invalidates all
+		// that the deps it replaces would.
+		dep = globalDep
+		if !global {
+			clear(p.m)
+		}
+	}
 	_, had := p.m[dep]
 	p.m[dep] = p.seq
 	p.n.Store(int64(len(p.m)))
@@ -52,6 +69,9 @@ func (p *pendingSet) any(deps []string) bool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if _, ok := p.m[globalDep]; ok {
+		return true
+	}
 	for _, d := range deps {
 		if _, ok := p.m[d]; ok {
 			return true

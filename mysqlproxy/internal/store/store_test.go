@@ -718,3 +718,69 @@ func TestLookupCreatesGenerationsInItsGet(t *testing.T) {
 		wantLookup(t, s, qkey(2), []byte("b"), deps1, Miss, nil)
 	}
 }
+
+// TestPendingBumpsBounded: while memcached is away, bumps of ever more
+// rows give way to one pending bump of the global generation, so the set
+// (and the journal written with each new dep) stays small; every entry
+// is bypassed meanwhile, and the global bump lands once memcached is back.
+func TestPendingBumpsBounded(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	j := &memJournal{}
+	s := newStore(t, Options{Servers: []string{mc.Addr}, Timeout: 200 * time.Millisecond, Journal: j})
+	ctx := context.Background()
+	fill(t, s, qkey(1), []byte("c"), []byte("p"), deps1)
+	if err := mc.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pendingMax + 500 {
+		s.Bump(ctx, []string{fmt.Sprintf("db.rows#%d", i)})
+	}
+	if got := s.Stats().PendingBumps; got != 1 {
+		t.Fatalf("got %d pending bumps after %d rows, want the global one alone", got, pendingMax+500)
+	}
+	if got := j.last(); len(got) != 1 || got[0] != "*" {
+		t.Fatalf("journal: %q, want the global generation alone", got)
+	}
+	if j.saves() > pendingMax+1 {
+		t.Errorf("the journal was written %d times for %d bumps", j.saves(), pendingMax+500)
+	}
+	if _, _, _, st := s.Lookup(ctx, qkey(2), []byte("c"), []string{"db.*", "db.other"}); st != Bypass {
+		t.Errorf("got %v for an entry of another table, want bypass", st)
+	}
+	if err := mc.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the global bump to land", func() bool { return s.Stats().PendingBumps == 0 })
+	if got := j.last(); len(got) != 0 {
+		t.Errorf("journal after the bump landed: %q, want empty", got)
+	}
+	wantLookup(t, s, qkey(1), []byte("c"), deps1, Miss, nil)
+}
+
+// memJournal is a Journal in memory that counts its saves.
+type memJournal struct {
+	mu   sync.Mutex
+	deps []string
+	n    int
+}
+
+func (j *memJournal) Load() ([]string, error) { return nil, nil }
+
+func (j *memJournal) Save(deps []string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.deps, j.n = append([]string(nil), deps...), j.n+1
+	return nil
+}
+
+func (j *memJournal) last() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.deps
+}
+
+func (j *memJournal) saves() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.n
+}
