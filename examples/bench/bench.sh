@@ -231,16 +231,19 @@ done
 mc_sql "$DB_PORT" sbtest -N -B -e "SELECT id DIV 1000, COUNT(*), ROUND(AVG(LENGTH(doc))) FROM docs GROUP BY 1" |
 	awk '{ printf "  docs: size class %s: %s documents of %s bytes\n", $1, $2, $3 }'
 
-# ---------------------------------------------------------------------------
-if scenario 1; then
-TITLE="1. oltp_point_select"
-POINT_TARGETS="direct query-cache relay passthrough l1 memcached"
+# point_port TARGET prints the port of one of scenario 1's targets, which
+# scenarios 3 and 5 read through too.
 point_port() {
 	case $1 in
 	direct) echo "$DB_PORT" ;; query-cache) echo "$QC_PORT" ;; relay) echo "$RELAY_PORT" ;;
 	passthrough) echo "$MYPASS_PORT" ;; l1) echo "$MYL1_PORT" ;; memcached) echo "$MYMC_PORT" ;;
 	esac
 }
+
+# ---------------------------------------------------------------------------
+if scenario 1; then
+TITLE="1. oltp_point_select"
+POINT_TARGETS="direct query-cache relay passthrough l1 memcached"
 echo "== $TITLE: warming the query cache, L1 and memcached (${WARM_TIME}s per mode and target)"
 for port in "$QC_PORT" "$MYL1_PORT" "$MYMC_PORT"; do
 	for mode in disable auto; do
