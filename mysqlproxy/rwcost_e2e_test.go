@@ -4,9 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	mysqlc "github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/mycached/mycached/mysqlproxy"
 )
@@ -209,6 +214,59 @@ func TestStalledClientsBoundedMemory(t *testing.T) {
 	waitFor(t, 20*time.Second, "the fill memory to be given back", func() bool {
 		return mycachedStatus(t, other)["Fill_memory_bytes"] == 0
 	})
+}
+
+// TestStalledClientsShareAnEntry: clients that do not read a hit they
+// all asked for hold one response between them, and count once against
+// the fill memory: each of them is served from the cache, though their
+// replays together are larger than the bound.
+func TestStalledClientsShareAnEntry(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".big (id INT PRIMARY KEY, pad LONGTEXT)")
+	m.Exec(t, "INSERT INTO "+db+".big SELECT seq, REPEAT(CHAR(65 + seq % 26), 1000000) FROM "+db+".seq_1_to_12")
+	const fillMemory = 32 << 20
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, FillMemory: fillMemory})
+	read := append([]byte{0x03}, "SELECT id, pad FROM big"...)
+	warm := dialRaw(t, p.addr, "root", rootPass, db, true)
+	warm.exchange(t, read...)
+	other := openDB(t, rootDSN(p.addr, db, ""))
+	before := mycachedStatus(t, other)
+	// Clients with small receive buffers, which take little of a reply
+	// they do not read.
+	smallBuffers := func(ctx context.Context, network, address string) (net.Conn, error) {
+		d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+			var err error
+			_ = rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
+			return err
+		}}
+		return d.DialContext(ctx, network, address)
+	}
+	const n = 5 // 60 MB of replies, in one 12 MB entry
+	for range n {
+		c, err := client.ConnectWithDialer(context.Background(), "tcp", p.addr, "root", rootPass, db, smallBuffers,
+			func(c *client.Conn) error { c.SetCapability(mysqlc.CLIENT_DEPRECATE_EOF); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.ResetSequence()
+		if err := c.WritePacket(append(make([]byte, 4), read...)); err != nil {
+			t.Fatal(err)
+		}
+		// The reply has begun: the replay holds the entry.
+		if pk, err := c.ReadPacket(); err != nil || len(pk) == 0 || pk[0] == 0xff {
+			t.Fatalf("stalled client's reply: %q, %v", pk, err)
+		}
+	}
+	st := mycachedStatus(t, other)
+	if hits := st["Hits_l1"] - before["Hits_l1"]; hits != n {
+		t.Errorf("%d of %d stalled clients were served from the cache (status %v)", hits, n, st)
+	}
+	if held := st["Fill_memory_bytes"]; held > 13_000_000 || held < 12_000_000 {
+		t.Errorf("Fill_memory_bytes = %d with %d replays of one 12 MB entry, want it once", held, n)
+	}
 }
 
 // queryAdmission returns the admission state SHOW MYCACHED QUERIES shows

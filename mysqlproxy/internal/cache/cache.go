@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -181,15 +182,13 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 				return c.relayProving(p, pr)
 			}
 		}
-		if n := int64(len(ent.Payload)); n > replayFree {
-			// A client that does not read holds the response while
-			// its replay waits: it counts against the fill memory.
-			if !e.fill.Take(n) {
-				e.Stats.bypass(whyFillMemory)
-				return c.s.RelayMode(p, relay.ModeResult)
-			}
-			defer e.fill.Give(n)
+		// A client that does not read holds the response while its
+		// replay waits: it counts against the fill memory.
+		if !e.replays.hold(ent.Payload, e.fill) {
+			e.Stats.bypass(whyFillMemory)
+			return c.s.RelayMode(p, relay.ModeResult)
 		}
+		defer e.replays.release(ent.Payload, e.fill)
 		adm.looked(true, true, ghost, 0)
 		e.Stats.hit(tier, time.Since(start))
 		qs.note("", 1)
@@ -388,10 +387,8 @@ func (c *Session) fill(p []byte, key string, check []byte, deps []string, gens s
 			e.Stats.bypass(whySharedUnproven)
 			return c.relayProving(p, *pr)
 		}
-		if n := int64(len(payload)); ok && payload != nil && (n <= replayFree || e.fill.Take(n)) {
-			if n > replayFree {
-				defer e.fill.Give(n)
-			}
+		if ok && payload != nil && e.replays.hold(payload, e.fill) {
+			defer e.replays.release(payload, e.fill)
 			e.Stats.shared.Inc()
 			return c.replay(payload, p)
 		}
@@ -476,6 +473,54 @@ func (c *Session) relayTeeWith(p []byte, dec cachepolicy.Decision, dst *bufio.Wr
 // not counted against the fill memory: what a connection's buffers hold
 // anyway.
 const replayFree = wire.BufSize
+
+// replaying counts the large responses being replayed to clients against
+// the fill memory, each once however many clients it is replayed to: an
+// entry, or a fill's response, is one array that they share, and that a
+// client that does not read keeps alive after the cache has let go of it.
+type replaying struct {
+	mu sync.Mutex
+	m  map[*byte]int // first byte of a response -> replays holding it
+}
+
+// hold counts payload as held by one more replay, and reports whether b
+// had room for it; payloads of at most replayFree bytes always do.
+func (r *replaying) hold(payload []byte, b *wire.Budget) bool {
+	if len(payload) <= replayFree {
+		return true
+	}
+	k := &payload[0]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := r.m[k]; n > 0 {
+		r.m[k] = n + 1
+		return true
+	}
+	if !b.Take(int64(len(payload))) {
+		return false
+	}
+	if r.m == nil {
+		r.m = make(map[*byte]int)
+	}
+	r.m[k] = 1
+	return true
+}
+
+// release ends a replay that hold let through.
+func (r *replaying) release(payload []byte, b *wire.Budget) {
+	if len(payload) <= replayFree {
+		return
+	}
+	k := &payload[0]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := r.m[k]; n > 1 {
+		r.m[k] = n - 1
+		return
+	}
+	delete(r.m, k)
+	b.Give(int64(len(payload)))
+}
 
 // teeMax is the most bytes of a response that may be stored under dec.
 func (c *Session) teeMax(dec cachepolicy.Decision) int {

@@ -93,6 +93,7 @@ type Engine struct {
 	flights  flight.Early
 	ghosts   ghosts
 	proven   provenSet // accounts' proofs for shared entries
+	replays  replaying // large responses being replayed, against fill
 	depsMemo depsMemo
 }
 
