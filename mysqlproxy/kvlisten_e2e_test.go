@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -172,19 +171,9 @@ func TestKVListenStalledRepliesBounded(t *testing.T) {
 	if err := read(); err != nil {
 		t.Fatalf(`SELECT "big" with no one stalled: %v`, err)
 	}
-	// Clients with small receive buffers, which take little of a reply
-	// they do not read.
-	smallBuffers := func(ctx context.Context, network, address string) (net.Conn, error) {
-		d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-			var err error
-			_ = rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
-			return err
-		}}
-		return d.DialContext(ctx, network, address)
-	}
 	var stalled []*client.Conn
 	for range 2 {
-		c, err := client.ConnectWithDialer(context.Background(), "tcp", addr, "app", kvPass, "", smallBuffers)
+		c, err := client.ConnectWithDialer(context.Background(), "tcp", addr, "app", kvPass, "", dialSmallBuffers)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -203,6 +204,18 @@ func TestE2EMultiStatements(t *testing.T) {
 type rawConn struct {
 	*client.Conn
 	deprecateEOF bool
+}
+
+// dialSmallBuffers dials with a small receive buffer (a client.Dialer): a
+// client that does not read then takes little of a reply, and the rest
+// waits on mycached.
+func dialSmallBuffers(ctx context.Context, network, address string) (net.Conn, error) {
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var err error
+		_ = rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
+		return err
+	}}
+	return d.DialContext(ctx, network, address)
 }
 
 func dialRaw(t testing.TB, addr, user, pass, db string, deprecateEOF bool) *rawConn {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -233,19 +231,9 @@ func TestStalledClientsShareAnEntry(t *testing.T) {
 	warm.exchange(t, read...)
 	other := openDB(t, rootDSN(p.addr, db, ""))
 	before := mycachedStatus(t, other)
-	// Clients with small receive buffers, which take little of a reply
-	// they do not read.
-	smallBuffers := func(ctx context.Context, network, address string) (net.Conn, error) {
-		d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-			var err error
-			_ = rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
-			return err
-		}}
-		return d.DialContext(ctx, network, address)
-	}
 	const n = 5 // 60 MB of replies, in one 12 MB entry
 	for range n {
-		c, err := client.ConnectWithDialer(context.Background(), "tcp", p.addr, "root", rootPass, db, smallBuffers,
+		c, err := client.ConnectWithDialer(context.Background(), "tcp", p.addr, "root", rootPass, db, dialSmallBuffers,
 			func(c *client.Conn) error { c.SetCapability(mysqlc.CLIENT_DEPRECATE_EOF); return nil })
 		if err != nil {
 			t.Fatal(err)
