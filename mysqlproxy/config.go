@@ -217,7 +217,7 @@ func (c *Config) fillDefaults() {
 		c.MaxResultBytes = 16 << 20
 	}
 	if c.FillMemory == 0 {
-		c.FillMemory = 256 << 20
+		c.FillMemory = cache.DefaultFillMemory
 	}
 	if c.DefaultTTL == 0 {
 		c.DefaultTTL = 60 * time.Second

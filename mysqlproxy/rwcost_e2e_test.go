@@ -12,6 +12,7 @@ import (
 	mysqlc "github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/mycached/mycached/mysqlproxy"
+	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
 )
 
 // TestTransactionBumpsAtItsEnd: a write to an InnoDB table inside a
@@ -88,6 +89,16 @@ func TestTransactionBumpsAtItsEnd(t *testing.T) {
 	}
 }
 
+// bigRows makes a database whose table big holds n rows (id, pad) of
+// size bytes each, and returns its name.
+func bigRows(t *testing.T, m *testenv.MariaDB, n, size int) string {
+	t.Helper()
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".big (id INT PRIMARY KEY, pad LONGTEXT)")
+	m.Exec(t, fmt.Sprintf("INSERT INTO %s.big SELECT seq, REPEAT(CHAR(65 + seq %% 26), %d) FROM %s.seq_1_to_%d", db, size, db, n))
+	return db
+}
+
 // TestStalledClientHoldsNoOneUp: a client that asks for a large cacheable
 // result and never reads it does not hold up another client that asks
 // the same question, whether the result fits the cache (the second client
@@ -95,10 +106,8 @@ func TestTransactionBumpsAtItsEnd(t *testing.T) {
 func TestStalledClientHoldsNoOneUp(t *testing.T) {
 	t.Parallel()
 	m := testenvShared(t)
-	db := m.NewDatabase(t)
-	m.Exec(t, "CREATE TABLE "+db+".big (id INT PRIMARY KEY, pad LONGTEXT)")
 	// About 20 MB.
-	m.Exec(t, "INSERT INTO "+db+".big SELECT seq, REPEAT(CHAR(65 + seq % 26), 200000) FROM "+db+".seq_1_to_100")
+	db := bigRows(t, m, 100, 200000)
 	for _, tc := range []struct {
 		name     string
 		maxBytes int64
@@ -156,11 +165,9 @@ func TestStalledClientHoldsNoOneUp(t *testing.T) {
 func TestStalledClientsBoundedMemory(t *testing.T) {
 	t.Parallel()
 	m := testenvShared(t)
-	db := m.NewDatabase(t)
-	m.Exec(t, "CREATE TABLE "+db+".big (id INT PRIMARY KEY, pad LONGTEXT)")
 	// 96 rows of 1 MB: eight reads of 12 MB, more than a loopback
 	// socket's buffers take.
-	m.Exec(t, "INSERT INTO "+db+".big SELECT seq, REPEAT(CHAR(65 + seq % 26), 1000000) FROM "+db+".seq_1_to_96")
+	db := bigRows(t, m, 96, 1000000)
 	const fillMemory = 40 << 20
 	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, FillMemory: fillMemory})
 	read := func(i int) []byte {
@@ -221,9 +228,7 @@ func TestStalledClientsBoundedMemory(t *testing.T) {
 func TestStalledClientsShareAnEntry(t *testing.T) {
 	t.Parallel()
 	m := testenvShared(t)
-	db := m.NewDatabase(t)
-	m.Exec(t, "CREATE TABLE "+db+".big (id INT PRIMARY KEY, pad LONGTEXT)")
-	m.Exec(t, "INSERT INTO "+db+".big SELECT seq, REPEAT(CHAR(65 + seq % 26), 1000000) FROM "+db+".seq_1_to_12")
+	db := bigRows(t, m, 12, 1000000)
 	const fillMemory = 32 << 20
 	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, FillMemory: fillMemory})
 	read := append([]byte{0x03}, "SELECT id, pad FROM big"...)

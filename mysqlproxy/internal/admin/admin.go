@@ -12,6 +12,7 @@ import (
 
 	"github.com/mycached/mycached/mysqlproxy/internal/cache"
 	"github.com/mycached/mycached/mysqlproxy/internal/relay"
+	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 )
 
 // Server is what the admin commands act on.
@@ -137,7 +138,7 @@ func (a *Session) showMycached(args []string) error {
 		}
 		var rows [][]*string
 		for _, kv := range a.srv.StatusRows() {
-			if likeFold(kv[0], pattern) {
+			if sqlinfo.LikeFold(kv[0], pattern) {
 				rows = append(rows, []*string{&kv[0], &kv[1]})
 			}
 		}
@@ -151,50 +152,6 @@ func (a *Session) showMycached(args []string) error {
 		return a.s.WriteResult([]string{"digest", "hits", "misses", "bypasses", "bypass_reason", "admission", "admission_reason"}, rows)
 	}
 	return a.s.WriteErr(mysql.ER_PARSE_ERROR, "42000", "mycached: SHOW MYCACHED takes STATUS or QUERIES")
-}
-
-// likeFold reports whether s matches the SQL LIKE pattern, with % and _
-// as wildcards and \ escaping the next byte, ignoring ASCII case.
-func likeFold(s, pattern string) bool {
-	for len(pattern) > 0 {
-		switch c := pattern[0]; c {
-		case '%':
-			for len(pattern) > 0 && pattern[0] == '%' {
-				pattern = pattern[1:]
-			}
-			if pattern == "" {
-				return true
-			}
-			for i := 0; i <= len(s); i++ {
-				if likeFold(s[i:], pattern) {
-					return true
-				}
-			}
-			return false
-		case '_':
-			if s == "" {
-				return false
-			}
-			s, pattern = s[1:], pattern[1:]
-		default:
-			if c == '\\' && len(pattern) > 1 {
-				pattern = pattern[1:]
-				c = pattern[0]
-			}
-			if s == "" || lower(s[0]) != lower(c) {
-				return false
-			}
-			s, pattern = s[1:], pattern[1:]
-		}
-	}
-	return s == ""
-}
-
-func lower(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
 }
 
 func (a *Session) adminCommand(args []string) error {

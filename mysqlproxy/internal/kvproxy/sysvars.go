@@ -2,12 +2,13 @@ package kvproxy
 
 import (
 	"maps"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 )
 
 // Drivers read system variables when they connect, and stop if they
@@ -145,7 +146,7 @@ func showVars(f []string, vars map[string]sysVar) (varsAnswer, bool) {
 		if !ok {
 			return varsAnswer{}, false
 		}
-		match = func(name string) bool { return likeMatch(strings.ToLower(pat), name) }
+		match = func(name string) bool { return sqlinfo.LikeFold(name, pat) }
 	case strings.HasPrefix(low, "where "):
 		cond := strings.TrimSpace(rest[len("where "):])
 		field, cond, _ := strings.Cut(cond, " ")
@@ -199,13 +200,6 @@ func quoted(s string) (string, bool) {
 		return "", false
 	}
 	return in, true
-}
-
-// likeMatch matches a LIKE pattern (% and _, no escapes) against name.
-func likeMatch(pat, name string) bool {
-	r := strings.NewReplacer("*", "\\*", "?", "\\?", "[", "\\[", "\\", "\\\\", "%", "*", "_", "?")
-	ok, err := path.Match(r.Replace(pat), name)
-	return err == nil && ok
 }
 
 // writeVars sends a varsAnswer.
