@@ -22,8 +22,10 @@ var nondeterministic = map[string]bool{
 	"current_resource_group": true, "tidb_current_tso": true,
 	"tidb_version": true, "tidb_is_ddl_owner": true,
 	"password": true, "encrypt": true,
-	// The binlog's contents, which no table generation covers.
-	"binlog_gtid_pos": true,
+	// The binlog's contents, and a Galera cluster's replication state,
+	// which no table generation covers.
+	"binlog_gtid_pos": true, "wsrep_last_seen_gtid": true,
+	"wsrep_last_written_gtid": true, "wsrep_sync_wait_upto_gtid": true,
 }
 
 // builtins lists the built-in scalar functions. A call to any other name is
