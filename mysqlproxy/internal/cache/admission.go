@@ -45,6 +45,18 @@ const admWindow = 128
 // little about a shape whose keys repeat at a distance.
 const admProbationWindows = 8
 
+// An admitted shape, or one on probation, is rejected only once it has
+// lost admLosing windows in a row, over at least admLosingFor. At tens of
+// thousands of reads a second a window lasts milliseconds: the window of
+// misses after a write to the shape's table, or a moment in which the
+// machine was too busy to answer lookups quickly, says nothing of the
+// shape, and the reads of a rejected one all go to the server until its
+// ghosts bring it back.
+const (
+	admLosing    = 3
+	admLosingFor = 250 * time.Millisecond
+)
+
 // A rejected shape's reads are judged by a sample of them, so that the
 // others cost no more than a passthrough: the texts (or parameters) one
 // in admSample hashes to, the same in every session and sidecar, so that
@@ -83,11 +95,16 @@ type admission struct {
 	policyForces atomic.Bool
 
 	mu sync.Mutex
-	// The costs last measured, kept across windows that measure none.
+	// The costs measured, averaged over windows (see smoothed), and kept
+	// across windows that measure none.
 	missCost, relayCost time.Duration
 	windows             int // judged so far, up to admProbationWindows
 	admittedWindows     int // consecutive windows read through the cache
+	losing              int // consecutive windows whose hits did not pay
+	losingSince         time.Time
 	why                 atomic.Pointer[string]
+
+	now func() time.Time // time.Now when nil
 }
 
 // admit says whether a read of this shape goes through the cache now, as
@@ -160,10 +177,10 @@ func (a *admission) verdict() {
 	execs, hits, ghosts, misses := a.execs.Load(), a.hits.Load(), a.ghosts.Load(), a.misses.Load()
 	relayedGhosts := a.ghostsRelayed.Load()
 	if m := a.missNanos.Load(); misses > 0 {
-		a.missCost = time.Duration(m / misses)
+		a.missCost = smoothed(a.missCost, time.Duration(m/misses))
 	}
 	if n := a.relays.Load(); n > 0 {
-		a.relayCost = time.Duration(a.relayNanos.Load() / n)
+		a.relayCost = smoothed(a.relayCost, time.Duration(a.relayNanos.Load()/n))
 	}
 	a.execs.Store(0)
 	a.hits.Store(0)
@@ -192,15 +209,40 @@ func (a *admission) verdict() {
 	if a.windows < admProbationWindows {
 		a.windows++
 	}
-	// Until both costs are known, and through its probation, it is not
-	// rejected.
+	// Until both costs are known, through its probation, and until it
+	// has lost for a while, it is not rejected.
 	switch {
 	case a.relayCost == 0 || a.missCost == 0:
 	case saved >= spent:
+		a.losing = 0
 		a.state.Store(admAdmitted)
-	case a.windows >= admProbationWindows:
-		a.state.Store(admRejected)
+	default:
+		now := a.clock()
+		if a.losing == 0 {
+			a.losingSince = now
+		}
+		a.losing++
+		if a.windows >= admProbationWindows && a.losing >= admLosing && now.Sub(a.losingSince) >= admLosingFor {
+			a.state.Store(admRejected)
+		}
 	}
+}
+
+func (a *admission) clock() time.Time {
+	if a.now != nil {
+		return a.now()
+	}
+	return time.Now()
+}
+
+// smoothed averages a cost over windows, the last one weighing a quarter:
+// the mean of one window, in which a burst of lookups queued behind each
+// other, is not what the shape's lookups cost.
+func smoothed(avg, window time.Duration) time.Duration {
+	if avg == 0 {
+		return window
+	}
+	return (3*avg + window) / 4
 }
 
 // wantsGhosts reports whether the shape's reads should be checked

@@ -20,9 +20,19 @@ func run(a *admission, hits, ghosts int, miss, relay time.Duration) {
 	}
 }
 
+// stepping returns a clock that moves on by step each time it is read:
+// a verdict reads it once per losing window.
+func stepping(step time.Duration) func() time.Time {
+	t := time.Unix(1e9, 0)
+	return func() time.Time {
+		t = t.Add(step)
+		return t
+	}
+}
+
 func TestAdmission(t *testing.T) {
 	const miss, relay = 100 * time.Microsecond, 150 * time.Microsecond
-	var a admission
+	a := admission{now: stepping(admLosingFor / 2)}
 	if st, _ := a.describe(); st != "probation" {
 		t.Fatalf("a new shape is %s, want probation", st)
 	}
@@ -59,7 +69,7 @@ func TestAdmission(t *testing.T) {
 		t.Fatalf("cold cache with 90/128 ghost hits: %s, want admitted", st)
 	}
 	// Cheap lookups (L1 only) pay for few hits.
-	var b admission
+	b := admission{now: stepping(admLosingFor / 2)}
 	for range admProbationWindows {
 		run(&b, 3, 3, 2*time.Microsecond, relay)
 	}
@@ -69,7 +79,7 @@ func TestAdmission(t *testing.T) {
 	// Warm, it is judged by its real hits: ghosts that say most reads
 	// would hit cannot keep a shape whose entries do not serve them
 	// (reads inside a snapshot store nothing, for one).
-	var w admission
+	w := admission{now: stepping(admLosingFor / 2)}
 	for range admProbationWindows {
 		run(&w, 10, 100, miss, relay)
 	}
@@ -84,6 +94,62 @@ func TestAdmission(t *testing.T) {
 	var n *admission
 	if !n.admit("") || n.admit(cachepolicy.AdmitNever) {
 		t.Error("an untracked shape: admit must follow the override alone")
+	}
+}
+
+// A shape whose reads hit is not rejected for a moment of misses: the
+// window after a write to its table, or lookups that queued while the
+// machine was busy. Only a losing streak that lasts rejects it.
+func TestAdmissionLosingStreak(t *testing.T) {
+	const miss, relay = 100 * time.Microsecond, 150 * time.Microsecond
+	a := admission{now: stepping(time.Millisecond)}
+	// Warming: half the reads hit, and the misses tell the costs.
+	run(&a, admWindow/2, admWindow/2, miss, relay)
+	for range admProbationWindows + 2 {
+		run(&a, admWindow, 0, miss, relay)
+	}
+	if st, why := a.describe(); st != "admitted" {
+		t.Fatalf("every read hit: %s (%s)", st, why)
+	}
+	// Every entry invalidated, and the lookups queued: 128 misses that
+	// took 50 times as long as usual.
+	run(&a, 0, 0, 50*miss, relay)
+	if st, why := a.describe(); st != "admitted" {
+		t.Fatalf("after one window of slow misses: %s (%s), want admitted", st, why)
+	}
+	if a.missCost >= 50*miss/2 {
+		t.Errorf("one slow window made the miss cost %v: it must weigh a quarter", a.missCost)
+	}
+	run(&a, admWindow, 0, miss, relay)
+	// Losing windows in a row, but within admLosingFor: still admitted.
+	clock := time.Unix(2e9, 0)
+	a.now = func() time.Time { clock = clock.Add(time.Millisecond); return clock }
+	for range 2 * admLosing {
+		run(&a, 0, 0, miss, relay)
+	}
+	if st, why := a.describe(); st != "admitted" {
+		t.Fatalf("after %d losing windows within %v: %s (%s), want admitted", 2*admLosing, admLosingFor, st, why)
+	}
+	// The same streak, lasting: rejected.
+	a.now = func() time.Time { clock = clock.Add(admLosingFor); return clock }
+	run(&a, 0, 0, miss, relay)
+	if st, why := a.describe(); st != "rejected" {
+		t.Fatalf("a losing streak over %v: %s (%s), want rejected", admLosingFor, st, why)
+	}
+	// A winning window ends a streak: the next losing one starts afresh.
+	var b admission
+	b.now = func() time.Time { clock = clock.Add(admLosingFor); return clock }
+	run(&b, admWindow/2, admWindow/2, miss, relay)
+	for range admProbationWindows {
+		run(&b, admWindow, 0, miss, relay)
+	}
+	for range 3 {
+		run(&b, 0, 0, miss, relay)
+		run(&b, 0, 0, miss, relay)
+		run(&b, admWindow, 0, miss, relay)
+	}
+	if st, why := b.describe(); st != "admitted" {
+		t.Fatalf("losing windows in pairs between winning ones: %s (%s), want admitted", st, why)
 	}
 }
 
