@@ -87,7 +87,7 @@ func execSelect(ctx context.Context, s Store, opts Options, ns string, st *Stmt)
 	if res.IsError() {
 		return res
 	}
-	vals, err := getBounded(ctx, s, keys, opts.MaxReplyBytes)
+	vals, err := getBounded(ctx, s, keys, opts.MaxReplyBytes, maxValue(ctx, s, opts))
 	if errors.Is(err, errReplyTooLarge) {
 		return replyTooLarge(opts)
 	}
@@ -95,6 +95,15 @@ func execSelect(ctx context.Context, s Store, opts Options, ns string, st *Stmt)
 		return storeError(opts, "SELECT", err)
 	}
 	return SelectResult(userKeys, vals, nil)
+}
+
+// maxValue is the most bytes one stored value may have: memcached's item
+// size limit or, for the in-process tier, the largest value INSERT takes.
+func maxValue(ctx context.Context, s Store, opts Options) int {
+	if n := s.ItemSizeMax(ctx); n > 0 {
+		return n
+	}
+	return opts.MaxBytes
 }
 
 // errReplyTooLarge is getBounded's error past its bound.
@@ -111,11 +120,18 @@ const (
 // getBounded reads keys in batches, and gives up with errReplyTooLarge as
 // soon as the values read come to more than limit bytes. A batch is sized
 // from the values read so far, so that a list of large values is not read
-// all at once before the bound is checked.
-func getBounded(ctx context.Context, s Store, keys []string, limit int) ([][]byte, error) {
+// all at once before the bound is checked. Keys absent or small at first
+// make batches large, so a batch also holds no more keys than values of
+// the largest size one may have (maxValue bytes) could fill twice what is
+// left of the bound: the values read never come to more than twice the
+// bound and one value.
+func getBounded(ctx context.Context, s Store, keys []string, limit, maxValue int) ([][]byte, error) {
 	vals := make([][]byte, 0, len(keys))
 	total, batch := 0, firstBatch
 	for len(vals) < len(keys) {
+		if maxValue > 0 {
+			batch = min(batch, max(1, (2*limit-total)/maxValue))
+		}
 		next := keys[len(vals):min(len(vals)+batch, len(keys))]
 		got, err := s.GetMulti(ctx, next)
 		if err != nil {
@@ -233,7 +249,7 @@ func execSelectAll(ctx context.Context, s Store, opts Options, ns string) Result
 	if err != nil {
 		return storeError(opts, "SELECT *", err)
 	}
-	vals, err := getBounded(ctx, s, keys, opts.MaxReplyBytes)
+	vals, err := getBounded(ctx, s, keys, opts.MaxReplyBytes, maxValue(ctx, s, opts))
 	if errors.Is(err, errReplyTooLarge) {
 		return replyTooLarge(opts)
 	}

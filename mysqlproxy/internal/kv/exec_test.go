@@ -236,6 +236,7 @@ func TestExecNamespaces(t *testing.T) {
 // bounded GetMulti calls and returns them all.
 func TestExecSelectAllBatches(t *testing.T) {
 	s := newFakeStore()
+	s.itemMax = 1 << 20 // memcached's default
 	const n = 2*getBatch + 7
 	var want []string
 	for i := range n {
@@ -478,6 +479,37 @@ func TestExecReplyBound(t *testing.T) {
 		}
 		if read > firstBatch {
 			t.Errorf("%s read %d values of 1 MiB before it gave up, want at most %d", q, read, firstBatch)
+		}
+	}
+	// Keys absent at first make the batches large: they must still not
+	// read a batch of large values far past the bound (twice the bound
+	// at most). Read so, the statement below read 58 MiB to give up at
+	// 5 MiB. The same holds on the in-process tier (no item size limit),
+	// by the largest value INSERT takes.
+	for _, itemMax := range []int{1<<20 + 1024, 0} {
+		s := newFakeStore()
+		s.itemMax = itemMax
+		q := "SELECT "
+		for i := range 50 {
+			q += fmt.Sprintf(`"absent%02d", `, i)
+		}
+		for i := range 100 {
+			s.m[fmt.Sprintf("kv:k%02d", i)] = []byte(big)
+			q += fmt.Sprintf(`"k%02d", `, i)
+		}
+		q = strings.TrimSuffix(q, ", ")
+		o := Options{MaxReplyBytes: 5 << 20, MaxBytes: 1 << 20}
+		if r := run(t, s, o, "", q); !r.IsError() || !strings.Contains(r.Msg, "more than 5242880 bytes") {
+			t.Errorf("item size limit %d: 100 values of 1 MiB after 50 absent keys: %+v", itemMax, r.Msg)
+		}
+		read := 0
+		for _, c := range s.getCalls {
+			for _, k := range c {
+				read += len(s.m[k])
+			}
+		}
+		if read > 2*o.MaxReplyBytes+len(big) {
+			t.Errorf("item size limit %d: read %d bytes of values before giving up at %d", itemMax, read, o.MaxReplyBytes)
 		}
 	}
 	if got := (Options{MaxBytes: 100 << 20}).withDefaults().MaxReplyBytes; got != 100<<20 {
