@@ -374,7 +374,7 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		}
 	}
 	if info.MayWrite && !(c.refusedBeforeRunning(info, resp) && !runsRoutines(info, sql)) {
-		c.invalidate(info, sql, resp, params)
+		c.invalidate(info, sql, resp, params, c.routineWroteNothing(info, sql, resp, lastGTID))
 	}
 	if c.e.follower.Load() != nil && !c.refusedBeforeRunning(info, resp) {
 		c.noteOwnWrite(lastGTID, info, sql)
@@ -585,7 +585,7 @@ func mayCommit(info *sqlinfo.Info) bool {
 // invisible until COMMIT (InnoDB) is not bumped at all until then: no
 // other session can see it before, and this session's own reads bypass
 // the cache once its transaction has written.
-func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Response, params []wire.Param) {
+func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Response, params []wire.Param, wroteNothing bool) {
 	e := c.e
 	ds := make([]string, 0, len(info.Writes)+2)
 	tables := make([]string, 0, len(info.Writes))
@@ -594,7 +594,7 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 		ds = append(ds, c.writeDeps(info, t, resp, params)...)
 		tables = append(tables, t.String())
 	}
-	if info.Unmapped {
+	if info.Unmapped && !wroteNothing {
 		ds = c.unmappedDeps(ds, info)
 		if info.Kind != sqlinfo.Call && e.meta() != nil {
 			// It may have been DDL mycached could not read: what it knows
@@ -623,6 +623,41 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 			c.txDeps[d] = struct{}{}
 		}
 	}
+}
+
+// routineWroteNothing reports whether a CALL, whose writes the text
+// cannot say, surely changed no table that a cached read may depend on:
+// the server reports that it committed nothing to the binlog, where every
+// change of a table that is not temporary goes. Then it needs none of the
+// global bump that a CALL otherwise makes, and a procedure that only
+// reads costs the fleet's caches nothing.
+//
+// That holds on MariaDB, whose trackers report @@last_gtid as each
+// binlogged transaction of the session commits (prev is its value before
+// the statement), with the binlog on and written in full (the follower
+// runs; no binlog_do_db or binlog_ignore_db filters it), for a statement
+// that succeeded, left no transaction open (its writes would commit
+// later), changed no state that no tracker shows, and ran with
+// sql_log_bin on: set off before, or set at all while it ran (a
+// procedure may turn it off and on again), its writes may be unlogged.
+func (c *Session) routineWroteNothing(info *sqlinfo.Info, sql string, resp *relay.Response, prev string) bool {
+	if info.Kind != sqlinfo.Call || !c.s.Track || resp.Failed() || resp.Tracked.Unseen || c.s.InTransaction() {
+		return false
+	}
+	m := c.e.meta()
+	if m == nil || c.e.follower.Load() == nil {
+		return false
+	}
+	if f := m.Facts(); !f.MariaDB || len(f.BinlogDoDB) > 0 || len(f.BinlogIgnoreDB) > 0 {
+		return false
+	}
+	if _, set := resp.Tracked.Vars["sql_log_bin"]; set || sqlinfo.ContainsFold(sql, "sql_log_bin") {
+		return false
+	}
+	if v, ok := c.s.Vars["sql_log_bin"]; ok && !strings.EqualFold(v, "ON") && v != "1" {
+		return false
+	}
+	return c.s.Vars["last_gtid"] == prev
 }
 
 // deferrable reports whether a write inside a transaction may wait for

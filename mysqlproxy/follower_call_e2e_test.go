@@ -1,0 +1,80 @@
+package mysqlproxy_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mycached/mycached/mysqlproxy"
+)
+
+// TestCallThatWritesNothing: a CALL's writes are unknown to the text, so
+// it invalidates every cached entry, unless the server reports that it
+// committed nothing to the binlog. A procedure that only reads then
+// leaves the cache in place; one that writes, logged or not, still makes
+// the next read of what it wrote fresh, on another session of the same
+// sidecar, with no wait.
+func TestCallThatWritesNothing(t *testing.T) {
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	for _, s := range []string{
+		"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)",
+		"CREATE TABLE u (id INT PRIMARY KEY, v INT)", "INSERT INTO u VALUES (1, 1)",
+		"CREATE PROCEDURE only_reads() SELECT v FROM u WHERE id = 1",
+		"CREATE PROCEDURE reads_in_tx() BEGIN START TRANSACTION; SELECT v FROM u; COMMIT; END",
+		"CREATE PROCEDURE rolls_back() BEGIN START TRANSACTION; UPDATE t SET v = v + 100 WHERE id = 1; ROLLBACK; END",
+		"CREATE PROCEDURE writes() BEGIN UPDATE t SET v = v + 1 WHERE id = 1; SELECT v FROM u WHERE id = 1; END",
+		"CREATE PROCEDURE writes_unlogged() BEGIN SET sql_log_bin = 0; UPDATE t SET v = v + 1 WHERE id = 1; SET sql_log_bin = 1; END",
+		"CREATE PROCEDURE writes_later() BEGIN START TRANSACTION; UPDATE t SET v = v + 1 WHERE id = 1; END",
+	} {
+		mustExec(t, f.direct, s)
+	}
+	f.sync(t)
+	const q = "SELECT v FROM t WHERE id = 1"
+	caller, other := conn(t, f.viaA), conn(t, f.viaA)
+	warm := func() {
+		t.Helper()
+		waitFor(t, 5*time.Second, q+" to be served from the cache", func() bool {
+			before := hits(t, f.viaA)
+			connDump(other, q)
+			return hits(t, f.viaA) > before
+		})
+	}
+	call := func(stmt string) {
+		t.Helper()
+		if _, err := queryDump(context.Background(), caller, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+
+	for _, p := range []string{"only_reads", "reads_in_tx", "rolls_back"} {
+		warm()
+		call("CALL " + p + "()")
+		want := dump(t, f.direct, q)
+		got, selects := counted(t, m, other, q)
+		if got != want {
+			t.Fatalf("after CALL %s(): %s, want %s", p, got, want)
+		}
+		if selects != 0 {
+			t.Errorf("after CALL %s(), which committed nothing, the read went to the server: the CALL invalidated the cache", p)
+		}
+	}
+
+	for _, stmts := range [][]string{
+		{"CALL writes()"},
+		{"CALL writes_unlogged()"},
+		// Off before the CALL: nothing it writes is logged.
+		{"SET sql_log_bin = 0", "CALL writes()", "SET sql_log_bin = 1"},
+		{"SET STATEMENT sql_log_bin = 0 FOR CALL writes()"},
+		// Committed by the next statement, not by the CALL.
+		{"CALL writes_later()", "COMMIT"},
+	} {
+		warm()
+		for _, s := range stmts {
+			call(s)
+		}
+		if got, want := connDump(other, q), dump(t, f.direct, q); got != want {
+			t.Errorf("right after %q, another session read %s, want %s (stale)", stmts, got, want)
+		}
+	}
+}
