@@ -78,3 +78,64 @@ func TestCallThatWritesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutineWritesWithoutFollower: on a sidecar with no binlog follower,
+// a statement that runs a stored function which writes (SELECT f(), DO
+// f()) invalidates what it may have written, as a CALL does, once the
+// write is committed; one whose functions only read invalidates nothing.
+func TestRoutineWritesWithoutFollower(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	for _, s := range []string{
+		"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)",
+		"CREATE FUNCTION bump() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN UPDATE t SET v = v + 1 WHERE id = 1; RETURN 1; END",
+		"CREATE FUNCTION peek() RETURNS INT READS SQL DATA RETURN (SELECT v FROM t WHERE id = 1)",
+	} {
+		m.Exec(t, "USE "+db+"; "+s)
+	}
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	via := openDB(t, rootDSN(p.addr, db, ""))
+	direct := openDB(t, rootDSN(m.Addr, db, ""))
+	caller, other := conn(t, via), conn(t, via)
+	const q = "SELECT v FROM t WHERE id = 1"
+	warm := func() {
+		t.Helper()
+		waitFor(t, 5*time.Second, q+" to be served from the cache", func() bool {
+			before := hits(t, via)
+			connDump(other, q)
+			return hits(t, via) > before
+		})
+	}
+	for _, stmts := range [][]string{
+		{"DO bump()"},
+		{"SELECT bump()"},
+		{"BEGIN", "DO bump()", "COMMIT"},
+		{"SET autocommit = 0", "SELECT bump()", "COMMIT", "SET autocommit = 1"},
+	} {
+		warm()
+		for _, s := range stmts {
+			execOn(t, caller, s)
+		}
+		if got, want := connDump(other, q), dump(t, direct, q); got != want {
+			t.Errorf("right after %q, another session read %s, want %s (stale)", stmts, got, want)
+		}
+	}
+	for _, stmts := range [][]string{
+		{"SELECT peek()"},
+		{"BEGIN", "SELECT peek()", "COMMIT"},
+		{"BEGIN", "DO bump()", "ROLLBACK"},
+	} {
+		warm()
+		for _, s := range stmts {
+			execOn(t, caller, s)
+		}
+		got, selects := counted(t, m, other, q)
+		if want := dump(t, direct, q); got != want {
+			t.Fatalf("after %q: %s, want %s", stmts, got, want)
+		}
+		if selects != 0 {
+			t.Errorf("after %q, which committed nothing, the read went to the server", stmts)
+		}
+	}
+}

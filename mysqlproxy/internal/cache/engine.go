@@ -209,7 +209,12 @@ type Session struct {
 	txWrote  bool                // the open transaction has written
 	xa       bool                // an XA transaction is open: its end may come from another session
 	txDeps   map[string]struct{} // what it wrote, bumped again when it ends
-	temps    map[string]struct{} // temporary tables ("db.t"), which shadow real ones
+	// txRoutine says the open transaction ran a stored function with no
+	// follower to apply what it wrote, and txRoutineGTID is @@last_gtid
+	// before it: see routineRan.
+	txRoutine     bool
+	txRoutineGTID string
+	temps         map[string]struct{} // temporary tables ("db.t"), which shadow real ones
 	// tempsUnknown says a statement may have created temporary tables
 	// no parse or tracker shows (MariaDB reports none made by CREATE
 	// TEMPORARY TABLE ... SELECT, and none made by stored code or

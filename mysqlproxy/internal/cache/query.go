@@ -378,6 +378,8 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 	}
 	if c.e.follower.Load() != nil && !c.refusedBeforeRunning(info, resp) {
 		c.noteOwnWrite(lastGTID, info, sql)
+	} else if info.CallsRoutine && !c.refusedBeforeRunning(info, resp) {
+		c.routineRan(lastGTID)
 	}
 	c.transition(info, sql, before, ok)
 	if (info.CallsRoutine || info.ParseError) && c.s.InTransaction() {
@@ -660,6 +662,28 @@ func (c *Session) routineWroteNothing(info *sqlinfo.Info, sql string, resp *rela
 	return c.s.Vars["last_gtid"] == prev
 }
 
+// routineRan handles a statement that ran a stored function (SELECT f(),
+// DO f(), INSERT ... VALUES (f())) on a sidecar with no follower, which
+// would otherwise apply what the function wrote: its text cannot say, so
+// the global generation is bumped once the writes are committed. The
+// server tells whether they were where it reports @@last_gtid (prev is its
+// value before the statement), which changes with each transaction the
+// session commits to the binlog: a function that only reads costs
+// nothing. With no trackers, or in a transaction (bumped when it ends,
+// if it committed anything), it is bumped all the same.
+func (c *Session) routineRan(prev string) {
+	if c.s.InTransaction() {
+		if !c.txRoutine {
+			c.txRoutine, c.txRoutineGTID = true, prev
+		}
+		return
+	}
+	if !c.s.Track || c.s.Vars["last_gtid"] != prev {
+		c.e.Store.Bump(context.Background(), []string{deps.Global})
+		c.e.Stats.invalidations.Inc()
+	}
+}
+
 // deferrable reports whether a write inside a transaction may wait for
 // its end to be bumped: a single DML statement, outside XA, whose every
 // table is known to be transactional and to change no other table the
@@ -718,9 +742,16 @@ func (c *Session) unmappedDeps(ds []string, info *sqlinfo.Info) []string {
 func (c *Session) TxEnded() { c.endTransaction() }
 
 func (c *Session) endTransaction() {
+	if c.txRoutine && (!c.s.Track || c.s.Vars["last_gtid"] != c.txRoutineGTID) {
+		// Its stored functions may have written anything (routineRan).
+		if c.txDeps == nil {
+			c.txDeps = make(map[string]struct{})
+		}
+		c.txDeps[deps.Global] = struct{}{}
+	}
 	c.bumpTx()
 	clear(c.txDeps)
-	c.txWrote, c.xa, c.txSnap = false, false, false
+	c.txWrote, c.xa, c.txSnap, c.txRoutine = false, false, false, false
 }
 
 // takesSnapshot reports whether a statement run in a transaction may
