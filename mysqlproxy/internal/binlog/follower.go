@@ -116,6 +116,10 @@ type Follower struct {
 	// group is the transactions read and not yet bumped; only the
 	// follow goroutine uses it.
 	group group
+	// recent is the last groups bumped, oldest first (see DepsThrough);
+	// it holds every transaction applied after recentFrom, per domain.
+	recent     []recentGroup
+	recentFrom map[uint32]uint64
 
 	events, txns, bumps, reconnects, lost, unlogged atomic.Uint64
 }
@@ -176,6 +180,7 @@ func Start(opts Options) (*Follower, error) {
 		return nil, fmt.Errorf("binlog: position %q: %w", pos, err)
 	}
 	f.applied = set.(*mysql.MariadbGTIDSet)
+	f.resetRecentLocked()
 	go f.run()
 	go f.tick()
 	return f, nil
@@ -233,6 +238,7 @@ func (f *Follower) run() {
 			// The stream that read the old binlog has stopped: nothing
 			// it read is recorded after this.
 			f.applied, f.resetTo = reset, nil
+			f.resetRecentLocked()
 			backoff = 100 * time.Millisecond
 		}
 		f.mu.Unlock()
@@ -281,6 +287,7 @@ func (f *Follower) run() {
 					f.lostPosition(why)
 					f.mu.Lock()
 					f.applied = set.(*mysql.MariadbGTIDSet)
+					f.resetRecentLocked()
 					// The transactions skipped may not be visible to
 					// every session yet: bump again once they are.
 					f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: []string{deps.Global}})
@@ -659,18 +666,110 @@ func (f *Follower) flush() {
 	if len(ds) > 0 {
 		f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: ds})
 	}
+	rg := recentGroup{deps: ds}
 	for _, q := range g.txns {
 		if q.gtid != nil {
 			_ = f.applied.AddSet(q.gtid)
+			rg.pos = append(rg.pos, gtidPos{q.gtid.DomainID, q.gtid.SequenceNumber})
 		}
 		if q.applied {
 			f.txns.Add(1)
 			f.lastTS = q.ts
 		}
 	}
+	f.rememberLocked(rg)
 	f.advanceLocked()
 	f.mu.Unlock()
 	g.reset()
+}
+
+// recentGroup is a group bumped: its transactions' positions and the
+// dependencies bumped for them.
+type recentGroup struct {
+	pos  []gtidPos
+	deps []string
+}
+
+type gtidPos struct {
+	domain uint32
+	seq    uint64
+}
+
+// recentGroups is how many groups bumped DepsThrough can look back on.
+const recentGroups = 1024
+
+// rememberLocked keeps g among the recent groups; f.mu must be held.
+func (f *Follower) rememberLocked(g recentGroup) {
+	if len(f.recent) >= recentGroups {
+		for _, p := range f.recent[0].pos {
+			f.recentFrom[p.domain] = max(f.recentFrom[p.domain], p.seq)
+		}
+		f.recent[0] = recentGroup{}
+		f.recent = f.recent[1:]
+	}
+	f.recent = append(f.recent, g)
+}
+
+// resetRecentLocked forgets the recent groups when the applied position
+// is set rather than reached: transactions before it were never read.
+// f.mu must be held.
+func (f *Follower) resetRecentLocked() {
+	f.recent = nil
+	f.recentFrom = seqs(f.applied)
+}
+
+// AppliedSeqs returns the applied position, as a sequence number per
+// domain.
+func (f *Follower) AppliedSeqs() map[uint32]uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return seqs(f.applied)
+}
+
+// DepsThrough returns the dependencies bumped for every transaction
+// applied after from (an AppliedSeqs) up to gtid, in gtid's domain, and
+// more: a session whose statement committed gtid, and whatever of its
+// own before it since from, bumps them again once the server has
+// answered it, when its changes are surely visible to every session.
+// ok is false when gtid is not applied yet, or when some transaction in
+// between is no longer (or never was) among the recent groups.
+func (f *Follower) DepsThrough(from map[uint32]uint64, gtid string) (ds []string, ok bool) {
+	want, err := parsePos(gtid)
+	if err != nil || len(want) != 1 {
+		return nil, false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	applied := seqs(f.applied)
+	seen := map[string]struct{}{}
+	for d, s := range want {
+		if applied[d] < s || f.recentFrom[d] > from[d] {
+			return nil, false
+		}
+		for _, g := range f.recent {
+			if !g.touches(d, from[d], s) {
+				continue
+			}
+			for _, dep := range g.deps {
+				if _, dup := seen[dep]; !dup {
+					seen[dep] = struct{}{}
+					ds = append(ds, dep)
+				}
+			}
+		}
+	}
+	return ds, true
+}
+
+// touches reports whether g holds a transaction of domain d after seq
+// lo, up to hi.
+func (g recentGroup) touches(d uint32, lo, hi uint64) bool {
+	for _, p := range g.pos {
+		if p.domain == d && p.seq > lo && p.seq <= hi {
+			return true
+		}
+	}
+	return false
 }
 
 // reset empties the group. Emptied unbumped, when the connection ends,

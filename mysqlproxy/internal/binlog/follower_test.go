@@ -3,6 +3,7 @@ package binlog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/mycached/mycached/mysqlproxy/internal/deps"
@@ -178,5 +180,61 @@ func TestIsUnreadable(t *testing.T) {
 	}
 	if isUnreadable(errors.New("connection was bad")) || isUnreadable(nil) {
 		t.Error("a lost connection is seen as an unreadable event")
+	}
+}
+
+// TestDepsThrough: the dependencies bumped for the transactions after a
+// position up to a GTID come from the recent groups, and only while none
+// in between was forgotten or skipped.
+func TestDepsThrough(t *testing.T) {
+	set, err := mysql.ParseMariadbGTIDSet("0-1-10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &Follower{applied: set.(*mysql.MariadbGTIDSet)}
+	f.resetRecentLocked()
+	apply := func(seq uint64, deps ...string) {
+		g := recentGroup{pos: []gtidPos{{0, seq}}, deps: deps}
+		if err := f.applied.AddSet(&mysql.MariadbGTID{DomainID: 0, ServerID: 1, SequenceNumber: seq}); err != nil {
+			t.Fatal(err)
+		}
+		f.rememberLocked(g)
+	}
+	from := f.AppliedSeqs()
+	apply(11, "a")
+	apply(12, "b", "a")
+	if _, ok := f.DepsThrough(from, "0-1-13"); ok {
+		t.Error("a GTID not applied yet: DepsThrough answered")
+	}
+	apply(13, "c")
+	apply(14, "d")
+	got, ok := f.DepsThrough(from, "0-1-13")
+	slices.Sort(got)
+	if !ok || !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("DepsThrough(10, 0-1-13) = %q, %v; want a, b, c", got, ok)
+	}
+	if got, ok := f.DepsThrough(map[uint32]uint64{0: 12}, "0-1-13"); !ok || !slices.Equal(got, []string{"c"}) {
+		t.Errorf("DepsThrough(12, 0-1-13) = %q, %v; want c", got, ok)
+	}
+	// Groups forgotten past recentGroups: a range reaching back to them
+	// cannot be told, a later one can.
+	for seq := uint64(15); seq < 15+recentGroups; seq++ {
+		apply(seq, "x")
+	}
+	if _, ok := f.DepsThrough(from, "0-1-20"); ok {
+		t.Error("a range whose first groups were forgotten: DepsThrough answered")
+	}
+	last := uint64(14 + recentGroups)
+	if got, ok := f.DepsThrough(map[uint32]uint64{0: last - 1}, fmt.Sprintf("0-1-%d", last)); !ok || !slices.Equal(got, []string{"x"}) {
+		t.Errorf("the last group: %q, %v", got, ok)
+	}
+	// A position set, not reached (a lost position): what came before it
+	// was never read.
+	cur := f.AppliedSeqs()
+	skipped, _ := mysql.ParseMariadbGTIDSet(fmt.Sprintf("0-1-%d", last+100))
+	f.applied = skipped.(*mysql.MariadbGTIDSet)
+	f.resetRecentLocked()
+	if _, ok := f.DepsThrough(cur, fmt.Sprintf("0-1-%d", last+50)); ok {
+		t.Error("transactions skipped by a lost position: DepsThrough answered")
 	}
 }

@@ -73,6 +73,13 @@ type Follower interface {
 	// Applied reports whether the transaction of a GTID (@@last_gtid)
 	// has been applied.
 	Applied(gtid string) bool
+	// AppliedSeqs returns the applied position, a sequence number per
+	// domain.
+	AppliedSeqs() map[uint32]uint64
+	// DepsThrough returns the dependencies bumped for the transactions
+	// applied after from up to gtid (and maybe more), or false when it
+	// cannot tell them all.
+	DepsThrough(from map[uint32]uint64, gtid string) ([]string, bool)
 }
 
 // Engine is the part of the cache every session shares. Its methods are
@@ -214,7 +221,10 @@ type Session struct {
 	// before it: see routineRan.
 	txRoutine     bool
 	txRoutineGTID string
-	temps         map[string]struct{} // temporary tables ("db.t"), which shadow real ones
+	// callFrom is the follower's applied position when the CALL being
+	// handled was sent (see callWrites).
+	callFrom map[uint32]uint64
+	temps    map[string]struct{} // temporary tables ("db.t"), which shadow real ones
 	// tempsUnknown says a statement may have created temporary tables
 	// no parse or tracker shows (MariaDB reports none made by CREATE
 	// TEMPORARY TABLE ... SELECT, and none made by stored code or

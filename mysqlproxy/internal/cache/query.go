@@ -232,6 +232,10 @@ func (c *Session) execute(p []byte, info *sqlinfo.Info, sql string) error {
 // executeParams is execute for a statement with bound parameters.
 func (c *Session) executeParams(p []byte, info *sqlinfo.Info, sql string, params []wire.Param) error {
 	before, lastGTID := c.s.Status, c.s.Vars["last_gtid"]
+	c.callFrom = nil
+	if f := c.e.follower.Load(); f != nil && info.Kind == sqlinfo.Call {
+		c.callFrom = (*f).AppliedSeqs()
+	}
 	if err := c.s.Forward(p); err != nil {
 		return err
 	}
@@ -374,7 +378,8 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		}
 	}
 	if info.MayWrite && !(c.refusedBeforeRunning(info, resp) && !runsRoutines(info, sql)) {
-		c.invalidate(info, sql, resp, params, c.routineWroteNothing(info, sql, resp, lastGTID))
+		routine, known := c.callWrites(info, sql, resp, lastGTID)
+		c.invalidate(info, sql, resp, params, routine, known)
 	}
 	if c.e.follower.Load() != nil && !c.refusedBeforeRunning(info, resp) {
 		c.noteOwnWrite(lastGTID, info, sql)
@@ -587,7 +592,7 @@ func mayCommit(info *sqlinfo.Info) bool {
 // invisible until COMMIT (InnoDB) is not bumped at all until then: no
 // other session can see it before, and this session's own reads bypass
 // the cache once its transaction has written.
-func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Response, params []wire.Param, wroteNothing bool) {
+func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Response, params []wire.Param, routine []string, routineKnown bool) {
 	e := c.e
 	ds := make([]string, 0, len(info.Writes)+2)
 	tables := make([]string, 0, len(info.Writes))
@@ -596,7 +601,9 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 		ds = append(ds, c.writeDeps(info, t, resp, params)...)
 		tables = append(tables, t.String())
 	}
-	if info.Unmapped && !wroteNothing {
+	if info.Unmapped && routineKnown {
+		ds = append(ds, routine...)
+	} else if info.Unmapped {
 		ds = c.unmappedDeps(ds, info)
 		if info.Kind != sqlinfo.Call && e.meta() != nil {
 			// It may have been DDL mycached could not read: what it knows
@@ -627,40 +634,65 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 	}
 }
 
-// routineWroteNothing reports whether a CALL, whose writes the text
-// cannot say, surely changed no table that a cached read may depend on:
-// the server reports that it committed nothing to the binlog, where every
-// change of a table that is not temporary goes. Then it needs none of the
-// global bump that a CALL otherwise makes, and a procedure that only
-// reads costs the fleet's caches nothing.
+// callWrites returns what a CALL, whose writes its text cannot say,
+// changed, as the binlog follower applied it, and true; or false when that
+// cannot be known, and the CALL bumps the global generation.
 //
-// That holds on MariaDB, whose trackers report @@last_gtid as each
-// binlogged transaction of the session commits (prev is its value before
-// the statement), with the binlog on and written in full (the follower
-// runs; no binlog_do_db or binlog_ignore_db filters it), for a statement
-// that succeeded, left no transaction open (its writes would commit
-// later), changed no state that no tracker shows, and ran with
-// sql_log_bin on: set off before, or set at all while it ran (a
-// procedure may turn it off and on again), its writes may be unlogged.
-func (c *Session) routineWroteNothing(info *sqlinfo.Info, sql string, resp *relay.Response, prev string) bool {
+// The server reports @@last_gtid as each binlogged transaction of the
+// session commits (prev is its value before the statement). A CALL after
+// which it did not change committed nothing to the binlog, where every
+// change of a table that is not temporary goes: it changed nothing a
+// cached read depends on, and a procedure that only reads costs the
+// fleet's caches nothing. One after which it did waits, briefly, for the
+// follower to apply that transaction, and bumps again, now that its
+// changes are surely visible to every session, what the follower bumped
+// for every transaction it applied since the CALL began.
+//
+// That holds on MariaDB, with the binlog written in full (the follower
+// runs and is current; no binlog_do_db or binlog_ignore_db filters it),
+// for a CALL that succeeded, left no transaction open (its writes would
+// commit later), changed no state that no tracker shows, ran with
+// sql_log_bin on (not set off before, nor set at all while it ran: a
+// procedure may turn it off and on again) and stayed in its GTID domain.
+func (c *Session) callWrites(info *sqlinfo.Info, sql string, resp *relay.Response, prev string) ([]string, bool) {
 	if info.Kind != sqlinfo.Call || !c.s.Track || resp.Failed() || resp.Tracked.Unseen || c.s.InTransaction() {
-		return false
+		return nil, false
 	}
-	m := c.e.meta()
-	if m == nil || c.e.follower.Load() == nil {
-		return false
+	m, fp := c.e.meta(), c.e.follower.Load()
+	if m == nil || fp == nil || !c.e.followerCurrent() {
+		return nil, false
 	}
 	if f := m.Facts(); !f.MariaDB || len(f.BinlogDoDB) > 0 || len(f.BinlogIgnoreDB) > 0 {
-		return false
+		return nil, false
 	}
-	if _, set := resp.Tracked.Vars["sql_log_bin"]; set || sqlinfo.ContainsFold(sql, "sql_log_bin") {
-		return false
+	for _, v := range [...]string{"sql_log_bin", "gtid_domain_id"} {
+		if _, set := resp.Tracked.Vars[v]; set || sqlinfo.ContainsFold(sql, v) {
+			return nil, false
+		}
 	}
 	if v, ok := c.s.Vars["sql_log_bin"]; ok && !strings.EqualFold(v, "ON") && v != "1" {
-		return false
+		return nil, false
 	}
-	return c.s.Vars["last_gtid"] == prev
+	cur := c.s.Vars["last_gtid"]
+	if cur == prev {
+		return nil, true
+	}
+	if c.callFrom == nil {
+		return nil, false
+	}
+	f := *fp
+	for deadline := time.Now().Add(callApplyWait); !f.Applied(cur); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return nil, false
+		}
+	}
+	return f.DepsThrough(c.callFrom, cur)
 }
+
+// callApplyWait bounds how long a CALL that wrote waits for the follower
+// to apply its transaction before it bumps the global generation
+// instead.
+const callApplyWait = 250 * time.Millisecond
 
 // routineRan handles a statement that ran a stored function (SELECT f(),
 // DO f(), INSERT ... VALUES (f())) on a sidecar with no follower, which
