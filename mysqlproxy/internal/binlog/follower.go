@@ -120,6 +120,8 @@ type Follower struct {
 	// it holds every transaction applied after recentFrom, per domain.
 	recent     []recentGroup
 	recentFrom map[uint32]uint64
+	// flushed is closed, and replaced, each time a group is applied.
+	flushed chan struct{}
 
 	events, txns, bumps, reconnects, lost, unlogged atomic.Uint64
 }
@@ -679,8 +681,38 @@ func (f *Follower) flush() {
 	}
 	f.rememberLocked(rg)
 	f.advanceLocked()
+	if f.flushed != nil {
+		close(f.flushed)
+		f.flushed = nil
+	}
 	f.mu.Unlock()
 	g.reset()
+}
+
+// WaitApplied waits until the transaction of gtid (as @@last_gtid gives
+// it) has been applied, and reports whether it was before ctx ended.
+func (f *Follower) WaitApplied(ctx context.Context, gtid string) bool {
+	want, err := parsePos(gtid)
+	if err != nil {
+		return false
+	}
+	for {
+		f.mu.Lock()
+		done := reached(seqs(f.applied), want)
+		if f.flushed == nil {
+			f.flushed = make(chan struct{})
+		}
+		ch := f.flushed
+		f.mu.Unlock()
+		if done {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-ch:
+		}
+	}
 }
 
 // recentGroup is a group bumped: its transactions' positions and the

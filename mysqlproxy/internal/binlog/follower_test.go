@@ -238,3 +238,32 @@ func TestDepsThrough(t *testing.T) {
 		t.Error("transactions skipped by a lost position: DepsThrough answered")
 	}
 }
+
+// TestWaitApplied: WaitApplied returns once a group holding the GTID is
+// applied, and false when its context ends first.
+func TestWaitApplied(t *testing.T) {
+	set, err := mysql.ParseMariadbGTIDSet("0-1-10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &Follower{applied: set.(*mysql.MariadbGTIDSet)}
+	f.resetRecentLocked()
+	if !f.WaitApplied(context.Background(), "0-1-9") {
+		t.Error("a GTID applied before: WaitApplied said no")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if f.WaitApplied(ctx, "0-1-11") {
+		t.Error("a GTID never applied: WaitApplied said yes")
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		f.group.txns = append(f.group.txns, queued{gtid: &mysql.MariadbGTID{DomainID: 0, ServerID: 1, SequenceNumber: 11}, applied: true})
+		f.flush()
+	}()
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if !f.WaitApplied(ctx, "0-1-11") {
+		t.Error("a GTID applied while waiting: WaitApplied said no")
+	}
+}

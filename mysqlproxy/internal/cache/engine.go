@@ -73,6 +73,9 @@ type Follower interface {
 	// Applied reports whether the transaction of a GTID (@@last_gtid)
 	// has been applied.
 	Applied(gtid string) bool
+	// WaitApplied waits until the transaction of a GTID has been
+	// applied, and reports whether it was before ctx ended.
+	WaitApplied(ctx context.Context, gtid string) bool
 	// AppliedSeqs returns the applied position, a sequence number per
 	// domain.
 	AppliedSeqs() map[uint32]uint64

@@ -681,10 +681,10 @@ func (c *Session) callWrites(info *sqlinfo.Info, sql string, resp *relay.Respons
 		return nil, false
 	}
 	f := *fp
-	for deadline := time.Now().Add(callApplyWait); !f.Applied(cur); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			return nil, false
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), callApplyWait)
+	defer cancel()
+	if !f.WaitApplied(ctx, cur) {
+		return nil, false
 	}
 	return f.DepsThrough(c.callFrom, cur)
 }
