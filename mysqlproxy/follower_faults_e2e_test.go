@@ -364,3 +364,57 @@ func TestFollowerGlobalOnlyVariables(t *testing.T) {
 		return readInt(t, f.viaA, q) == want && readInt(t, f.viaB, q) == want
 	})
 }
+
+// TestFollowerSlowStreamStart: MariaDB finds a follower's GTID position by
+// reading the binlog file that holds it from its start, and sends nothing
+// meanwhile, not even a heartbeat: on a large binlog that takes longer
+// than the read timeout that tells a dead stream. A relay here holds each
+// binlog dump request back for longer than that timeout. The follower
+// waits for the stream's first event, and follows, instead of giving up,
+// connecting again, and giving up again for ever.
+func TestFollowerSlowStreamStart(t *testing.T) {
+	m := privateDB(t)
+	const hold = 3 * time.Second // the read timeout is 3 heartbeats: 1.5 s
+	relay := newRelay(t, m.Addr, func(dst io.Writer, src io.Reader) {
+		// Packets: a 3-byte length, a sequence id, then the payload; a
+		// command is a packet of sequence 0, COM_BINLOG_DUMP is 0x12.
+		var hdr [4]byte
+		for {
+			if _, err := io.ReadFull(src, hdr[:]); err != nil {
+				return
+			}
+			p := make([]byte, int(hdr[0])|int(hdr[1])<<8|int(hdr[2])<<16)
+			if _, err := io.ReadFull(src, p); err != nil {
+				return
+			}
+			if hdr[3] == 0 && len(p) > 0 && p[0] == 0x12 {
+				time.Sleep(hold)
+			}
+			if _, err := dst.Write(append(hdr[:], p...)); err != nil {
+				return
+			}
+		}
+	})
+	p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: relay.addr(), MaxStaleness: time.Second}))
+	name := m.NewDatabase(t)
+	direct := openDB(t, rootDSN(m.Addr, name, ""))
+	via := openDB(t, rootDSN(p.addr, name, ""))
+	mustExec(t, direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, direct, "INSERT INTO t VALUES (1, 1)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.srv.WaitBinlog(ctx); err != nil {
+		t.Fatalf("the follower never caught up: %v\n%s", err, dump(t, via, "SHOW MYCACHED STATUS LIKE 'Binlog%'"))
+	}
+	const q = "SELECT v FROM t WHERE id = 1"
+	waitFor(t, 5*time.Second, q+" to be served from the cache", func() bool {
+		before := hits(t, via)
+		dump(t, via, q)
+		return hits(t, via) > before
+	})
+	mustExec(t, direct, "UPDATE t SET v = 2 WHERE id = 1")
+	waitFor(t, 5*time.Second, "the direct write to show", func() bool { return readInt(t, via, q) == 2 })
+	if n := mycachedStatus(t, via)["Binlog_reconnects"]; n != 0 {
+		t.Errorf("the follower connected %d more times: it gave up on a stream that was starting", n)
+	}
+}

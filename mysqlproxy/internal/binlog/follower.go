@@ -317,7 +317,9 @@ func (f *Follower) follow() error {
 		return err
 	}
 	p, _ := strconv.Atoi(port)
+	var dialed startConns
 	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+		Dialer:           dialed.dial,
 		ServerID:         f.opts.ServerID,
 		Flavor:           mysql.MariaDBFlavor,
 		Host:             host,
@@ -335,6 +337,8 @@ func (f *Follower) follow() error {
 		Logger:          slog.New(discardHandler{}),
 	})
 	defer syncer.Close()
+	// Closing unblocks the stream's read with a deadline of its own.
+	defer dialed.streaming()
 	sctx, stop := context.WithCancel(f.ctx)
 	defer stop()
 	f.mu.Lock()
@@ -345,16 +349,24 @@ func (f *Follower) follow() error {
 	if err != nil {
 		return err
 	}
+	asked := time.Now()
+	dialed.awaitFirst(asked.Add(streamStartGrace))
 	f.mu.Lock()
 	f.running, f.lastErr = true, ""
 	f.mu.Unlock()
 	f.log.Info("binlog: following", "from", start.String(), "server_id", f.opts.ServerID)
 	var t txn
 	defer f.group.reset()
-	for {
+	for first := true; ; first = false {
 		ev, err := stream.GetEvent(sctx)
 		if err != nil {
 			return err
+		}
+		if first {
+			dialed.streaming()
+			if d := time.Since(asked); d > time.Second {
+				f.log.Info("binlog: the server took a while to start the stream: it reads the binlog file that holds the position from its start", "took", d.Round(time.Millisecond))
+			}
 		}
 		f.mu.Lock()
 		f.lastMsg = time.Now()
@@ -375,6 +387,75 @@ func (f *Follower) follow() error {
 		}
 		f.flush()
 	}
+}
+
+// streamStartGrace bounds how long the server may take to send the first
+// event of a stream. MariaDB finds a GTID position by reading the binlog
+// file that holds it from its start, and sends nothing meanwhile, not
+// even heartbeats: on a large binlog that takes longer than the read
+// timeout that detects a dead stream, and a follower that gave up then
+// would reconnect, and give up again, for ever.
+const streamStartGrace = 5 * time.Minute
+
+// startConns are the connections a syncer dials. Between the dump
+// command and the stream's first event, their read deadlines are no
+// earlier than a grace's end (see streamStartGrace); before, for the
+// handshake, and after, they are the syncer's own.
+type startConns struct {
+	mu    sync.Mutex
+	conns []*startConn
+	until time.Time // zero outside the grace
+}
+
+type startConn struct {
+	net.Conn
+	s *startConns
+}
+
+func (s *startConns) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	sc := &startConn{Conn: c, s: s}
+	s.mu.Lock()
+	s.conns = append(s.conns, sc)
+	s.mu.Unlock()
+	return sc, nil
+}
+
+// awaitFirst starts the grace, until then, on the connections dialed.
+func (s *startConns) awaitFirst(until time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.until = until
+	for _, c := range s.conns {
+		_ = c.Conn.SetReadDeadline(until)
+	}
+}
+
+// streaming ends the grace: the stream has sent an event.
+func (s *startConns) streaming() {
+	s.mu.Lock()
+	s.until = time.Time{}
+	s.mu.Unlock()
+}
+
+func (c *startConn) SetReadDeadline(t time.Time) error {
+	c.s.mu.Lock()
+	if u := c.s.until; !u.IsZero() && !t.IsZero() && t.Before(u) {
+		t = u
+	}
+	c.s.mu.Unlock()
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *startConn) SetDeadline(t time.Time) error {
+	if err := c.Conn.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return c.SetReadDeadline(t)
 }
 
 // isUnreadable reports a stream that ended because go-mysql panicked
