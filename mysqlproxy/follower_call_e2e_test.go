@@ -27,6 +27,7 @@ func TestCallWrites(t *testing.T) {
 		"CREATE PROCEDURE writes_later() BEGIN START TRANSACTION; UPDATE t SET v = v + 1 WHERE id = 1; END",
 		"CREATE TABLE w (id INT PRIMARY KEY, v INT)", "INSERT INTO w VALUES (1, 1)",
 		"CREATE PROCEDURE writes_twice() BEGIN UPDATE t SET v = v + 1 WHERE id = 1; UPDATE w SET v = v + 1 WHERE id = 1; END",
+		"CREATE FUNCTION writes_f() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN UPDATE t SET v = v + 1 WHERE id = 1; RETURN 1; END",
 	} {
 		mustExec(t, f.direct, s)
 	}
@@ -65,19 +66,20 @@ func TestCallWrites(t *testing.T) {
 	// client has the answer: what it wrote is fresh at once, through
 	// two transactions as through one, and the rest stays cached.
 	const qw, qu = "SELECT v FROM w WHERE id = 1", "SELECT v FROM u WHERE id = 1"
-	for _, p := range []string{"writes", "writes_twice"} {
+	// So does a statement whose stored function wrote.
+	for _, stmt := range []string{"CALL writes()", "CALL writes_twice()", "DO writes_f()", "SELECT writes_f()"} {
 		warm()
 		for _, q := range []string{qw, qu} {
 			connDump(other, q)
 		}
-		call("CALL " + p + "()")
+		call(stmt)
 		for _, q := range []string{q, qw} {
 			if got, want := connDump(other, q), dump(t, f.direct, q); got != want {
-				t.Errorf("right after CALL %s(), another session read %s: %s, want %s (stale)", p, q, got, want)
+				t.Errorf("right after %s, another session read %s: %s, want %s (stale)", stmt, q, got, want)
 			}
 		}
 		if got, selects := counted(t, m, other, qu); selects != 0 {
-			t.Errorf("after CALL %s(), which did not write u, %s went to the server (%s): the CALL invalidated more than it wrote", p, qu, got)
+			t.Errorf("after %s, which did not write u, %s went to the server (%s): it invalidated more than it wrote", stmt, qu, got)
 		}
 	}
 

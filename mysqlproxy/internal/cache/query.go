@@ -233,7 +233,9 @@ func (c *Session) execute(p []byte, info *sqlinfo.Info, sql string) error {
 func (c *Session) executeParams(p []byte, info *sqlinfo.Info, sql string, params []wire.Param) error {
 	before, lastGTID := c.s.Status, c.s.Vars["last_gtid"]
 	c.callFrom = nil
-	if f := c.e.follower.Load(); f != nil && info.Kind == sqlinfo.Call {
+	if f := c.e.follower.Load(); f != nil && (info.Kind == sqlinfo.Call || info.CallsRoutine) {
+		// Where the follower stands before a statement that runs stored
+		// code: see callWrites.
 		c.callFrom = (*f).AppliedSeqs()
 	}
 	if err := c.s.Forward(p); err != nil {
@@ -380,6 +382,15 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 	if info.MayWrite && !(c.refusedBeforeRunning(info, resp) && !runsRoutines(info, sql)) {
 		routine, known := c.callWrites(info, sql, resp, lastGTID)
 		c.invalidate(info, sql, resp, params, routine, known)
+	}
+	if info.CallsRoutine && !info.MayWrite && c.e.follower.Load() != nil {
+		// A stored function's writes: bumped like a CALL's when that can
+		// be done; otherwise other sessions see them when the follower
+		// applies them, and this one waits for that (noteOwnWrite).
+		if ds, ok := c.callWrites(info, sql, resp, lastGTID); ok && len(ds) > 0 {
+			c.e.Store.Bump(context.Background(), ds)
+			c.e.Stats.invalidations.Add(uint64(len(ds)))
+		}
 	}
 	if c.e.follower.Load() != nil && !c.refusedBeforeRunning(info, resp) {
 		c.noteOwnWrite(lastGTID, info, sql)
@@ -601,7 +612,7 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 		ds = append(ds, c.writeDeps(info, t, resp, params)...)
 		tables = append(tables, t.String())
 	}
-	if info.Unmapped && routineKnown {
+	if routineKnown {
 		ds = append(ds, routine...)
 	} else if info.Unmapped {
 		ds = c.unmappedDeps(ds, info)
@@ -634,9 +645,11 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 	}
 }
 
-// callWrites returns what a CALL, whose writes its text cannot say,
-// changed, as the binlog follower applied it, and true; or false when that
-// cannot be known, and the CALL bumps the global generation.
+// callWrites returns what a CALL, or a statement that calls a stored
+// function, changed that its text cannot say, as the binlog follower
+// applied it, and true; or false when that cannot be known: a CALL then
+// bumps the global generation, and a function's writes are bumped when
+// the followers apply them.
 //
 // The server reports @@last_gtid as each binlogged transaction of the
 // session commits (prev is its value before the statement). A CALL after
@@ -655,7 +668,7 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 // sql_log_bin on (not set off before, nor set at all while it ran: a
 // procedure may turn it off and on again) and stayed in its GTID domain.
 func (c *Session) callWrites(info *sqlinfo.Info, sql string, resp *relay.Response, prev string) ([]string, bool) {
-	if info.Kind != sqlinfo.Call || !c.s.Track || resp.Failed() || resp.Tracked.Unseen || c.s.InTransaction() {
+	if (info.Kind != sqlinfo.Call && !info.CallsRoutine) || info.ParseError || info.WhyNot == "multi-statement" || !c.s.Track || resp.Failed() || resp.Tracked.Unseen || c.s.InTransaction() {
 		return nil, false
 	}
 	m, fp := c.e.meta(), c.e.follower.Load()
