@@ -2,11 +2,23 @@ package mysqlproxy_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
 	"github.com/mycached/mycached/mysqlproxy"
 )
+
+// warmOn reads q on c, a session of the sidecar that db reaches, until
+// the sidecar answers it from its cache.
+func warmOn(t *testing.T, db *sql.DB, c *sql.Conn, q string) {
+	t.Helper()
+	waitFor(t, 5*time.Second, q+" to be served from the cache", func() bool {
+		before := hits(t, db)
+		connDump(c, q)
+		return hits(t, db) > before
+	})
+}
 
 // TestCallWrites: a CALL's writes are unknown to its text. With the
 // follower, a procedure that only reads leaves the cache in place, and
@@ -34,14 +46,7 @@ func TestCallWrites(t *testing.T) {
 	f.sync(t)
 	const q = "SELECT v FROM t WHERE id = 1"
 	caller, other := conn(t, f.viaA), conn(t, f.viaA)
-	warm := func() {
-		t.Helper()
-		waitFor(t, 5*time.Second, q+" to be served from the cache", func() bool {
-			before := hits(t, f.viaA)
-			connDump(other, q)
-			return hits(t, f.viaA) > before
-		})
-	}
+	warm := func() { t.Helper(); warmOn(t, f.viaA, other, q) }
 	call := func(stmt string) {
 		t.Helper()
 		if _, err := queryDump(context.Background(), caller, stmt); err != nil {
@@ -122,14 +127,7 @@ func TestRoutineWritesWithoutFollower(t *testing.T) {
 	direct := openDB(t, rootDSN(m.Addr, db, ""))
 	caller, other := conn(t, via), conn(t, via)
 	const q = "SELECT v FROM t WHERE id = 1"
-	warm := func() {
-		t.Helper()
-		waitFor(t, 5*time.Second, q+" to be served from the cache", func() bool {
-			before := hits(t, via)
-			connDump(other, q)
-			return hits(t, via) > before
-		})
-	}
+	warm := func() { t.Helper(); warmOn(t, via, other, q) }
 	for _, stmts := range [][]string{
 		{"DO bump()"},
 		{"SELECT bump()"},
