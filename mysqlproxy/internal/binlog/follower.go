@@ -120,6 +120,7 @@ type Follower struct {
 	// it holds every transaction applied after recentFrom, per domain.
 	recent     []recentGroup
 	recentFrom map[uint32]uint64
+	recentDeps int // the dependencies recent holds
 	// flushed is closed, and replaced, each time a group is applied.
 	flushed chan struct{}
 
@@ -808,26 +809,34 @@ type gtidPos struct {
 	seq    uint64
 }
 
-// recentGroups is how many groups bumped DepsThrough can look back on.
-const recentGroups = 1024
+// DepsThrough can look back on the last recentGroups groups bumped, as
+// long as they hold no more than recentMaxDeps dependencies in all: a
+// burst of large groups (up to groupMaxDeps each) must not hold
+// megabytes of names.
+const (
+	recentGroups  = 1024
+	recentMaxDeps = 1 << 16
+)
 
 // rememberLocked keeps g among the recent groups; f.mu must be held.
 func (f *Follower) rememberLocked(g recentGroup) {
-	if len(f.recent) >= recentGroups {
+	f.recent = append(f.recent, g)
+	f.recentDeps += len(g.deps)
+	for len(f.recent) > recentGroups || f.recentDeps > recentMaxDeps {
 		for _, p := range f.recent[0].pos {
 			f.recentFrom[p.domain] = max(f.recentFrom[p.domain], p.seq)
 		}
+		f.recentDeps -= len(f.recent[0].deps)
 		f.recent[0] = recentGroup{}
 		f.recent = f.recent[1:]
 	}
-	f.recent = append(f.recent, g)
 }
 
 // resetRecentLocked forgets the recent groups when the applied position
 // is set rather than reached: transactions before it were never read.
 // f.mu must be held.
 func (f *Follower) resetRecentLocked() {
-	f.recent = nil
+	f.recent, f.recentDeps = nil, 0
 	f.recentFrom = seqs(f.applied)
 }
 

@@ -228,6 +228,25 @@ func TestDepsThrough(t *testing.T) {
 	if got, ok := f.DepsThrough(map[uint32]uint64{0: last - 1}, fmt.Sprintf("0-1-%d", last)); !ok || !slices.Equal(got, []string{"x"}) {
 		t.Errorf("the last group: %q, %v", got, ok)
 	}
+	// Large groups are forgotten sooner: the dependencies kept are
+	// bounded too.
+	big := make([]string, recentMaxDeps/2+1)
+	for i := range big {
+		big[i] = strconv.Itoa(i)
+	}
+	before := f.AppliedSeqs()
+	apply(last+1, big...)
+	apply(last+2, big...)
+	if f.recentDeps > recentMaxDeps {
+		t.Errorf("the recent groups hold %d dependencies, more than %d", f.recentDeps, recentMaxDeps)
+	}
+	if _, ok := f.DepsThrough(before, fmt.Sprintf("0-1-%d", last+2)); ok {
+		t.Error("a range whose first group was forgotten for its size: DepsThrough answered")
+	}
+	if got, ok := f.DepsThrough(map[uint32]uint64{0: last + 1}, fmt.Sprintf("0-1-%d", last+2)); !ok || len(got) != len(big) {
+		t.Errorf("the last large group: %d dependencies, %v", len(got), ok)
+	}
+	last += 2
 	// A position set, not reached (a lost position): what came before it
 	// was never read.
 	cur := f.AppliedSeqs()
