@@ -183,16 +183,24 @@ func TestIsUnreadable(t *testing.T) {
 	}
 }
 
-// TestDepsThrough: the dependencies bumped for the transactions after a
-// position up to a GTID come from the recent groups, and only while none
-// in between was forgotten or skipped.
-func TestDepsThrough(t *testing.T) {
-	set, err := mysql.ParseMariadbGTIDSet("0-1-10")
+// followerAt returns a follower, not started, whose applied position is
+// pos.
+func followerAt(t *testing.T, pos string) *Follower {
+	t.Helper()
+	set, err := mysql.ParseMariadbGTIDSet(pos)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := &Follower{applied: set.(*mysql.MariadbGTIDSet)}
 	f.resetRecentLocked()
+	return f
+}
+
+// TestDepsThrough: the dependencies bumped for the transactions after a
+// position up to a GTID come from the recent groups, and only while none
+// in between was forgotten or skipped.
+func TestDepsThrough(t *testing.T) {
+	f := followerAt(t, "0-1-10")
 	apply := func(seq uint64, deps ...string) {
 		g := recentGroup{pos: []gtidPos{{0, seq}}, deps: deps}
 		if err := f.applied.AddSet(&mysql.MariadbGTID{DomainID: 0, ServerID: 1, SequenceNumber: seq}); err != nil {
@@ -261,12 +269,7 @@ func TestDepsThrough(t *testing.T) {
 // TestWaitApplied: WaitApplied returns once a group holding the GTID is
 // applied, and false when its context ends first.
 func TestWaitApplied(t *testing.T) {
-	set, err := mysql.ParseMariadbGTIDSet("0-1-10")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &Follower{applied: set.(*mysql.MariadbGTIDSet)}
-	f.resetRecentLocked()
+	f := followerAt(t, "0-1-10")
 	if !f.WaitApplied(context.Background(), "0-1-9") {
 		t.Error("a GTID applied before: WaitApplied said no")
 	}
