@@ -112,8 +112,9 @@ func TestCallWrites(t *testing.T) {
 // f()) invalidates what it may have written, as a CALL does, once the
 // write is committed; one whose functions only read invalidates nothing.
 func TestRoutineWritesWithoutFollower(t *testing.T) {
-	t.Parallel()
-	m := testenvShared(t)
+	// A server of its own: its CREATE FUNCTIONs would make the followers
+	// of tests sharing a server invalidate everything.
+	m := privateDB(t)
 	db := m.NewDatabase(t)
 	for _, s := range []string{
 		"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)",
@@ -151,8 +152,7 @@ func TestRoutineWritesWithoutFollower(t *testing.T) {
 		for _, s := range stmts {
 			execOn(t, caller, s)
 		}
-		// The server is shared with other tests: the sidecar's hits, not
-		// the server's Com_select, say where the read was answered.
+		// The sidecar's hits say where the read was answered.
 		before := hits(t, via)
 		if got, want := connDump(other, q), dump(t, direct, q); got != want {
 			t.Fatalf("after %q: %s, want %s", stmts, got, want)
