@@ -170,7 +170,10 @@ type Session struct {
 	dead      atomic.Bool
 	deadBytes []byte
 	deadReset bool
-	stmts     map[uint32]*Stmt
+	// waitedLong says the session waited at least peekAfter for the
+	// client's current command.
+	waitedLong bool
+	stmts      map[uint32]*Stmt
 	// lastStmt is the statement the server takes the id 0xffffffff for
 	// (the last one prepared), 0 when none. After a prepare the server
 	// refused, lastUnsure says it may be lastStmt or none.
@@ -267,18 +270,25 @@ func (s *Session) Dead() bool { return s.dead.Load() }
 // backend has been idle a while (watchDelay), and a read answered by
 // mycached alone must not be served on a session the server killed a
 // moment ago. Once the watcher waits on the backend, the poller wakes it
-// as soon as the server closes the session, so the socket is peeked only
-// before that: a session answered from the cache back to back spends no
-// system call on it.
+// when the server closes the session, but the watcher's goroutine may
+// not have run yet when the client's next command comes: the socket is
+// then peeked too, unless the command came right after the one before
+// (within peekAfter), so that a session answered from the cache back to
+// back spends no system call on it.
 func (s *Session) BackendEnded() bool {
 	if s.dead.Load() {
 		return true
 	}
-	if s.backendWatch.peeking() {
+	if s.backendWatch.peeking() && !s.waitedLong {
 		return false
 	}
 	return connClosed(s.Backend.NetConn)
 }
+
+// peekAfter is how long a session waits for a command before
+// BackendEnded peeks at the backend's socket even while the watcher waits
+// on it.
+const peekAfter = time.Millisecond
 
 // backendEvent runs when the backend sends something, or closes, while
 // the session waits for the client. A server speaks unasked only to end
@@ -362,7 +372,9 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 		if s.Backend != nil {
 			s.backendWatch.arm()
 		}
+		waitStart := time.Now()
 		p, seq, err := s.Client.ReadPacket(s.buf, s.packetLimit())
+		s.waitedLong = time.Since(waitStart) >= peekAfter
 		s.idle.Store(false)
 		if s.dead.Load() {
 			s.endDead()
