@@ -87,14 +87,25 @@ func execSelect(ctx context.Context, s Store, opts Options, ns string, st *Stmt)
 	if res.IsError() {
 		return res
 	}
-	vals, err := getBounded(ctx, s, keys, opts.MaxReplyBytes, maxValue(ctx, s, opts))
-	if errors.Is(err, errReplyTooLarge) {
-		return replyTooLarge(opts)
-	}
+	vals, held, err := getBounded(ctx, s, keys, opts, maxValue(ctx, s, opts))
 	if err != nil {
-		return storeError(opts, "SELECT", err)
+		return boundedError(opts, "SELECT", err)
 	}
-	return SelectResult(userKeys, vals, nil)
+	out := SelectResult(userKeys, vals, nil)
+	out.held, out.replies = held, opts.Replies
+	return out
+}
+
+// boundedError is the result for getBounded's error err in a statement
+// named what.
+func boundedError(opts Options, what string, err error) Result {
+	switch {
+	case errors.Is(err, errReplyTooLarge):
+		return replyTooLarge(opts)
+	case errors.Is(err, errNoRoom):
+		return errorResult(CodeOutOfResources, StateGeneral, "mycached: large replies waiting on their clients hold all of --fill-memory; try again")
+	}
+	return storeError(opts, what, err)
 }
 
 // maxValue is the most bytes one stored value may have: memcached's item
@@ -106,8 +117,12 @@ func maxValue(ctx context.Context, s Store, opts Options) int {
 	return opts.MaxBytes
 }
 
-// errReplyTooLarge is getBounded's error past its bound.
-var errReplyTooLarge = errors.New("kv: reply too large")
+// errReplyTooLarge is getBounded's error past its bound, errNoRoom its
+// error when Options.Replies has no room for what it read.
+var (
+	errReplyTooLarge = errors.New("kv: reply too large")
+	errNoRoom        = errors.New("kv: no room for the reply")
+)
 
 // batchBytes is about how many bytes of values getBounded asks for at
 // once, once it knows how large they are; firstBatch is how many keys
@@ -118,15 +133,27 @@ const (
 )
 
 // getBounded reads keys in batches, and gives up with errReplyTooLarge as
-// soon as the values read come to more than limit bytes. A batch is sized
-// from the values read so far, so that a list of large values is not read
-// all at once before the bound is checked. Keys absent or small at first
-// make batches large, so a batch also holds no more keys than values of
-// the largest size one may have (maxValue bytes) could fill twice what is
-// left of the bound: the values read never come to more than twice the
-// bound and one value.
-func getBounded(ctx context.Context, s Store, keys []string, limit, maxValue int) ([][]byte, error) {
-	vals := make([][]byte, 0, len(keys))
+// soon as the values read come to more than opts.MaxReplyBytes. A batch is
+// sized from the values read so far, so that a list of large values is
+// not read all at once before the bound is checked. Keys absent or small
+// at first make batches large, so a batch also holds no more keys than
+// values of the largest size one may have (maxValue bytes) could fill
+// twice what is left of the bound: the values read never come to more
+// than twice the bound and one value.
+//
+// Once the values read come to more than SmallReply bytes, they are taken
+// from opts.Replies as each batch comes (held is what was taken): many
+// SELECTs at once cannot together hold more than it, and the one that
+// finds no room gives back what it took and fails with errNoRoom.
+func getBounded(ctx context.Context, s Store, keys []string, opts Options, maxValue int) (vals [][]byte, held int64, err error) {
+	limit := opts.MaxReplyBytes
+	defer func() {
+		if err != nil && held > 0 {
+			opts.Replies.Give(held)
+			held = 0
+		}
+	}()
+	vals = make([][]byte, 0, len(keys))
 	total, batch := 0, firstBatch
 	for len(vals) < len(keys) {
 		if maxValue > 0 {
@@ -135,18 +162,25 @@ func getBounded(ctx context.Context, s Store, keys []string, limit, maxValue int
 		next := keys[len(vals):min(len(vals)+batch, len(keys))]
 		got, err := s.GetMulti(ctx, next)
 		if err != nil {
-			return nil, err
+			return nil, held, err
 		}
 		for _, v := range got {
 			total += len(v)
 		}
+		if opts.Replies != nil && total > SmallReply {
+			n := int64(total) - held
+			if !opts.Replies.Take(n) {
+				return nil, held, errNoRoom
+			}
+			held += n
+		}
 		if total > limit {
-			return nil, errReplyTooLarge
+			return nil, held, errReplyTooLarge
 		}
 		vals = append(vals, got...)
 		batch = min(getBatch, max(1, batchBytes/max(1, total/len(vals))))
 	}
-	return vals, nil
+	return vals, held, nil
 }
 
 // replyTooLarge is the error for a SELECT whose values do not fit one
@@ -249,14 +283,11 @@ func execSelectAll(ctx context.Context, s Store, opts Options, ns string) Result
 	if err != nil {
 		return storeError(opts, "SELECT *", err)
 	}
-	vals, err := getBounded(ctx, s, keys, opts.MaxReplyBytes, maxValue(ctx, s, opts))
-	if errors.Is(err, errReplyTooLarge) {
-		return replyTooLarge(opts)
-	}
+	vals, held, err := getBounded(ctx, s, keys, opts, maxValue(ctx, s, opts))
 	if err != nil {
-		return storeError(opts, "SELECT *", err)
+		return boundedError(opts, "SELECT *", err)
 	}
-	res := Result{Columns: Columns(), IsRows: true}
+	res := Result{Columns: Columns(), IsRows: true, held: held, replies: opts.Replies}
 	// A key deleted or expired since Keys ran is simply absent.
 	for i, v := range vals {
 		if v != nil {

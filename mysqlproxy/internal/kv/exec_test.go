@@ -519,3 +519,66 @@ func TestExecReplyBound(t *testing.T) {
 		t.Errorf("MaxReplyBytes by default: %d", got)
 	}
 }
+
+// testBudget is a Budget of max bytes.
+type testBudget struct{ max, used int64 }
+
+func (b *testBudget) Take(n int64) bool {
+	if b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *testBudget) Give(n int64) { b.used -= n }
+
+// Many SELECTs at once must not hold together more than the replies'
+// budget: each takes its values' bytes from it as it reads them, not
+// once it has read them all, and the one that finds no room fails with
+// ER_OUT_OF_RESOURCES and holds nothing. Counted only once all were
+// read, twenty clients asking for 64 MiB each could hold 1.25 GiB.
+func TestExecRepliesBudget(t *testing.T) {
+	s := newFakeStore()
+	big := strings.Repeat("v", 1<<20)
+	for i := range 20 {
+		s.m[fmt.Sprintf("kv:k%02d", i)] = []byte(big)
+	}
+	s.m["kv:small"] = []byte("v")
+	b := &testBudget{max: 6 << 20}
+	opts := Options{MaxReplyBytes: 64 << 20, Replies: b}
+	first := run(t, s, opts, "", `SELECT "k00", "k01", "k02", "k03"`)
+	if got := rows(t, first); len(got) != 4 {
+		t.Fatalf("four values within the budget: %d rows", len(got))
+	}
+	if b.used != 4<<20 {
+		t.Errorf("a reply of 4 MiB not yet written holds %d bytes of the budget", b.used)
+	}
+	for _, q := range []string{`SELECT *`, `SELECT "k04", "k05", "k06", "k07", "k08"`} {
+		s.getCalls = nil
+		r := run(t, s, opts, "", q)
+		if r.Code != CodeOutOfResources || !strings.Contains(r.Msg, "--fill-memory") {
+			t.Errorf("%s with 2 MiB of the budget left: %d %s", q, r.Code, r.Msg)
+		}
+		if b.used != 4<<20 {
+			t.Errorf("%s failed, and the budget holds %d bytes, want the first reply's %d", q, b.used, 4<<20)
+		}
+		read := 0
+		for _, c := range s.getCalls {
+			read += len(c)
+		}
+		if read > 2+firstBatch {
+			t.Errorf("%s read %d values of 1 MiB with room for 2", q, read)
+		}
+	}
+	if got := rows(t, run(t, s, opts, "", `SELECT "small"`)); len(got) != 1 {
+		t.Errorf("a small reply with the budget nearly full: %d rows", len(got))
+	}
+	first.Release()
+	if b.used != 0 {
+		t.Errorf("after the first reply's Release the budget holds %d bytes", b.used)
+	}
+	if got := rows(t, run(t, s, opts, "", `SELECT "k04", "k05", "k06", "k07", "k08"`)); len(got) != 5 {
+		t.Errorf("five values once the budget has room: %d rows", len(got))
+	}
+}

@@ -196,7 +196,26 @@ type Options struct {
 	// Zero or negative means the larger of DefaultMaxReplyBytes and
 	// MaxBytes.
 	MaxReplyBytes int
+	// Replies, when set, bounds the bytes the values of all SELECTs in
+	// flight hold together (--fill-memory): a SELECT whose values come
+	// to more than SmallReply bytes takes them from it as it reads them,
+	// and fails with CodeOutOfResources when it has no room. The Result
+	// holds them until its Release.
+	Replies Budget
 }
+
+// Budget is a bound on bytes that many holders share.
+type Budget interface {
+	// Take reserves n bytes, all or none, and reports whether it did.
+	Take(n int64) bool
+	// Give returns n bytes that Take reserved.
+	Give(n int64)
+}
+
+// SmallReply is the most bytes of values a SELECT reads without taking
+// them from Options.Replies: a reply that small goes out through the
+// session's write buffer.
+const SmallReply = 64 << 10
 
 // DefaultMaxReplyBytes is the default of Options.MaxReplyBytes.
 const DefaultMaxReplyBytes = 64 << 20
@@ -229,6 +248,9 @@ const (
 	StateParseError = "42000"
 	// CodeWrongArguments is ER_WRONG_ARGUMENTS, for a bad execute.
 	CodeWrongArguments uint16 = 1210
+	// CodeOutOfResources is ER_OUT_OF_RESOURCES, for a SELECT that
+	// Options.Replies has no room for.
+	CodeOutOfResources uint16 = 1041
 	// CodeUnknown is ER_UNKNOWN_ERROR, for bad keys, oversized values and
 	// store failures.
 	CodeUnknown uint16 = 1105
@@ -275,10 +297,22 @@ type Result struct {
 	State string
 	// Msg is the message of an error.
 	Msg string
+
+	// held bytes of the values are reserved in replies.
+	held    int64
+	replies Budget
 }
 
 // IsError reports whether r is an error packet.
 func (r Result) IsError() bool { return r.Code != 0 }
+
+// Release gives back what r's values hold of Options.Replies. Call it
+// once, when r has been written.
+func (r Result) Release() {
+	if r.held > 0 {
+		r.replies.Give(r.held)
+	}
+}
 
 // ErrorResult turns an error from Parse or Bind into the Result to send:
 // ER_PARSE_ERROR for ErrSyntax and ErrUnbound, ER_WRONG_ARGUMENTS for

@@ -215,26 +215,22 @@ func (k *Session) execKV(st *kv.Stmt) kv.Result {
 
 // kvOptions are the kv language's options from the server's config.
 func (k *Session) kvOptions() kv.Options {
-	return kv.Options{Prefix: k.srv.cfg.Prefix, MaxBytes: k.srv.cfg.MaxBytes, Timeout: k.srv.cfg.Timeout}
+	o := kv.Options{Prefix: k.srv.cfg.Prefix, MaxBytes: k.srv.cfg.MaxBytes, Timeout: k.srv.cfg.Timeout}
+	if k.srv.cfg.Replies != nil {
+		o.Replies = k.srv.cfg.Replies
+	}
+	return o
 }
 
 func (k *Session) writeKVResult(r kv.Result, binary bool) error {
+	// A client that does not read holds its reply: what a large one holds
+	// of the fill memory, taken as its values were read, is given back
+	// once it has gone out.
+	defer r.Release()
 	switch {
 	case r.IsError():
 		return k.s.WriteErr(r.Code, r.State, r.Msg)
 	case r.IsRows:
-		n := 0
-		for _, row := range r.Rows {
-			n += len(row[0]) + len(row[1])
-		}
-		if b := k.srv.cfg.Replies; b != nil && n > wire.BufSize {
-			// A client that does not read holds its reply: large ones
-			// count against the fill memory, and wait for no room.
-			if !b.Take(int64(n)) {
-				return k.s.WriteErr(mysql.ER_OUT_OF_RESOURCES, "HY000", "mycached: large replies waiting on their clients hold all of --fill-memory; try again")
-			}
-			defer b.Give(int64(n))
-		}
 		return k.s.WriteRows(r.Columns, len(r.Rows), func(row, col int) ([]byte, bool) {
 			return r.Rows[row][col], true
 		}, binary)
