@@ -127,7 +127,10 @@ func TestMemoryBudget(t *testing.T) {
 // TestStatementAllowance: the budget grows with the statement, so a query
 // hook can still tag a statement far larger than MaxMemory.
 func TestStatementAllowance(t *testing.T) {
-	e := mustLoad(t, []string{shipped("tag-statements.lua")}, Options{})
+	// A deadline far away: copying 16 MiB may take longer than the
+	// default 5 ms on a busy machine, and only the memory budget is
+	// under test.
+	e := mustLoad(t, []string{shipped("tag-statements.lua")}, Options{Timeout: time.Minute})
 	q := selectQ("SELECT '"+strings.Repeat("x", 16<<20)+"'", "select ?")
 	r := e.Query(q)
 	if r.Kind != QueryRewrite || !strings.HasPrefix(r.SQL, "/* app=shop user=app */ SELECT 'xxx") || len(r.SQL) != len(q.SQL)+24 {
