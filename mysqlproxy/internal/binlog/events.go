@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,12 +28,18 @@ type txn struct {
 	standalone bool
 	deps       map[string]struct{}
 	rows       map[string]int // row generations added per table
+	// The statement being read: the text MariaDB annotates its row
+	// events with ("" when not sent), and the tables it writes, as its
+	// table maps name them.
+	annotate string
+	mapped   []sqlinfo.Table
 }
 
 func (t *txn) start(g mysql.MariadbGTID, ts uint32, standalone bool) {
 	t.gtid, t.ts, t.standalone = &g, ts, standalone
 	clear(t.deps)
 	clear(t.rows)
+	t.annotate, t.mapped = "", t.mapped[:0]
 }
 
 func (t *txn) add(ds ...string) {
@@ -75,8 +82,18 @@ func (f *Follower) handle(t *txn, ev *replication.BinlogEvent) {
 	switch e := ev.Event.(type) {
 	case *replication.MariadbGTIDEvent:
 		t.start(e.GTID, ev.Header.Timestamp, e.IsStandalone())
+	case *replication.MariadbAnnotateRowsEvent:
+		t.annotate, t.mapped = string(e.Query), t.mapped[:0]
+	case *replication.TableMapEvent:
+		tb := sqlinfo.Table{DB: string(e.Schema), Name: string(e.Table)}
+		if !slices.Contains(t.mapped, tb) {
+			t.mapped = append(t.mapped, tb)
+		}
 	case *replication.RowsEvent:
 		f.rows(t, ev.Header.EventType, e)
+		if e.Flags&replication.RowsEventStmtEndFlag != 0 {
+			f.statementEnd(t)
+		}
 	case *replication.FormatDescriptionEvent:
 		f.format(e.CreateTimestamp)
 	case *replication.QueryEvent:
@@ -163,6 +180,52 @@ func (f *Follower) rows(t *txn, typ replication.EventType, e *replication.RowsEv
 		// A key absent altogether is an update's after image that left
 		// the key alone; the before image named the row.
 	}
+}
+
+// statementEnd teaches Meta what one statement's row events wrote
+// together. Before its first row event the server maps every table the
+// statement may write: those it names, and those the triggers it fires
+// and the functions it calls write, whether they wrote this time or not.
+// The statement's annotation tells the tables it names from the others;
+// when there is none, or it names none of them, each table is taken to
+// co-write all the others.
+func (f *Follower) statementEnd(t *txn) {
+	mapped, annotate := t.mapped, t.annotate
+	t.annotate, t.mapped = "", t.mapped[:0]
+	if len(mapped) < 2 {
+		return
+	}
+	var named []bool
+	if annotate != "" {
+		info := statementAnalyzer.AnalyzeIn(annotate, sqlinfo.Dialect{Unknown: true})
+		named = make([]bool, len(mapped))
+		for _, w := range info.Writes {
+			for i, tb := range mapped {
+				// The annotation's current database is not logged: an
+				// unqualified name is any mapped table of that name.
+				if strings.EqualFold(tb.Name, w.Name) && (w.DB == "" || strings.EqualFold(tb.DB, w.DB)) {
+					named[i] = true
+				}
+			}
+		}
+		if !slices.Contains(named, true) {
+			named = nil
+		}
+	}
+	var writers, written []string
+	for i, tb := range mapped {
+		if strings.EqualFold(tb.DB, "mysql") {
+			continue
+		}
+		name := f.namer.Table(tb.DB, tb.Name)
+		if named == nil || named[i] {
+			writers = append(writers, name)
+		}
+		if named == nil || !named[i] {
+			written = append(written, name)
+		}
+	}
+	f.opts.Meta.NoteCoWrites(writers, written)
 }
 
 func isWrite(typ replication.EventType) bool {

@@ -331,6 +331,9 @@ func (f *Follower) follow() error {
 		HeartbeatPeriod:  f.opts.Heartbeat,
 		ReadTimeout:      3 * f.opts.Heartbeat,
 		DisableRetrySync: true,
+		// Each statement's text before its row events: it tells the
+		// tables a statement wrote from those its triggers wrote.
+		DumpCommandFlag: replication.BINLOG_SEND_ANNOTATE_ROWS_EVENT,
 		// Events read ahead of the follower: enough for a group of
 		// transactions, and a bound on the memory a stalled follower
 		// holds (the default, 10240, is gigabytes of large rows).

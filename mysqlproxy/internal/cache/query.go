@@ -747,9 +747,10 @@ func (c *Session) deferrable(info *sqlinfo.Info, written []sqlinfo.Table, extra 
 		if m == nil || m.Kind != meta.Base || !m.Transactional || len(m.Also) > 0 {
 			return false
 		}
-		for _, ch := range c.e.meta().Children(c.e.namer().Table(t.DB, t.Name)) {
+		for _, ch := range append(c.e.meta().Children(c.e.namer().Table(t.DB, t.Name)), c.coWritten(t)...) {
 			// Foreign keys exist between transactional tables only, but
-			// a child whose engine is unknown is bumped at once.
+			// a child whose engine is unknown is bumped at once; so is a
+			// table triggers write, unless transactional.
 			cm := c.e.meta().Known(ch)
 			if cm == nil || !cm.Transactional {
 				return false

@@ -185,8 +185,43 @@ func (c *Session) readDepsFor(info *sqlinfo.Info, params []wire.Param, memo bool
 	return d
 }
 
-// writeDeps returns what a confirmed write bumps for one table it names.
+// writeDeps returns what a confirmed write bumps for one table it names:
+// what the write changed in the table, and in the tables that writes to
+// it (or to a view's or MERGE table's bases) were seen to change too, as
+// triggers do (meta.NoteCoWrites).
 func (c *Session) writeDeps(info *sqlinfo.Info, t sqlinfo.Table, resp *relay.Response, params []wire.Param) []string {
+	ds := c.tableWriteDeps(info, t, resp, params)
+	for _, cw := range c.coWritten(t) {
+		if cw == deps.Global {
+			ds = append(ds, cw)
+		} else {
+			ds = append(ds, cw, deps.NonKey(cw))
+		}
+	}
+	return ds
+}
+
+// coWritten returns the tables that writes to t, or to its bases, were
+// seen to change too.
+func (c *Session) coWritten(t sqlinfo.Table) []string {
+	m := c.e.meta()
+	if m == nil {
+		return nil
+	}
+	name := c.e.namer().Table(t.DB, t.Name)
+	out := m.CoWritten(name)
+	if tm := m.Known(name); tm != nil {
+		for _, a := range tm.Also {
+			out = append(out, m.CoWritten(a)...)
+		}
+	}
+	return out
+}
+
+// tableWriteDeps returns what a confirmed write bumps for one table it
+// names, of that table (and of a view's or MERGE table's bases, and of
+// foreign keys' children).
+func (c *Session) tableWriteDeps(info *sqlinfo.Info, t sqlinfo.Table, resp *relay.Response, params []wire.Param) []string {
 	name := c.e.namer().Table(t.DB, t.Name)
 	all := []string{name, deps.NonKey(name)}
 	if info.Kind == sqlinfo.DDL {

@@ -53,12 +53,15 @@ type Meta struct {
 	namer deps.Namer
 
 	flight flight.Group
-	mu     sync.Mutex        // protects tables, children and gen
+	mu     sync.Mutex        // protects tables, children, coWrites and gen
 	tables map[string]*entry // by dependency name ("db.t")
 	// children maps a parent table to the tables whose foreign keys
 	// change their rows when the parent's rows are deleted or updated
 	// (CASCADE, SET NULL, SET DEFAULT), as learned from the children.
 	children map[string]map[string]bool
+	// coWrites maps a table to the tables that statements writing it
+	// wrote too, as the binlog showed (see NoteCoWrites).
+	coWrites map[string]map[string]bool
 	gen      uint64 // counts Forget calls, so a lookup that raced one is not kept
 	genA     atomic.Uint64
 }

@@ -161,6 +161,67 @@ func (m *Meta) Children(table string) []string {
 	return out
 }
 
+// Bounds of what NoteCoWrites keeps: the tables it knows co-writes of, and
+// the co-written tables of each. Past them a table is still noted, but
+// a table's co-written tables are deps.Global, and a table past the first
+// bound is not noted.
+const (
+	maxCoWriters = 1 << 16
+	maxCoWritten = 64
+)
+
+// NoteCoWrites records that one statement that wrote each of writers
+// wrote every table of written too (range generations' names), as the
+// binlog shows a statement's writes: those of the triggers it fired, and
+// of the stored functions it called, are among them. A trigger is not
+// visible to an account without the TRIGGER privilege, and its writes,
+// unlike those of foreign keys, are not declared on the table: this is
+// how mycached learns them.
+func (m *Meta) NoteCoWrites(writers, written []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, w := range writers {
+		set := m.coWrites[w]
+		if set == nil {
+			if len(m.coWrites) >= maxCoWriters {
+				continue
+			}
+			if m.coWrites == nil {
+				m.coWrites = make(map[string]map[string]bool)
+			}
+			set = make(map[string]bool)
+			m.coWrites[w] = set
+		}
+		for _, t := range written {
+			switch {
+			case t == w || set[t]:
+			case len(set) < maxCoWritten:
+				set[t] = true
+			default:
+				// Too many to name: a write to it changes anything.
+				set[deps.Global] = true
+			}
+		}
+	}
+}
+
+// CoWritten returns the tables (range generations' names) that a
+// statement writing table was seen to write too (NoteCoWrites), sorted.
+func (m *Meta) CoWritten(table string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	set := m.coWrites[table]
+	if len(set) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(set))
+	for t := range set {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Known returns what has been learned of the table named by its range
 // generation, without asking the server, or nil.
 func (m *Meta) Known(table string) *Table {

@@ -1,6 +1,12 @@
 package meta
 
-import "testing"
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/deps"
+)
 
 func TestGeneratedVaries(t *testing.T) {
 	for _, c := range []struct{ create, want string }{
@@ -16,5 +22,29 @@ func TestGeneratedVaries(t *testing.T) {
 		if got := generatedVaries(c.create); got != c.want {
 			t.Errorf("generatedVaries(%q) = %q, want %q", c.create, got, c.want)
 		}
+	}
+}
+
+// TestCoWrites: what one statement was seen to write with a table is
+// what a write to it bumps too; past the bound of names a table keeps,
+// a write to it bumps everything rather than forget one.
+func TestCoWrites(t *testing.T) {
+	m := &Meta{}
+	m.NoteCoWrites([]string{"d.t"}, []string{"d.t", "d.audit"})
+	m.NoteCoWrites([]string{"d.t"}, []string{"d.big"})
+	if got := m.CoWritten("d.t"); !slices.Equal(got, []string{"d.audit", "d.big"}) {
+		t.Errorf("CoWritten(d.t) = %q", got)
+	}
+	if got := m.CoWritten("d.audit"); got != nil {
+		t.Errorf("CoWritten(d.audit) = %q: a table a trigger writes does not write the trigger's table", got)
+	}
+	var many []string
+	for i := range maxCoWritten + 1 {
+		many = append(many, fmt.Sprintf("d.u%d", i))
+	}
+	m.NoteCoWrites([]string{"d.w"}, many)
+	got := m.CoWritten("d.w")
+	if len(got) > maxCoWritten+1 || !slices.Contains(got, deps.Global) {
+		t.Errorf("CoWritten(d.w) past the bound: %d names, global %v", len(got), slices.Contains(got, deps.Global))
 	}
 }
