@@ -161,13 +161,14 @@ func (m *Meta) Children(table string) []string {
 	return out
 }
 
-// Bounds of what NoteCoWrites keeps: the tables it knows co-writes of, and
-// the co-written tables of each. Past them a table is still noted, but
-// a table's co-written tables are deps.Global, and a table past the first
-// bound is not noted.
+// Bounds of what NoteCoWrites keeps: the tables it knows co-writes of,
+// the co-written tables of each, and the co-written tables of all. Past
+// the last two a table's co-written tables are deps.Global; a table past
+// the first is not noted.
 const (
-	maxCoWriters = 1 << 16
-	maxCoWritten = 64
+	maxCoWriters    = 1 << 16
+	maxCoWritten    = 64
+	maxCoWrittenAll = 1 << 18
 )
 
 // NoteCoWrites records that one statement that wrote each of writers
@@ -195,8 +196,9 @@ func (m *Meta) NoteCoWrites(writers, written []string) {
 		for _, t := range written {
 			switch {
 			case t == w || set[t]:
-			case len(set) < maxCoWritten:
+			case len(set) < maxCoWritten && m.coWritten < maxCoWrittenAll:
 				set[t] = true
+				m.coWritten++
 			default:
 				// Too many to name: a write to it changes anything.
 				set[deps.Global] = true
