@@ -1938,6 +1938,44 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// What triggers write, once the followers have seen one statement
+		// on each table: an INSERT whose trigger writes, an UPDATE whose
+		// trigger wrote nothing then, a write through a view, a trigger
+		// that writes a MyISAM table inside a transaction.
+		class: "write", name: "trigger-writes-learned", steps: 4,
+		setup: []string{
+			"CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+			"CREATE TABLE audit (id INT PRIMARY KEY, n INT)", "INSERT INTO audit VALUES (1, 0)",
+			"CREATE TABLE big (id INT PRIMARY KEY, v INT)", "INSERT INTO big VALUES (1, 0)",
+			"CREATE TABLE am (id INT PRIMARY KEY, n INT) ENGINE=MyISAM", "INSERT INTO am VALUES (1, 0)",
+			"CREATE TABLE tx (id INT PRIMARY KEY)",
+			"CREATE VIEW tv AS SELECT id, v FROM t",
+			"CREATE TRIGGER t_ai AFTER INSERT ON t FOR EACH ROW UPDATE audit SET n = n + 1 WHERE id = 1",
+			"CREATE TRIGGER t_au AFTER UPDATE ON t FOR EACH ROW BEGIN IF NEW.v > 100 THEN UPDATE big SET v = NEW.v WHERE id = 1; END IF; END",
+			"CREATE TRIGGER tx_ai AFTER INSERT ON tx FOR EACH ROW UPDATE am SET n = n + 1 WHERE id = 1",
+		},
+		body: func(x *rsRun) {
+			x.exec("INSERT INTO t VALUES (0, 0)", "UPDATE t SET v = 1 WHERE id = 0", "INSERT INTO tx VALUES (0)")
+			x.sync()
+			audit, big, am := "SELECT n FROM audit WHERE id = 1", "SELECT v FROM big WHERE id = 1", "SELECT n FROM am WHERE id = 1"
+			x.step("insert", func(x *rsRun) { x.rsWriteHeld("INSERT INTO t VALUES (1, 1)", false, audit, "SELECT SUM(n) FROM audit") })
+			x.step("update", func(x *rsRun) { x.rsWriteHeld("UPDATE t SET v = 101 WHERE id = 0", false, big) })
+			x.step("through-a-view", func(x *rsRun) { x.rsWriteHeld("INSERT INTO tv VALUES (2, 1)", false, audit) })
+			x.step("myisam-in-a-transaction", func(x *rsRun) {
+				x.sync()
+				r := x.rootVia(x.B())
+				r.fill(am)
+				w := x.rootVia(x.A())
+				w.write("START TRANSACTION", "INSERT INTO tx VALUES (1)")
+				// MyISAM keeps no transaction: its row is seen at once.
+				r.same(am)
+				w.write("COMMIT")
+				r.same(am)
+				x.release()
+			})
+		},
+	},
+	{
 		// sql_mode=ORACLE's s.nextval and s.currval read like a column.
 		class: "write", name: "oracle-sequence-operations",
 		setup: []string{"CREATE SEQUENCE s"},

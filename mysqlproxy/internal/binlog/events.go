@@ -188,44 +188,83 @@ func (f *Follower) rows(t *txn, typ replication.EventType, e *replication.RowsEv
 // and the functions it calls write, whether they wrote this time or not.
 // The statement's annotation tells the tables it names from the others;
 // when there is none, or it names none of them, each table is taken to
-// co-write all the others.
+// co-write all the others. Inside a transaction, what a statement wrote
+// to non-transactional tables is logged apart, with the annotation again
+// and only those tables mapped: they are taken to be written by the
+// tables the annotation names, in the database it names or in theirs.
 func (f *Follower) statementEnd(t *txn) {
 	mapped, annotate := t.mapped, t.annotate
 	t.annotate, t.mapped = "", t.mapped[:0]
-	if len(mapped) < 2 {
+	if len(mapped) == 0 || (len(mapped) == 1 && (annotate == "" || nearStart(annotate, mapped[0].Name))) {
+		// One table, which the statement most likely names.
 		return
 	}
-	var named []bool
+	var writes []sqlinfo.Table
 	if annotate != "" {
-		info := statementAnalyzer.AnalyzeIn(annotate, sqlinfo.Dialect{Unknown: true})
-		named = make([]bool, len(mapped))
-		for _, w := range info.Writes {
-			for i, tb := range mapped {
-				// The annotation's current database is not logged: an
-				// unqualified name is any mapped table of that name.
-				if strings.EqualFold(tb.Name, w.Name) && (w.DB == "" || strings.EqualFold(tb.DB, w.DB)) {
-					named[i] = true
-				}
+		writes = statementAnalyzer.AnalyzeIn(annotate, sqlinfo.Dialect{Unknown: true}).Writes
+	}
+	named := make([]bool, len(mapped))
+	anyNamed := false
+	for _, w := range writes {
+		for i, tb := range mapped {
+			// The annotation's current database is not logged: an
+			// unqualified name is any mapped table of that name.
+			if strings.EqualFold(tb.Name, w.Name) && (w.DB == "" || strings.EqualFold(tb.DB, w.DB)) {
+				named[i], anyNamed = true, true
 			}
-		}
-		if !slices.Contains(named, true) {
-			named = nil
 		}
 	}
 	var writers, written []string
-	for i, tb := range mapped {
-		if strings.EqualFold(tb.DB, "mysql") {
-			continue
+	switch {
+	case anyNamed:
+		for i, tb := range mapped {
+			if named[i] {
+				writers = append(writers, f.name(tb))
+			} else {
+				written = append(written, f.name(tb))
+			}
 		}
-		name := f.namer.Table(tb.DB, tb.Name)
-		if named == nil || named[i] {
-			writers = append(writers, name)
+	case len(writes) > 0:
+		for _, tb := range mapped {
+			written = append(written, f.name(tb))
 		}
-		if named == nil || !named[i] {
-			written = append(written, name)
+		for _, w := range writes {
+			if w.DB != "" {
+				writers = append(writers, f.name(w))
+				continue
+			}
+			for _, tb := range mapped {
+				writers = append(writers, f.name(sqlinfo.Table{DB: tb.DB, Name: w.Name}))
+			}
 		}
+	default:
+		for _, tb := range mapped {
+			writers = append(writers, f.name(tb))
+		}
+		written = writers
 	}
 	f.opts.Meta.NoteCoWrites(writers, written)
+}
+
+// nearStart reports whether name is in the first 4 KiB of q, in any case:
+// where a statement names the table it writes.
+func nearStart(q, name string) bool {
+	q = q[:min(len(q), 4096)]
+	for i := 0; i+len(name) <= len(q); i++ {
+		if strings.EqualFold(q[i:i+len(name)], name) {
+			return true
+		}
+	}
+	return false
+}
+
+// name is a table's range generation's name; the grant tables are
+// deps.Global, as a write to them changes what anyone may read.
+func (f *Follower) name(tb sqlinfo.Table) string {
+	if strings.EqualFold(tb.DB, "mysql") {
+		return deps.Global
+	}
+	return f.namer.Table(tb.DB, tb.Name)
 }
 
 func isWrite(typ replication.EventType) bool {
