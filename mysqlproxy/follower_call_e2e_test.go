@@ -186,10 +186,39 @@ func TestTriggerWritesSeenAtOnce(t *testing.T) {
 		// before: the second fires a trigger that writes nothing.
 		"INSERT INTO t VALUES (0, 0)", "UPDATE t SET v = 1 WHERE id = 0",
 		"CREATE TABLE filler (id INT PRIMARY KEY, pad CHAR(100))",
+		"CREATE TABLE first (id INT PRIMARY KEY)",
+		"CREATE TABLE audit2 (id INT PRIMARY KEY, n INT)", "INSERT INTO audit2 VALUES (1, 0)",
+		"CREATE TRIGGER first_ai AFTER INSERT ON first FOR EACH ROW UPDATE audit2 SET n = n + 1 WHERE id = 1",
+		"CREATE TABLE firsttx (id INT PRIMARY KEY)",
+		"CREATE TABLE audit3 (id INT PRIMARY KEY, n INT)", "INSERT INTO audit3 VALUES (1, 0)",
+		"CREATE TRIGGER firsttx_ai AFTER INSERT ON firsttx FOR EACH ROW UPDATE audit3 SET n = n + 1 WHERE id = 1",
 	} {
 		mustExec(t, f.direct, s)
 	}
 	f.sync(t)
+
+	// The first write to a table through a sidecar, before its follower
+	// has seen any: it waits for the follower to apply it.
+	const q2 = "SELECT n FROM audit2 WHERE id = 1"
+	f.warm(t, q2)
+	mustExec(t, f.direct, "INSERT INTO filler SELECT seq, 'x' FROM seq_1_to_50000")
+	mustExec(t, f.viaA, "INSERT INTO first VALUES (1)")
+	f.fresh(t, q2)
+	// In a transaction, its COMMIT waits.
+	const q3 = "SELECT n FROM audit3 WHERE id = 1"
+	f.sync(t)
+	time.Sleep(300 * time.Millisecond) // the bumps made again a moment later
+	f.warm(t, q3)
+	mustExec(t, f.direct, "INSERT INTO filler SELECT seq, 'x' FROM seq_50001_to_250000")
+	w := conn(t, f.viaA)
+	for _, s := range []string{"START TRANSACTION", "INSERT INTO firsttx VALUES (1)", "COMMIT"} {
+		execOn(t, w, s)
+	}
+	f.fresh(t, q3)
+	if t.Failed() {
+		t.FailNow()
+	}
+
 	const qa, qb = "SELECT n FROM audit WHERE id = 1", "SELECT v FROM big WHERE id = 1"
 	for i := 1; i <= 3; i++ {
 		f.sync(t)
@@ -199,7 +228,7 @@ func TestTriggerWritesSeenAtOnce(t *testing.T) {
 		// while the writes below are made and read: without what the
 		// sidecar learned, the reads beat the followers to the triggers'
 		// writes.
-		mustExec(t, f.direct, fmt.Sprintf("INSERT INTO filler SELECT seq, 'x' FROM seq_%d_to_%d", i*100000, i*100000+99999))
+		mustExec(t, f.direct, fmt.Sprintf("INSERT INTO filler SELECT seq, 'x' FROM seq_%d_to_%d", i*1000000, i*1000000+99999))
 		mustExec(t, f.viaA, fmt.Sprintf("INSERT INTO t VALUES (%d, 1)", i))
 		mustExec(t, f.viaA, fmt.Sprintf("UPDATE t SET v = %d WHERE id = 0", 100+i))
 		f.fresh(t, qa)

@@ -195,8 +195,13 @@ func (f *Follower) rows(t *txn, typ replication.EventType, e *replication.RowsEv
 func (f *Follower) statementEnd(t *txn) {
 	mapped, annotate := t.mapped, t.annotate
 	t.annotate, t.mapped = "", t.mapped[:0]
-	if len(mapped) == 0 || (len(mapped) == 1 && (annotate == "" || nearStart(annotate, mapped[0].Name))) {
-		// One table, which the statement most likely names.
+	if len(mapped) == 0 {
+		return
+	}
+	if len(mapped) == 1 && (annotate == "" || nearStart(annotate, mapped[0].Name)) {
+		// One table, which the statement most likely names: seen to
+		// write no other.
+		f.opts.Meta.NoteCoWrites([]string{f.name(mapped[0])}, nil)
 		return
 	}
 	var writes []sqlinfo.Table

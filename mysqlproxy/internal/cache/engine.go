@@ -224,6 +224,10 @@ type Session struct {
 	// before it: see routineRan.
 	txRoutine     bool
 	txRoutineGTID string
+	// txUnseen are the databases of the tables the transaction wrote
+	// whose triggers' tables the follower had not learned (see
+	// coWritesUnseen): its COMMIT waits for the follower.
+	txUnseen []string
 	// callFrom is the follower's applied position when the CALL being
 	// handled was sent (see callWrites).
 	callFrom map[uint32]uint64

@@ -233,9 +233,10 @@ func (c *Session) execute(p []byte, info *sqlinfo.Info, sql string) error {
 func (c *Session) executeParams(p []byte, info *sqlinfo.Info, sql string, params []wire.Param) error {
 	before, lastGTID := c.s.Status, c.s.Vars["last_gtid"]
 	c.callFrom = nil
-	if f := c.e.follower.Load(); f != nil && (info.Kind == sqlinfo.Call || info.CallsRoutine) {
+	if f := c.e.follower.Load(); f != nil && (info.Kind == sqlinfo.Call || info.CallsRoutine || c.coWritesUnseen(info) ||
+		(info.Kind == sqlinfo.Commit && len(c.txUnseen) > 0)) {
 		// Where the follower stands before a statement that runs stored
-		// code: see callWrites.
+		// code, or may: see callWrites.
 		c.callFrom = (*f).AppliedSeqs()
 	}
 	if err := c.s.Forward(p); err != nil {
@@ -381,7 +382,20 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 	}
 	if info.MayWrite && !(c.refusedBeforeRunning(info, resp) && !runsRoutines(info, sql)) {
 		routine, known := c.callWrites(info, sql, resp, lastGTID)
+		if !known && c.callFrom != nil && info.Kind != sqlinfo.Call && !info.CallsRoutine {
+			// A first write whose triggers' tables are unknown, and the
+			// follower late: they are most likely in its databases.
+			routine, known = c.writtenDBs(info), true
+		}
 		c.invalidate(info, sql, resp, params, routine, known)
+	}
+	if info.Kind == sqlinfo.Commit && len(c.txUnseen) > 0 && c.callFrom != nil {
+		// What the triggers of the transaction's first writes wrote.
+		ds, known := c.callWrites(info, sql, resp, lastGTID)
+		if !known {
+			ds = c.txUnseen
+		}
+		c.addTxDeps(ds)
 	}
 	if info.CallsRoutine && !info.MayWrite && c.e.follower.Load() != nil {
 		// A stored function's writes: bumped like a CALL's when that can
@@ -636,13 +650,81 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 	}
 	if inTx {
 		c.txWrote = true
-		if c.txDeps == nil {
-			c.txDeps = make(map[string]struct{})
-		}
-		for _, d := range ds {
-			c.txDeps[d] = struct{}{}
+		c.addTxDeps(ds)
+		if c.e.follower.Load() != nil && c.unseenCoWrites(info) {
+			for _, d := range c.writtenDBs(info) {
+				if !slices.Contains(c.txUnseen, d) {
+					c.txUnseen = append(c.txUnseen, d)
+				}
+			}
 		}
 	}
+}
+
+// addTxDeps adds ds to what the transaction's end bumps.
+func (c *Session) addTxDeps(ds []string) {
+	if c.txDeps == nil {
+		c.txDeps = make(map[string]struct{})
+	}
+	for _, d := range ds {
+		c.txDeps[d] = struct{}{}
+	}
+}
+
+// coWritesUnseen reports a write, outside a transaction, to a table
+// whose triggers' tables the follower has not learned yet (see
+// meta.NoteCoWrites): the first write to each after the sidecar starts.
+// It waits, as a CALL does, for the follower to apply it, and bumps what
+// the follower bumped, so that what its triggers wrote is fresh at once.
+func (c *Session) coWritesUnseen(info *sqlinfo.Info) bool {
+	if c.s.Status&(mysql.SERVER_STATUS_IN_TRANS|mysql.SERVER_STATUS_AUTOCOMMIT) != mysql.SERVER_STATUS_AUTOCOMMIT {
+		// A transaction's COMMIT waits instead (txUnseen).
+		return false
+	}
+	return c.unseenCoWrites(info)
+}
+
+// unseenCoWrites reports a write to a table whose triggers' tables the
+// follower has not learned.
+func (c *Session) unseenCoWrites(info *sqlinfo.Info) bool {
+	switch info.Kind {
+	case sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace:
+	default:
+		return false
+	}
+	m := c.e.meta()
+	if m == nil {
+		return false
+	}
+	for _, t := range sqlinfo.Qualify(info.Writes, c.db) {
+		if _, temp := c.temps[t.String()]; temp {
+			continue
+		}
+		name := c.e.namer().Table(t.DB, t.Name)
+		if !m.CoWritesSeen(name) {
+			return true
+		}
+		if tm := m.Known(name); tm != nil {
+			for _, a := range tm.Also {
+				if !m.CoWritesSeen(a) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// writtenDBs returns the database-wide generations of the databases a
+// write names.
+func (c *Session) writtenDBs(info *sqlinfo.Info) []string {
+	var out []string
+	for _, t := range sqlinfo.Qualify(info.Writes, c.db) {
+		if d := c.e.namer().DB(t.DB); !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // callWrites returns what a CALL, or a statement that calls a stored
@@ -668,7 +750,7 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 // sql_log_bin on (not set off before, nor set at all while it ran: a
 // procedure may turn it off and on again) and stayed in its GTID domain.
 func (c *Session) callWrites(info *sqlinfo.Info, sql string, resp *relay.Response, prev string) ([]string, bool) {
-	if (info.Kind != sqlinfo.Call && !info.CallsRoutine) || info.ParseError || info.WhyNot == "multi-statement" || !c.s.Track || resp.Failed() || resp.Tracked.Unseen || c.s.InTransaction() {
+	if (info.Kind != sqlinfo.Call && !info.CallsRoutine && c.callFrom == nil) || info.ParseError || info.WhyNot == "multi-statement" || !c.s.Track || resp.Failed() || resp.Tracked.Unseen || c.s.InTransaction() {
 		return nil, false
 	}
 	m, fp := c.e.meta(), c.e.follower.Load()
@@ -798,6 +880,7 @@ func (c *Session) endTransaction() {
 	c.bumpTx()
 	clear(c.txDeps)
 	c.txWrote, c.xa, c.txSnap, c.txRoutine = false, false, false, false
+	c.txUnseen = c.txUnseen[:0]
 }
 
 // takesSnapshot reports whether a statement run in a transaction may

@@ -62,9 +62,11 @@ type Meta struct {
 	// coWrites maps a table to the tables that statements writing it
 	// wrote too, as the binlog showed (see NoteCoWrites).
 	coWrites  map[string]map[string]bool
-	coWritten int    // names in coWrites' sets
-	gen       uint64 // counts Forget calls, so a lookup that raced one is not kept
-	genA      atomic.Uint64
+	coWritten int // names in coWrites' sets
+	// coWritersFull says a writer was not noted for want of room.
+	coWritersFull bool
+	gen           uint64 // counts Forget calls, so a lookup that raced one is not kept
+	genA          atomic.Uint64
 }
 
 // entry is a learned table, or a failure to learn it, with its expiry.

@@ -177,7 +177,8 @@ const (
 // of the stored functions it called, are among them. A trigger is not
 // visible to an account without the TRIGGER privilege, and its writes,
 // unlike those of foreign keys, are not declared on the table: this is
-// how mycached learns them.
+// how mycached learns them. Writers are noted as seen (CoWritesSeen) even
+// when written is empty.
 func (m *Meta) NoteCoWrites(writers, written []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -185,6 +186,7 @@ func (m *Meta) NoteCoWrites(writers, written []string) {
 		set := m.coWrites[w]
 		if set == nil {
 			if len(m.coWrites) >= maxCoWriters {
+				m.coWritersFull = true
 				continue
 			}
 			if m.coWrites == nil {
@@ -205,6 +207,17 @@ func (m *Meta) NoteCoWrites(writers, written []string) {
 			}
 		}
 	}
+}
+
+// CoWritesSeen reports whether the binlog has shown what a statement
+// writing table (a range generation's name) writes with it, so that
+// CoWritten tells them all: triggers' tables are mapped even when they
+// write nothing. Past the bound of tables noted, every table counts as
+// seen.
+func (m *Meta) CoWritesSeen(table string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.coWrites[table] != nil || m.coWritersFull
 }
 
 // CoWritten returns the tables (range generations' names) that a
