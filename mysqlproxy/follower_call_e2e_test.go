@@ -238,6 +238,18 @@ func TestTriggerWritesSeenAtOnce(t *testing.T) {
 		}
 	}
 
+	// A trigger created since: learned again, by the next write waiting.
+	mustExec(t, f.direct, "CREATE TABLE audit4 (id INT PRIMARY KEY, n INT)")
+	mustExec(t, f.direct, "INSERT INTO audit4 VALUES (1, 0)")
+	mustExec(t, f.direct, "CREATE TRIGGER t_bi BEFORE INSERT ON t FOR EACH ROW UPDATE audit4 SET n = n + 1 WHERE id = 1")
+	const q4 = "SELECT n FROM audit4 WHERE id = 1"
+	f.sync(t)
+	time.Sleep(300 * time.Millisecond)
+	f.warm(t, q4)
+	mustExec(t, f.direct, "INSERT INTO filler SELECT seq, 'x' FROM seq_10000000_to_10099999")
+	mustExec(t, f.viaA, "INSERT INTO t VALUES (100, 1)")
+	f.fresh(t, q4)
+
 	const qt = "SELECT v FROM t WHERE id = 0"
 	f.sync(t) // the followers' own bumps of t are behind
 	c := conn(t, f.viaA)

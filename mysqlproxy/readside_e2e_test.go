@@ -1942,7 +1942,7 @@ var rsCases = []rsCase{
 		// on each table: an INSERT whose trigger writes, an UPDATE whose
 		// trigger wrote nothing then, a write through a view, a trigger
 		// that writes a MyISAM table inside a transaction.
-		class: "write", name: "trigger-writes-learned", steps: 4,
+		class: "write", name: "trigger-writes-learned", steps: 5,
 		setup: []string{
 			"CREATE TABLE t (id INT PRIMARY KEY, v INT)",
 			"CREATE TABLE audit (id INT PRIMARY KEY, n INT)", "INSERT INTO audit VALUES (1, 0)",
@@ -1953,6 +1953,8 @@ var rsCases = []rsCase{
 			"CREATE TRIGGER t_ai AFTER INSERT ON t FOR EACH ROW UPDATE audit SET n = n + 1 WHERE id = 1",
 			"CREATE TRIGGER t_au AFTER UPDATE ON t FOR EACH ROW BEGIN IF NEW.v > 100 THEN UPDATE big SET v = NEW.v WHERE id = 1; END IF; END",
 			"CREATE TRIGGER tx_ai AFTER INSERT ON tx FOR EACH ROW UPDATE am SET n = n + 1 WHERE id = 1",
+			"CREATE TABLE tx2 (id INT PRIMARY KEY)",
+			"CREATE TRIGGER tx2_ai AFTER INSERT ON tx2 FOR EACH ROW UPDATE am SET n = n + 10 WHERE id = 1",
 		},
 		body: func(x *rsRun) {
 			x.exec("INSERT INTO t VALUES (0, 0)", "UPDATE t SET v = 1 WHERE id = 0", "INSERT INTO tx VALUES (0)")
@@ -1970,6 +1972,16 @@ var rsCases = []rsCase{
 				// MyISAM keeps no transaction: its row is seen at once.
 				r.same(am)
 				w.write("COMMIT")
+				r.same(am)
+				x.release()
+			})
+			// A first write to tx2, whose trigger no follower has seen,
+			// rolled back: what the trigger wrote to MyISAM stays.
+			x.step("myisam-first-write-rolled-back", func(x *rsRun) {
+				x.sync()
+				r := x.rootVia(x.B())
+				r.fill(am)
+				x.rootVia(x.A()).write("START TRANSACTION", "INSERT INTO tx2 VALUES (1)", "ROLLBACK")
 				r.same(am)
 				x.release()
 			})

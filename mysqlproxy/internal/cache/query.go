@@ -391,11 +391,10 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 	}
 	if info.Kind == sqlinfo.Commit && len(c.txUnseen) > 0 && c.callFrom != nil {
 		// What the triggers of the transaction's first writes wrote.
-		ds, known := c.callWrites(info, sql, resp, lastGTID)
-		if !known {
-			ds = c.txUnseen
+		if ds, known := c.callWrites(info, sql, resp, lastGTID); known {
+			c.addTxDeps(ds)
+			c.txUnseen = c.txUnseen[:0]
 		}
-		c.addTxDeps(ds)
 	}
 	if info.CallsRoutine && !info.MayWrite && c.e.follower.Load() != nil {
 		// A stored function's writes: bumped like a CALL's when that can
@@ -877,6 +876,12 @@ func (c *Session) endTransaction() {
 		}
 		c.txDeps[deps.Global] = struct{}{}
 	}
+	// A transaction that wrote tables whose triggers' tables are unknown,
+	// and ended otherwise than by a COMMIT that waited for the follower
+	// (a statement that commits implicitly, a late follower, a ROLLBACK,
+	// which leaves what its triggers wrote to MyISAM tables): the
+	// databases of those tables.
+	c.addTxDeps(c.txUnseen)
 	c.bumpTx()
 	clear(c.txDeps)
 	c.txWrote, c.xa, c.txSnap, c.txRoutine = false, false, false, false

@@ -65,8 +65,11 @@ type Meta struct {
 	coWritten int // names in coWrites' sets
 	// coWritersFull says a writer was not noted for want of room.
 	coWritersFull bool
-	gen           uint64 // counts Forget calls, so a lookup that raced one is not kept
-	genA          atomic.Uint64
+	// coSeen are the tables whose co-writes the binlog has shown since
+	// the last DDL that may have changed them (see CoWritesSeen).
+	coSeen map[string]bool
+	gen    uint64 // counts Forget calls, so a lookup that raced one is not kept
+	genA   atomic.Uint64
 }
 
 // entry is a learned table, or a failure to learn it, with its expiry.

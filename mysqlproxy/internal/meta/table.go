@@ -183,6 +183,16 @@ func (m *Meta) NoteCoWrites(writers, written []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, w := range writers {
+		switch {
+		case m.coSeen[w]:
+		case len(m.coSeen) >= maxCoWriters:
+			m.coWritersFull = true
+		default:
+			if m.coSeen == nil {
+				m.coSeen = make(map[string]bool)
+			}
+			m.coSeen[w] = true
+		}
 		set := m.coWrites[w]
 		if set == nil {
 			if len(m.coWrites) >= maxCoWriters {
@@ -212,12 +222,13 @@ func (m *Meta) NoteCoWrites(writers, written []string) {
 // CoWritesSeen reports whether the binlog has shown what a statement
 // writing table (a range generation's name) writes with it, so that
 // CoWritten tells them all: triggers' tables are mapped even when they
-// write nothing. Past the bound of tables noted, every table counts as
-// seen.
+// write nothing. DDL on the table, or DDL mycached cannot map (Forget,
+// ForgetAll), makes it unseen again, as it may have changed its triggers.
+// Past the bound of tables noted, every table counts as seen.
 func (m *Meta) CoWritesSeen(table string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.coWrites[table] != nil || m.coWritersFull
+	return m.coSeen[table] || m.coWritersFull
 }
 
 // CoWritten returns the tables (range generations' names) that a
@@ -256,6 +267,7 @@ func (m *Meta) Forget(table string) {
 	m.gen++
 	m.genA.Add(1)
 	delete(m.tables, table)
+	delete(m.coSeen, table)
 	for k, e := range m.tables {
 		if e.t != nil && slices.Contains(e.t.Also, table) {
 			delete(m.tables, k)
@@ -264,7 +276,8 @@ func (m *Meta) Forget(table string) {
 }
 
 // ForgetAll drops everything known of tables, after DDL mycached could
-// not map to tables. The foreign keys learned stay: the tables that
+// not map to tables, and what writes to them were seen to write. The
+// foreign keys learned stay: the tables that
 // declared them may not be learned again before their parents are
 // written, and a link that no longer holds costs only a bump.
 func (m *Meta) ForgetAll() {
@@ -273,6 +286,11 @@ func (m *Meta) ForgetAll() {
 	m.gen++
 	m.genA.Add(1)
 	clear(m.tables)
+	// CREATE TRIGGER and DROP TRIGGER are such DDL: what writes to each
+	// table write too is learned again. What was learned stays: a table
+	// a trigger no longer writes costs a bump, where one it writes, which
+	// a write in a transaction would not bump at once, costs a stale read.
+	clear(m.coSeen)
 }
 
 // ShareChildren gives each of tables (range generations' names) the

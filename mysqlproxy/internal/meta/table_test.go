@@ -47,4 +47,18 @@ func TestCoWrites(t *testing.T) {
 	if len(got) > maxCoWritten+1 || !slices.Contains(got, deps.Global) {
 		t.Errorf("CoWritten(d.w) past the bound: %d names, global %v", len(got), slices.Contains(got, deps.Global))
 	}
+	if !m.CoWritesSeen("d.t") {
+		t.Error("d.t not seen after statements on it")
+	}
+	// DDL on a table, or DDL mycached cannot map (CREATE TRIGGER),
+	// makes it to be seen again; what was learned stays meanwhile.
+	m.Forget("d.t")
+	if m.CoWritesSeen("d.t") || len(m.CoWritten("d.t")) != 2 {
+		t.Errorf("after DDL on d.t: seen %v, co-written %q", m.CoWritesSeen("d.t"), m.CoWritten("d.t"))
+	}
+	m.NoteCoWrites([]string{"d.t"}, nil)
+	m.ForgetAll()
+	if m.CoWritesSeen("d.t") || m.CoWritesSeen("d.w") || len(m.CoWritten("d.t")) != 2 {
+		t.Errorf("after ForgetAll: seen %v %v, co-written %q", m.CoWritesSeen("d.t"), m.CoWritesSeen("d.w"), m.CoWritten("d.t"))
+	}
 }
