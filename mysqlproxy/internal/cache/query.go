@@ -684,7 +684,9 @@ func (c *Session) coWritesUnseen(info *sqlinfo.Info) bool {
 }
 
 // unseenCoWrites reports a write to a table whose triggers' tables the
-// follower has not learned.
+// follower has not learned. A follower that is not current learns
+// nothing meanwhile: the writes are then left to it, as before it
+// learned anything, rather than bump their databases each time.
 func (c *Session) unseenCoWrites(info *sqlinfo.Info) bool {
 	switch info.Kind {
 	case sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace:
@@ -692,7 +694,7 @@ func (c *Session) unseenCoWrites(info *sqlinfo.Info) bool {
 		return false
 	}
 	m := c.e.meta()
-	if m == nil {
+	if m == nil || !c.e.followerCurrent() {
 		return false
 	}
 	for _, t := range sqlinfo.Qualify(info.Writes, c.db) {
