@@ -166,13 +166,14 @@ func TestRoutineWritesWithoutFollower(t *testing.T) {
 
 // TestTriggerWritesSeenAtOnce: what a trigger wrote is fresh through every
 // sidecar right after the OK of the write that fired it, as the written
-// table is, once a sidecar's follower has seen one statement on that
-// table: the binlog shows what such a statement writes, triggers
-// included, even when a trigger wrote nothing that time. A trigger is not
-// visible otherwise to an account without the TRIGGER privilege, and
-// waiting for the follower after every write would cost every write.
-// The tables a trigger writes, written on their own, do not invalidate
-// the table whose trigger writes them.
+// table is. A sidecar learns from its follower what a statement on a
+// table writes, triggers included, even when a trigger wrote nothing that
+// time (a trigger is not visible otherwise to an account without the
+// TRIGGER privilege); the first write to a table not learned yet, alone
+// or in a transaction, and the first after a CREATE TRIGGER, wait for the
+// follower. Each write comes right after a large transaction that keeps
+// the followers busy. The tables a trigger writes, written on their own,
+// do not invalidate the table whose trigger writes them.
 func TestTriggerWritesSeenAtOnce(t *testing.T) {
 	m := privateDB(t)
 	f := startFleet(t, m, mysqlproxy.Config{})

@@ -53,7 +53,7 @@ type Meta struct {
 	namer deps.Namer
 
 	flight flight.Group
-	mu     sync.Mutex        // protects tables, children, coWrites and gen
+	mu     sync.Mutex        // protects tables, children, the co-writes and gen
 	tables map[string]*entry // by dependency name ("db.t")
 	// children maps a parent table to the tables whose foreign keys
 	// change their rows when the parent's rows are deleted or updated

@@ -193,6 +193,9 @@ func (m *Meta) NoteCoWrites(writers, written []string) {
 			}
 			m.coSeen[w] = true
 		}
+		if len(written) == 0 {
+			continue
+		}
 		set := m.coWrites[w]
 		if set == nil {
 			if len(m.coWrites) >= maxCoWriters {
