@@ -702,10 +702,12 @@ func (c *Session) unseenCoWrites(info *sqlinfo.Info) bool {
 			continue
 		}
 		name := c.e.namer().Table(t.DB, t.Name)
-		if !m.CoWritesSeen(name) {
+		tm := m.Known(name)
+		// A view is never in the binlog: its base tables are.
+		if (tm == nil || tm.Kind != meta.View) && !m.CoWritesSeen(name) {
 			return true
 		}
-		if tm := m.Known(name); tm != nil {
+		if tm != nil {
 			for _, a := range tm.Also {
 				if !m.CoWritesSeen(a) {
 					return true
