@@ -1988,6 +1988,32 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// A follower that is not current learns nothing: a write to a
+		// table it has not seen is left to it, and does not bump the
+		// table's database (its other tables' entries stay).
+		class: "write", name: "unseen-table-follower-behind", protos: []string{"text"},
+		tune: func(c *mysqlproxy.Config) { c.MaxStaleness = 200 * time.Millisecond },
+		setup: []string{
+			"CREATE TABLE u (id INT PRIMARY KEY, v INT)", "INSERT INTO u VALUES (1, 1)",
+			"CREATE TABLE z (id INT PRIMARY KEY)",
+		},
+		body: func(x *rsRun) {
+			const q = "SELECT v FROM u WHERE id = 1"
+			r := x.rootVia(x.A())
+			r.fill(q)
+			// Held, the followers do not hear of this write, and fall
+			// behind the server past --max-staleness.
+			x.exec("INSERT INTO u VALUES (2, 2)")
+			time.Sleep(600 * time.Millisecond)
+			x.rootVia(x.A()).write("INSERT INTO z VALUES (1)")
+			before := r.executed()
+			r.same(q)
+			if r.executed() != before {
+				x.t.Errorf("%s went to the server after a write to another table of its database\n%s", q, query(r.via, "text", "SHOW MYCACHED QUERIES"))
+			}
+		},
+	},
+	{
 		// sql_mode=ORACLE's s.nextval and s.currval read like a column.
 		class: "write", name: "oracle-sequence-operations",
 		setup: []string{"CREATE SEQUENCE s"},
