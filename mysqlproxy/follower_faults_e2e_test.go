@@ -418,3 +418,56 @@ func TestFollowerSlowStreamStart(t *testing.T) {
 		t.Errorf("the follower connected %d more times: it gave up on a stream that was starting", n)
 	}
 }
+
+// TestLostPositionForgetsTables: while a sidecar's follower is cut off,
+// a table's primary key moves to another column and RESET MASTER empties
+// the binlog, so the follower never sees the ALTER. What the sidecar had
+// learned of the table no longer holds: once it knows the position is
+// lost, it learns the table again, and a read keyed by the old key is not
+// served after a write to its row.
+func TestLostPositionForgetsTables(t *testing.T) {
+	m := privateDB(t)
+	name := m.NewDatabase(t)
+	mc := privateMemcached(t)
+	cut := newCuttable(t, m.Addr)
+	p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: cut.addr(), Memcached: []string{mc.Addr}}))
+	direct := openDB(t, rootDSN(m.Addr, name, ""))
+	via := openDB(t, rootDSN(p.addr, name, ""))
+	mustExec(t, direct, "CREATE TABLE t (id INT PRIMARY KEY, a INT NOT NULL, v INT)")
+	mustExec(t, direct, "INSERT INTO t VALUES (1, 10, 1), (2, 20, 2)")
+	mustExec(t, direct, "CREATE TABLE other (id INT PRIMARY KEY)")
+	if err := p.srv.WaitBinlog(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	q := "SELECT v FROM t WHERE id = 1"
+	dump(t, via, q) // the sidecar learns that id is t's key
+
+	cut.setCut(true)
+	waitFor(t, 10*time.Second, "the follower's dump to end", func() bool { return len(followerConns(t, m)) == 0 })
+	// a is the key now, and the first column, where id was.
+	mustExec(t, direct, "ALTER TABLE t DROP PRIMARY KEY, MODIFY a INT NOT NULL FIRST, ADD PRIMARY KEY (a)")
+	m.Exec(t, "RESET MASTER")
+	cut.setCut(false)
+	via.SetMaxIdleConns(0) // its connections died with the cut
+	via.SetMaxIdleConns(2)
+	waitFor(t, 30*time.Second, "the follower to find its position lost", func() bool {
+		return mycachedStatus(t, via)["Binlog_lost_positions"] >= 2
+	})
+	// Once the follower has applied a write, it follows the new binlog:
+	// what it invalidates on reading its start is behind it.
+	mustExec(t, direct, "INSERT INTO other VALUES (1)")
+	if err := p.srv.WaitBinlog(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	dump(t, via, q)
+	if h := hits(t, via); dump(t, via, q) != "" && hits(t, via) != h+1 {
+		t.Fatalf("%s was not served from the cache before the write", q)
+	}
+	mustExec(t, direct, "UPDATE t SET v = 5 WHERE a = 10")
+	if err := p.srv.WaitBinlog(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := dump(t, via, q), dump(t, direct, q); got != want {
+		t.Errorf("%s after the follower lost a key change: served %s, want %s (stale)", q, got, want)
+	}
+}

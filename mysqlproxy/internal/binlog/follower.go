@@ -215,15 +215,25 @@ func (f *Follower) Applied(gtid string) bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return reached(seqs(f.applied), want)
+	return reached(f.appliedLocked(), want)
 }
 
 // lostPosition bumps the global generation: the follower cannot know what
-// changed since the position it lost.
+// changed since the position it lost. Nor can it know what DDL it missed,
+// so what Meta learned of tables (keys, columns, engines, what their
+// writes write too) is learned again.
 func (f *Follower) lostPosition(why string) {
 	f.lost.Add(1)
 	f.log.Warn("binlog: position lost; every cached entry is invalidated", "why", why)
+	f.forgetTables()
 	f.opts.Bump(f.ctx, []string{deps.Global})
+}
+
+// forgetTables makes Meta learn every table again.
+func (f *Follower) forgetTables() {
+	if f.opts.Meta != nil {
+		f.opts.Meta.ForgetAll()
+	}
 }
 
 // run connects, follows until the connection fails, and connects again
@@ -287,7 +297,6 @@ func (f *Follower) run() {
 			cur, perr := f.opts.Meta.BinlogPos(f.ctx)
 			if perr == nil {
 				if set, perr := mysql.ParseMariadbGTIDSet(cur); perr == nil {
-					f.lostPosition(why)
 					f.mu.Lock()
 					f.applied = set.(*mysql.MariadbGTIDSet)
 					f.resetRecentLocked()
@@ -295,6 +304,9 @@ func (f *Follower) run() {
 					// every session yet: bump again once they are.
 					f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: []string{deps.Global}})
 					f.mu.Unlock()
+					// Counted once the position is set: whoever sees the
+					// count waits on the new position.
+					f.lostPosition(why)
 					f.save()
 				}
 			}
@@ -475,6 +487,7 @@ func (f *Follower) handleSafe(t *txn, ev *replication.BinlogEvent) {
 		if r := recover(); r != nil {
 			f.log.Error("binlog: an event could not be handled; every cached entry is invalidated", "panic", r)
 			f.lost.Add(1)
+			f.forgetTables() // the event may have been DDL
 			f.opts.Bump(f.ctx, []string{deps.Global})
 			f.mu.Lock()
 			f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: []string{deps.Global}})
@@ -564,12 +577,12 @@ func (f *Follower) serverWentBack(pos string) {
 	if err != nil {
 		return
 	}
-	f.lostPosition("the server's binlog position went back to " + pos + " (RESET MASTER, or another server at its address)")
 	f.mu.Lock()
 	f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: []string{deps.Global}})
 	f.resetTo = set.(*mysql.MariadbGTIDSet)
 	stop := f.stopStream
 	f.mu.Unlock()
+	f.lostPosition("the server's binlog position went back to " + pos + " (RESET MASTER, or another server at its address)")
 	if stop != nil {
 		stop()
 	}
@@ -626,7 +639,7 @@ func (f *Follower) advanceLocked() {
 	if !f.running {
 		return
 	}
-	applied := seqs(f.applied)
+	applied := f.appliedLocked()
 	n := 0
 	for _, pl := range f.polls {
 		if !reached(applied, pl.pos) {
@@ -783,7 +796,7 @@ func (f *Follower) WaitApplied(ctx context.Context, gtid string) bool {
 	}
 	for {
 		f.mu.Lock()
-		done := reached(seqs(f.applied), want)
+		done := reached(f.appliedLocked(), want)
 		if f.flushed == nil {
 			f.flushed = make(chan struct{})
 		}
@@ -848,6 +861,18 @@ func (f *Follower) resetRecentLocked() {
 func (f *Follower) AppliedSeqs() map[uint32]uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.appliedLocked()
+}
+
+// appliedLocked returns the applied position, as a sequence number per
+// domain; f.mu must be held. While the follower is to follow on from
+// another position (resetTo), that one is: the old one's numbers belong
+// to a binlog the server no longer has, and may be ahead of the new
+// binlog's transactions.
+func (f *Follower) appliedLocked() map[uint32]uint64 {
+	if f.resetTo != nil {
+		return seqs(f.resetTo)
+	}
 	return seqs(f.applied)
 }
 
@@ -865,7 +890,7 @@ func (f *Follower) DepsThrough(from map[uint32]uint64, gtid string) (ds []string
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	applied := seqs(f.applied)
+	applied := f.appliedLocked()
 	seen := map[string]struct{}{}
 	for d, s := range want {
 		if applied[d] < s || f.recentFrom[d] > from[d] {
@@ -991,7 +1016,7 @@ func (f *Follower) Wait(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		f.mu.Lock()
-		done := reached(seqs(f.applied), want)
+		done := reached(f.appliedLocked(), want)
 		if done {
 			done = len(f.settling) == 0 && f.settlingNow == 0
 		}

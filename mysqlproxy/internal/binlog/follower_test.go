@@ -266,6 +266,28 @@ func TestDepsThrough(t *testing.T) {
 	}
 }
 
+// TestResetPending: once the server's binlog went back (RESET MASTER),
+// and until the follower follows on from the new position, the new
+// binlog's transactions are not applied, though the old position's
+// numbers are past theirs.
+func TestResetPending(t *testing.T) {
+	f := followerAt(t, "0-1-10")
+	from := f.AppliedSeqs()
+	empty, _ := mysql.ParseMariadbGTIDSet("")
+	f.resetTo = empty.(*mysql.MariadbGTIDSet)
+	if f.Applied("0-1-1") {
+		t.Error("the new binlog's first transaction: Applied said yes")
+	}
+	if ds, ok := f.DepsThrough(from, "0-1-1"); ok {
+		t.Errorf("the new binlog's first transaction: DepsThrough answered %q", ds)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if f.WaitApplied(ctx, "0-1-1") {
+		t.Error("the new binlog's first transaction: WaitApplied said yes")
+	}
+}
+
 // TestWaitApplied: WaitApplied returns once a group holding the GTID is
 // applied, and false when its context ends first.
 func TestWaitApplied(t *testing.T) {
