@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,7 +127,7 @@ func (c *coherence) start(say func(string, bool)) bool {
 		Logger:    c.srv.log,
 	}
 	if c.dir != nil {
-		opts.State = c.dir.Position()
+		opts.State = &followerState{dir: c.dir, meta: m, log: c.srv.log}
 	}
 	f, err := binlog.Start(opts)
 	if err != nil {
@@ -261,4 +263,75 @@ func (c *coherence) stateString() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.state
+}
+
+// followerState keeps the binlog follower's position in the state
+// directory and, with it, what Meta learned of the tables that writes to
+// each table write too (meta.CoWrites). A sidecar that resumes from the
+// position knows them at once, so its first write to each table after a
+// restart need not wait for the follower to learn them again.
+//
+// The co-writes file is written when they changed, before the position,
+// under a tag that the position's file names. A snapshot is restored only
+// with the position saved under its tag: it was taken after that
+// position's events were applied, and whatever DDL came after is read
+// again from there, making its tables unseen as it did before.
+type followerState struct {
+	dir  *statedir.Dir
+	meta *meta.Meta
+	log  *slog.Logger
+
+	mu      sync.Mutex // serializes Save; protects tag and version
+	tag     uint64     // the co-writes file's tag; 0 until this run wrote one
+	version uint64     // the Meta co-writes version the file holds
+}
+
+// coWritesFile is the content of the co-writes file.
+type coWritesFile struct {
+	Tag uint64 `json:"tag"`
+	meta.CoWrites
+}
+
+// Load implements binlog.PositionStore.
+func (s *followerState) Load() (string, error) {
+	pos, tag, err := s.dir.Position().LoadTagged()
+	if err != nil || pos == "" || tag == 0 {
+		return pos, err
+	}
+	b, err := s.dir.CoWrites()
+	var f coWritesFile
+	if err == nil && b != nil {
+		err = json.Unmarshal(b, &f)
+	}
+	switch {
+	case err != nil:
+		s.log.Warn("binlog: the co-writes saved are unreadable; they are learned again", "err", err)
+	case f.Tag != tag:
+		s.log.Info("binlog: the co-writes saved do not hold at the saved position; they are learned again")
+	default:
+		s.meta.RestoreCoWrites(f.CoWrites)
+		s.log.Info("binlog: the co-writes saved at the position are known again", "tables", len(f.Seen))
+	}
+	return pos, nil
+}
+
+// Save implements binlog.PositionStore.
+func (s *followerState) Save(pos string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tag == 0 || s.meta.CoWritesVersion() != s.version {
+		cw, v := s.meta.SnapshotCoWrites()
+		tag := uint64(time.Now().UnixNano())
+		b, err := json.Marshal(coWritesFile{Tag: tag, CoWrites: cw})
+		if err == nil {
+			err = s.dir.SaveCoWrites(b)
+		}
+		if err != nil {
+			s.log.Warn("binlog: saving the co-writes failed", "err", err)
+			s.tag = 0
+		} else {
+			s.tag, s.version = tag, v
+		}
+	}
+	return s.dir.Position().SaveTagged(pos, s.tag)
 }

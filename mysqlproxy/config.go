@@ -134,9 +134,10 @@ type Config struct {
 	// connection that cannot prove it is closed. Nil means anyone who can
 	// reach PeerListen may send invalidations.
 	PeerSecret []byte
-	// StateDir keeps the follower's position and the invalidations still
-	// owed to memcached across restarts; empty means none is kept, and a
-	// restart invalidates every entry.
+	// StateDir keeps the follower's position, what it learned of the
+	// tables triggers write, and the invalidations still owed to
+	// memcached across restarts; empty means none is kept, and a restart
+	// invalidates every entry.
 	StateDir string
 
 	// Policy lists Lua policy scripts, loaded in order. Empty means scripts/default.lua's built-in copy.

@@ -158,7 +158,7 @@ func flagDefs(o *options) []flagDef {
 		{"Coherence", "peer-listen", "ADDR", stringValue{&o.peerListen}, "hear from the other sidecars sharing --memcached on this host:port (a private network): each tells the others of its writes before its client hears OK, so strict hits are checked without a memcached round trip while every sidecar is linked", "off: strict hits read memcached's generations"},
 		{"Coherence", "peer-advertise", "ADDR", stringValue{&o.peerAdvertise}, "host:port the other sidecars dial to reach --peer-listen", "--peer-listen's address"},
 		{"Coherence", "peer-secret-file", "FILE", stringValue{&o.peerSecretFile}, "file holding a secret every sidecar of the fleet shares: peer links prove it to each other, and connections that cannot are closed; or set MYCACHED_PEER_SECRET", "none: anyone who reaches --peer-listen may send invalidations"},
-		{"Coherence", "state-dir", "DIR", stringValue{&o.stateDir}, "keeps the follower's position and the invalidations still owed to memcached across restarts", "none: a restart invalidates every entry"},
+		{"Coherence", "state-dir", "DIR", stringValue{&o.stateDir}, "keeps the follower's position, what it learned of triggers, and the invalidations still owed to memcached across restarts", "none: a restart invalidates every entry"},
 
 		{"Policy", "policy", "FILE,...", &listValue{p: &o.policy}, "Lua policy scripts, loaded in order", "the built-in default.lua"},
 		{"Policy", "policy-timeout", "DURATION", durationValue{&o.policyTimeout}, "deadline of each Lua hook call; then the query is not cached", ""},

@@ -68,8 +68,10 @@ type Meta struct {
 	// coSeen are the tables whose co-writes the binlog has shown since
 	// the last DDL that may have changed them (see CoWritesSeen).
 	coSeen map[string]bool
-	gen    uint64 // counts Forget calls, so a lookup that raced one is not kept
-	genA   atomic.Uint64
+	// coVersion counts the changes of the co-writes and of coSeen.
+	coVersion uint64
+	gen       uint64 // counts Forget calls, so a lookup that raced one is not kept
+	genA      atomic.Uint64
 }
 
 // entry is a learned table, or a failure to learn it, with its expiry.

@@ -182,16 +182,25 @@ const (
 func (m *Meta) NoteCoWrites(writers, written []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.noteCoWritesLocked(writers, written, true)
+}
+
+// noteCoWritesLocked is NoteCoWrites; seen says whether writers are noted
+// as seen. m.mu must be held.
+func (m *Meta) noteCoWritesLocked(writers, written []string, seen bool) {
+	changed := false
 	for _, w := range writers {
 		switch {
-		case m.coSeen[w]:
+		case !seen || m.coSeen[w]:
 		case len(m.coSeen) >= maxCoWriters:
+			changed = changed || !m.coWritersFull
 			m.coWritersFull = true
 		default:
 			if m.coSeen == nil {
 				m.coSeen = make(map[string]bool)
 			}
 			m.coSeen[w] = true
+			changed = true
 		}
 		if len(written) == 0 {
 			continue
@@ -199,6 +208,7 @@ func (m *Meta) NoteCoWrites(writers, written []string) {
 		set := m.coWrites[w]
 		if set == nil {
 			if len(m.coWrites) >= maxCoWriters {
+				changed = changed || !m.coWritersFull
 				m.coWritersFull = true
 				continue
 			}
@@ -214,11 +224,76 @@ func (m *Meta) NoteCoWrites(writers, written []string) {
 			case len(set) < maxCoWritten && m.coWritten < maxCoWrittenAll:
 				set[t] = true
 				m.coWritten++
+				changed = true
 			default:
 				// Too many to name: a write to it changes anything.
 				set[deps.Global] = true
+				changed = true
 			}
 		}
+	}
+	if changed {
+		m.coVersion++
+	}
+}
+
+// CoWrites is what NoteCoWrites learned, as kept across restarts: the
+// tables seen (CoWritesSeen), and what writes to each were seen to write
+// too (CoWritten).
+type CoWrites struct {
+	Seen   []string            `json:"seen"`
+	Writes map[string][]string `json:"writes"`
+	// Full says a writer was not noted for want of room: every table
+	// counts as seen.
+	Full bool `json:"full,omitempty"`
+}
+
+// CoWritesVersion returns a number that changes whenever what CoWrites
+// returns does.
+func (m *Meta) CoWritesVersion() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.coVersion
+}
+
+// SnapshotCoWrites returns what NoteCoWrites learned and CoWritesVersion
+// at once.
+func (m *Meta) SnapshotCoWrites() (CoWrites, uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := CoWrites{Seen: make([]string, 0, len(m.coSeen)), Writes: make(map[string][]string, len(m.coWrites)), Full: m.coWritersFull}
+	for t := range m.coSeen {
+		c.Seen = append(c.Seen, t)
+	}
+	slices.Sort(c.Seen)
+	for w, set := range m.coWrites {
+		ts := make([]string, 0, len(set))
+		for t := range set {
+			ts = append(ts, t)
+		}
+		slices.Sort(ts)
+		c.Writes[w] = ts
+	}
+	return c, m.coVersion
+}
+
+// RestoreCoWrites adds what a SnapshotCoWrites returned, in an earlier
+// run, to what is known, within the same bounds as NoteCoWrites. The
+// caller vouches that no DDL since may have changed it, as the binlog
+// follower does when it resumes from the position the snapshot held at:
+// what it reads on from there makes tables unseen again as it would have.
+func (m *Meta) RestoreCoWrites(c CoWrites) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for w, ts := range c.Writes {
+		// What was learned stays when a table is no longer seen
+		// (ForgetAll): only Seen are seen.
+		m.noteCoWritesLocked([]string{w}, ts, false)
+	}
+	m.noteCoWritesLocked(c.Seen, nil, true)
+	if c.Full && !m.coWritersFull {
+		m.coWritersFull = true
+		m.coVersion++
 	}
 }
 
@@ -270,7 +345,10 @@ func (m *Meta) Forget(table string) {
 	m.gen++
 	m.genA.Add(1)
 	delete(m.tables, table)
-	delete(m.coSeen, table)
+	if m.coSeen[table] {
+		delete(m.coSeen, table)
+		m.coVersion++
+	}
 	for k, e := range m.tables {
 		if e.t != nil && slices.Contains(e.t.Also, table) {
 			delete(m.tables, k)
@@ -293,7 +371,10 @@ func (m *Meta) ForgetAll() {
 	// table write too is learned again. What was learned stays: a table
 	// a trigger no longer writes costs a bump, where one it writes, which
 	// a write in a transaction would not bump at once, costs a stale read.
-	clear(m.coSeen)
+	if len(m.coSeen) > 0 {
+		clear(m.coSeen)
+		m.coVersion++
+	}
 }
 
 // ShareChildren gives each of tables (range generations' names) the

@@ -1,6 +1,7 @@
 // Package statedir keeps what a sidecar must not forget across restarts
-// in a directory of its own: the binlog follower's position, and the
-// invalidations still owed to memcached. Each file is replaced whole
+// in a directory of its own: the binlog follower's position, what the
+// binlog showed writes to each table write too, and the invalidations
+// still owed to memcached. Each file is replaced whole
 // (written aside, synced, renamed), so a crash leaves the old one or the
 // new one, never half of either.
 package statedir
@@ -99,7 +100,9 @@ func (d *Dir) Remove(name string) error {
 }
 
 // Position is the binlog follower's position, kept in the file
-// "binlog-position".
+// "binlog-position": the position on its first line and, on a second
+// line when there is one, "co-writes N": the version of the file
+// "co-writes" (CoWrites) that held, unchanged, at that position.
 type Position struct{ d *Dir }
 
 // Position returns the follower's position store.
@@ -107,14 +110,44 @@ func (d *Dir) Position() Position { return Position{d} }
 
 // Load implements binlog.PositionStore.
 func (p Position) Load() (string, error) {
-	b, err := p.d.Read("binlog-position")
-	return strings.TrimSpace(string(b)), err
+	pos, _, err := p.LoadTagged()
+	return pos, err
 }
 
 // Save implements binlog.PositionStore.
-func (p Position) Save(pos string) error {
-	return p.d.Write("binlog-position", []byte(pos+"\n"))
+func (p Position) Save(pos string) error { return p.SaveTagged(pos, 0) }
+
+// LoadTagged returns the position and the co-writes version saved with
+// it, 0 for none.
+func (p Position) LoadTagged() (pos string, coWrites uint64, err error) {
+	b, err := p.d.Read("binlog-position")
+	if err != nil {
+		return "", 0, err
+	}
+	first, rest, _ := strings.Cut(string(b), "\n")
+	if v, ok := strings.CutPrefix(strings.TrimSpace(rest), "co-writes "); ok {
+		coWrites, _ = strconv.ParseUint(v, 10, 64)
+	}
+	return strings.TrimSpace(first), coWrites, nil
 }
+
+// SaveTagged saves the position with the version of the co-writes file
+// that holds at it (0: none does).
+func (p Position) SaveTagged(pos string, coWrites uint64) error {
+	b := pos + "\n"
+	if coWrites != 0 {
+		b += "co-writes " + strconv.FormatUint(coWrites, 10) + "\n"
+	}
+	return p.d.Write("binlog-position", []byte(b))
+}
+
+// CoWrites returns the content of the file "co-writes": what the binlog
+// showed the writes to each table write too (meta.CoWrites, as JSON), or
+// nil when there is none.
+func (d *Dir) CoWrites() ([]byte, error) { return d.Read("co-writes") }
+
+// SaveCoWrites replaces the file "co-writes".
+func (d *Dir) SaveCoWrites(b []byte) error { return d.Write("co-writes", b) }
 
 // Journal is the store's journal of pending bumps, kept in the file
 // "pending-bumps", one quoted dependency a line.
