@@ -108,8 +108,15 @@ func (f *Follower) handle(t *txn, ev *replication.BinlogEvent) {
 	case *replication.XIDEvent:
 		f.apply(t)
 	case *replication.GenericEvent:
-		if ev.Header.EventType == replication.XA_PREPARE_LOG_EVENT {
+		switch ev.Header.EventType {
+		case replication.XA_PREPARE_LOG_EVENT:
 			f.xaPrepare(t, e.Data)
+		case replication.INCIDENT_EVENT:
+			// The server could not log some changes (LOST_EVENTS), and
+			// tells replicas so: they stop, and so would a follower that
+			// went on as if nothing were missing.
+			f.log.Error("binlog: the server logged an incident (changes it could not log); every cached entry is invalidated")
+			f.unknownChanges()
 		}
 	}
 }

@@ -486,15 +486,22 @@ func (f *Follower) handleSafe(t *txn, ev *replication.BinlogEvent) {
 	defer func() {
 		if r := recover(); r != nil {
 			f.log.Error("binlog: an event could not be handled; every cached entry is invalidated", "panic", r)
-			f.lost.Add(1)
-			f.forgetTables() // the event may have been DDL
-			f.opts.Bump(f.ctx, []string{deps.Global})
-			f.mu.Lock()
-			f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: []string{deps.Global}})
-			f.mu.Unlock()
+			f.unknownChanges()
 		}
 	}()
 	f.handle(t, ev)
+}
+
+// unknownChanges invalidates everything, at once and again once settled,
+// and makes Meta learn every table again: changes were made that the
+// follower cannot know, DDL among them, perhaps.
+func (f *Follower) unknownChanges() {
+	f.lost.Add(1)
+	f.forgetTables()
+	f.opts.Bump(f.ctx, []string{deps.Global})
+	f.mu.Lock()
+	f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: []string{deps.Global}})
+	f.mu.Unlock()
 }
 
 // isLostPosition reports the server refusing the requested position

@@ -174,6 +174,25 @@ func TestEventThatPanics(t *testing.T) {
 	}
 }
 
+// TestIncidentEvent: an incident the server logged (changes it could not
+// log) invalidates everything, at once and again once settled.
+func TestIncidentEvent(t *testing.T) {
+	var log bumpLog
+	f := &Follower{opts: Options{Bump: log.bump, Settle: time.Millisecond}, log: slog.New(slog.DiscardHandler),
+		ctx: context.Background(), xa: map[string][]string{}}
+	var tx txn
+	f.handleSafe(&tx, &replication.BinlogEvent{Header: &replication.EventHeader{EventType: replication.INCIDENT_EVENT},
+		Event: &replication.GenericEvent{Data: []byte{1, 0, 0}}})
+	if log.count() != 1 || !slices.Equal(log.calls[0], []string{deps.Global}) {
+		t.Fatalf("bumps after the incident: %v, want one of the global generation", log.calls)
+	}
+	time.Sleep(2 * time.Millisecond)
+	f.settleDue(time.Now())
+	if log.count() != 2 {
+		t.Fatalf("bumps once settled: %v, want a second one", log.calls)
+	}
+}
+
 func TestIsUnreadable(t *testing.T) {
 	if !isUnreadable(errors.New("panic runtime error: index out of range [3] with length 3\nstack: ...")) {
 		t.Error("go-mysql's recovered panic is not seen as an unreadable event")
