@@ -352,6 +352,42 @@ func TestCacheSessionStateInKey(t *testing.T) {
 	}
 }
 
+// TestCacheMaxAllowedPacketInKey: a session's max_allowed_packet, set
+// from the global one when it connects and read-only after, changes what
+// string functions return: past it, NULL and warning 1301. A session that
+// connected after SET GLOBAL max_allowed_packet does not get the full
+// string a session from before cached.
+func TestCacheMaxAllowedPacketInKey(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	q := "SELECT id, REPEAT('x', 5000) AS r FROM t WHERE id = 1"
+	before := openDB(t, rootDSN(p.addr, db, ""))
+	waitFor(t, 5*time.Second, q+" to be served from the cache", func() bool {
+		h := hits(t, before)
+		dump(t, before, q)
+		return hits(t, before) > h
+	})
+	m.Exec(t, "SET GLOBAL max_allowed_packet = 1024")
+	t.Cleanup(func() {
+		if a := m.AdminDB(); a != nil {
+			_, _ = a.Exec("SET GLOBAL max_allowed_packet = DEFAULT")
+		}
+	})
+	direct := openDB(t, rootDSN(m.Addr, db, ""))
+	after := openDB(t, rootDSN(p.addr, db, ""))
+	want := dump(t, direct, q)
+	if want == dump(t, before, q) {
+		t.Fatalf("setup: %s gives the same result under both max_allowed_packet values: %s", q, want)
+	}
+	if got := dump(t, after, q); got != want {
+		t.Errorf("%s in a session opened after SET GLOBAL max_allowed_packet = 1024: got %s, want %s", q, got, want)
+	}
+}
+
 // TestCacheSessionSwitch: SET @mycached_cache turns caching off and on for
 // one session, and never reaches MariaDB.
 func TestCacheSessionSwitch(t *testing.T) {

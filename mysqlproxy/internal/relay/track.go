@@ -602,11 +602,12 @@ func (s *Session) noteStartValues(r ownResult) {
 		}
 		if name == "max_allowed_packet" {
 			// Read-only in a session: the server refuses a larger
-			// command, and so does mycached, before buffering it.
+			// command, and so does mycached, before buffering it. It
+			// changes results too: a string function whose result would
+			// be larger returns NULL, with a warning.
 			if n, err := strconv.Atoi(row[1]); err == nil && n > 0 {
 				s.maxAllowed = n
 			}
-			continue
 		}
 		s.setVar(name, row[1])
 	}
