@@ -128,6 +128,26 @@ func TestE2EMariaDBCLI(t *testing.T) {
 	}
 }
 
+// TestE2ECompressedLongCommand: a command of more than 16 MiB, which the
+// mariadb client sends under the compressed protocol as packets numbered
+// apart from its frames, runs through mycached as it does directly.
+func TestE2ECompressedLongCommand(t *testing.T) {
+	t.Parallel()
+	m, p := sharedProxy(t)
+	name := m.NewDatabase(t)
+	const n = 16777200 // the command is 16777220 bytes: two packets
+	script := []byte("SELECT LENGTH('" + strings.Repeat("a", n) + "') AS n;\n")
+	for _, target := range []struct{ name, addr string }{{"directly", m.Addr}, {"through mycached", p.addr}} {
+		host, port := hostPort(t, target.addr)
+		out, errOut := runTool(t, script, true, "mariadb", "--protocol=tcp", "-h", host, "-P", port,
+			"-u", "root", "-p"+rootPass, "--batch", "--compress", "--max-allowed-packet=64M", name)
+		if want := fmt.Sprintf("n\n%d\n", n); out != want || errOut != "" {
+			cut := func(s string) string { return s[:min(len(s), 200)] }
+			t.Errorf("%s: output %q, stderr %q; want %q", target.name, cut(out), cut(errOut[max(0, len(errOut)-300):]), want)
+		}
+	}
+}
+
 // pymysqlScript is a small PyMySQL program: DDL, a parametrized insert,
 // executemany, selects with parameters, an error, COM_INIT_DB and ping.
 const pymysqlScript = `

@@ -195,6 +195,40 @@ func TestCompressAnswerFollowsWhatWasRead(t *testing.T) {
 	}
 }
 
+// TestCompressInnerSequence: on the side that answers, the packets inside
+// frames are not held to their own sequence ids, as the server does not
+// hold them: a command sent as packet 1 in frame 0 (Connector/J), and a
+// command over 16 MiB whose second packet is numbered apart from the
+// frames (the C client), are read; the first sequence id is 0, and the
+// last the last frame's.
+func TestCompressInnerSequence(t *testing.T) {
+	a, b := pair(t)
+	server := NewConn(b)
+	server.Compress(false)
+	pkt := func(seq byte, payload []byte) []byte {
+		return append([]byte{byte(len(payload)), byte(len(payload) >> 8), byte(len(payload) >> 16), seq}, payload...)
+	}
+	a.Write(frame(0, pkt(1, []byte("\x03SELECT 1")), false))
+	got, seq, err := server.ReadPacket(nil, 1<<20)
+	if err != nil || string(got) != "\x03SELECT 1" || seq != 0 || server.LastSeq != 0 {
+		t.Fatalf("a command as packet 1 in frame 0: %q, seq %d, last %d, %v", got, seq, server.LastSeq, err)
+	}
+	long := bytes.Repeat([]byte("a"), MaxPayload+10)
+	long[0] = 3
+	stream := append(pkt(0, long[:MaxPayload]), pkt(0, long[MaxPayload:])...)
+	go func() {
+		for i := 0; len(stream) > 0; i++ {
+			n := min(len(stream), MaxPayload)
+			a.Write(frame(byte(i), stream[:n], false))
+			stream = stream[n:]
+		}
+	}()
+	got, seq, err = server.ReadPacket(nil, 1<<25)
+	if err != nil || !bytes.Equal(got, long) || seq != 0 || server.LastSeq != 1 {
+		t.Fatalf("a command over 16 MiB whose packets are both numbered 0: %d bytes, seq %d, last %d, %v", len(got), seq, server.LastSeq, err)
+	}
+}
+
 // FuzzCompressedRead reads an arbitrary compressed stream as the command
 // loop does: ReadPacket returns packets or an error, never panics, and
 // the session's sequence bookkeeping stays within the frames read.

@@ -125,9 +125,20 @@ func PayloadLen(h []byte) int { return int(h[0]) | int(h[1])<<8 | int(h[2])<<16 
 // ReadPacket reads one logical packet, joining continuations, into buf
 // (reused when large enough). It returns the payload and the sequence id of
 // the first wire packet; the last one's is in p.LastSeq.
+//
+// On the side that answers commands under the compressed protocol, the
+// frames' sequence ids are what counts, as they are to the server: it
+// does not check those of the packets inside them (Connector/J sends a
+// command too short to compress, uncompressed, in frame 0 as packet 1,
+// and the C client numbers a long command's packets apart from its
+// frames). There the first sequence id is given as 0, and p.LastSeq is
+// the last frame's, which the server's answer follows.
 func (p *Conn) ReadPacket(buf []byte, limit int) ([]byte, byte, error) {
 	b, seq, err := p.readPacket(buf, limit, framing{full: MaxPayload, step: BufSize})
 	p.syncSeq()
+	if c := p.comp; c != nil && !c.commands {
+		seq, p.LastSeq = 0, c.seq-1
+	}
 	return b, seq, err
 }
 
@@ -148,7 +159,7 @@ func (p *Conn) readPacket(buf []byte, limit int, f framing) ([]byte, byte, error
 			}
 			return buf, byte(max(first, 0)), err
 		}
-		if first >= 0 && seq != p.LastSeq+1 {
+		if first >= 0 && seq != p.LastSeq+1 && (p.comp == nil || p.comp.commands) {
 			return buf, byte(first), ErrOutOfOrder
 		}
 		p.LastSeq = seq
