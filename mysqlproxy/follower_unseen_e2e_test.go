@@ -276,3 +276,38 @@ func TestGeneratedColumnsThatVary(t *testing.T) {
 	}
 	f.warm(t, "SELECT b, s FROM k WHERE id = 1")
 }
+
+// TestStoredFunctionsNamedLikeBuiltins: MariaDB calls a stored function of
+// the session's database where a built-in's name is spaced from its "("
+// (count (1), mid ('abc', 1, 1)), and wherever the name is a built-in of
+// MySQL or of later MariaDB versions only (regexp_like, format_bytes).
+// Such reads are relayed, never cached, and a write through a sidecar that
+// calls one takes a stored function's path: what it wrote is fresh at once.
+func TestStoredFunctionsNamedLikeBuiltins(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	mustExec(t, f.direct, "CREATE TABLE src (v INT)")
+	mustExec(t, f.direct, "INSERT INTO src VALUES (1)")
+	mustExec(t, f.direct, "CREATE TABLE log (id INT AUTO_INCREMENT PRIMARY KEY, n INT)")
+	for _, fn := range []string{"count", "mid", "regexp_like", "format_bytes"} {
+		mustExec(t, f.direct, "CREATE FUNCTION `"+fn+"`(a INT) RETURNS INT READS SQL DATA RETURN (SELECT v + a FROM src LIMIT 1)")
+	}
+	mustExec(t, f.direct, "CREATE FUNCTION `adddate`(a INT, b INT) RETURNS INT MODIFIES SQL DATA DETERMINISTIC BEGIN INSERT INTO log (n) VALUES (a); RETURN a + b; END")
+	f.sync(t)
+	reads := []string{"SELECT count (1)", "SELECT mid (1)", "SELECT `count`(1)", "SELECT regexp_like(1)", "SELECT format_bytes(1)"}
+	for _, q := range reads {
+		f.uncached(t, q)
+	}
+	mustExec(t, f.direct, "UPDATE src SET v = v + 1")
+	f.sync(t)
+	for _, q := range reads {
+		f.fresh(t, q)
+	}
+	// A write through A by a function that writes: the log's count is
+	// read through B before any follower applies it.
+	qLog := "SELECT COUNT(*) FROM log"
+	f.warm(t, qLog)
+	mustExec(t, f.viaA, "DO adddate (7, 1)")
+	f.fresh(t, qLog)
+}

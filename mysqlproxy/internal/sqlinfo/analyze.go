@@ -264,6 +264,10 @@ func analyzeOne(s ast.StmtNode, sql string) *Info {
 		unmappedGlobal(info)
 	}
 	s.Accept(w)
+	if callsByIdentifier(sql) {
+		w.routine = true
+		w.reject("stored-function:called-by-identifier")
+	}
 	info.Reads = w.reads
 	info.NoCacheHint = w.noHint
 	info.CallsRoutine = w.routine
