@@ -248,8 +248,8 @@ type CoWrites struct {
 	Full bool `json:"full,omitempty"`
 }
 
-// CoWritesVersion returns a number that changes whenever what CoWrites
-// returns does.
+// CoWritesVersion returns a number that changes whenever what
+// SnapshotCoWrites returns does.
 func (m *Meta) CoWritesVersion() uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -101,8 +101,8 @@ func (d *Dir) Remove(name string) error {
 
 // Position is the binlog follower's position, kept in the file
 // "binlog-position": the position on its first line and, on a second
-// line when there is one, "co-writes N": the version of the file
-// "co-writes" (CoWrites) that held, unchanged, at that position.
+// line when there is one, "co-writes N": the tag of the content of the
+// file "co-writes" (CoWrites) that held, unchanged, at that position.
 type Position struct{ d *Dir }
 
 // Position returns the follower's position store.
@@ -117,8 +117,8 @@ func (p Position) Load() (string, error) {
 // Save implements binlog.PositionStore.
 func (p Position) Save(pos string) error { return p.SaveTagged(pos, 0) }
 
-// LoadTagged returns the position and the co-writes version saved with
-// it, 0 for none.
+// LoadTagged returns the position and the co-writes tag saved with it,
+// 0 for none.
 func (p Position) LoadTagged() (pos string, coWrites uint64, err error) {
 	b, err := p.d.Read("binlog-position")
 	if err != nil {
@@ -131,8 +131,8 @@ func (p Position) LoadTagged() (pos string, coWrites uint64, err error) {
 	return strings.TrimSpace(first), coWrites, nil
 }
 
-// SaveTagged saves the position with the version of the co-writes file
-// that holds at it (0: none does).
+// SaveTagged saves the position with the tag of the co-writes file's
+// content that holds at it (0: none does).
 func (p Position) SaveTagged(pos string, coWrites uint64) error {
 	b := pos + "\n"
 	if coWrites != 0 {
