@@ -12,11 +12,11 @@ import (
 
 // warmOn reads q on c, a session of the sidecar that db reaches, until
 // the sidecar answers it from its cache.
-func warmOn(t *testing.T, db *sql.DB, c *sql.Conn, q string) {
+func warmOn(t *testing.T, db *sql.DB, c querier, q string) {
 	t.Helper()
-	waitFor(t, 5*time.Second, q+" to be served from the cache", func() bool {
+	waitFor(t, 10*time.Second, q+" to be served from the cache", func() bool {
 		before := hits(t, db)
-		connDump(c, q)
+		_, _ = queryDump(context.Background(), c, q)
 		return hits(t, db) > before
 	})
 }

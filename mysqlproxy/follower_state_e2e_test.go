@@ -57,14 +57,6 @@ func TestRestartKeepsCoWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	warm := func(via *sql.DB, q string) {
-		t.Helper()
-		waitFor(t, 10*time.Second, q+" to be served from the cache", func() bool {
-			before := hits(t, via)
-			dump(t, via, q)
-			return hits(t, via) > before
-		})
-	}
 	// writeHeld writes through a session of via with the follower held,
 	// and reads qs through other sessions of via before the follower
 	// hears of the write (the writer's own reads wait for it).
@@ -99,8 +91,8 @@ func TestRestartKeepsCoWrites(t *testing.T) {
 
 	p, via = start()
 	qOther, qAudit := "SELECT v FROM other WHERE id = 1", "SELECT COUNT(*), MAX(n) FROM audit"
-	warm(via, qOther)
-	warm(via, qAudit)
+	warmOn(t, via, via, qOther)
+	warmOn(t, via, via, qAudit)
 	n, got, want := writeHeld(via, qAudit, qOther)
 	if got[0] != want[0] {
 		t.Errorf("%s after a write to t through the restarted sidecar: %s, want %s (stale)", qAudit, got[0], want[0])
@@ -115,7 +107,7 @@ func TestRestartKeepsCoWrites(t *testing.T) {
 	p, via = start()
 	defer stop(p, via)
 	qAudit2 := "SELECT COUNT(*), MAX(n) FROM audit2"
-	warm(via, qAudit2)
+	warmOn(t, via, via, qAudit2)
 	_, got, want = writeHeld(via, qAudit2)
 	if got[0] != want[0] {
 		t.Errorf("%s after a write to t, whose second trigger was created while the sidecar was down: %s, want %s (stale)", qAudit2, got[0], want[0])

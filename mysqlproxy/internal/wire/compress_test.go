@@ -48,6 +48,11 @@ func frame(seq byte, data []byte, compress bool) []byte {
 	return append(h, payload...)
 }
 
+// packet builds one wire packet by hand.
+func packet(seq byte, payload []byte) []byte {
+	return append([]byte{byte(len(payload)), byte(len(payload) >> 8), byte(len(payload) >> 16), seq}, payload...)
+}
+
 // TestCompressRoundTrip: packets written on one compressed side are read
 // whole on the other, however the frames cut them; a command restarts
 // the frame sequence on the side that sends commands, and the answering
@@ -155,14 +160,11 @@ func TestCompressAnswerFollowsWhatWasRead(t *testing.T) {
 	a, b := pair(t)
 	server := NewConn(b)
 	server.Compress(false)
-	pkt := func(seq byte, payload []byte) []byte {
-		return append([]byte{byte(len(payload)), byte(len(payload) >> 8), byte(len(payload) >> 16), seq}, payload...)
-	}
 	// Command A in two frames (0 and 1), command B in one (0).
-	cmdA := pkt(0, append([]byte{3}, bytes.Repeat([]byte("a"), 5000)...))
+	cmdA := packet(0, append([]byte{3}, bytes.Repeat([]byte("a"), 5000)...))
 	a.Write(frame(0, cmdA[:2000], true))
 	a.Write(frame(1, cmdA[2000:], true))
-	a.Write(frame(0, pkt(0, []byte{3, 'B'}), false))
+	a.Write(frame(0, packet(0, []byte{3, 'B'}), false))
 
 	got, _, err := server.ReadPacket(nil, 1<<20)
 	if err != nil || len(got) != 5001 {
@@ -205,17 +207,14 @@ func TestCompressInnerSequence(t *testing.T) {
 	a, b := pair(t)
 	server := NewConn(b)
 	server.Compress(false)
-	pkt := func(seq byte, payload []byte) []byte {
-		return append([]byte{byte(len(payload)), byte(len(payload) >> 8), byte(len(payload) >> 16), seq}, payload...)
-	}
-	a.Write(frame(0, pkt(1, []byte("\x03SELECT 1")), false))
+	a.Write(frame(0, packet(1, []byte("\x03SELECT 1")), false))
 	got, seq, err := server.ReadPacket(nil, 1<<20)
 	if err != nil || string(got) != "\x03SELECT 1" || seq != 0 || server.LastSeq != 0 {
 		t.Fatalf("a command as packet 1 in frame 0: %q, seq %d, last %d, %v", got, seq, server.LastSeq, err)
 	}
 	long := bytes.Repeat([]byte("a"), MaxPayload+10)
 	long[0] = 3
-	stream := append(pkt(0, long[:MaxPayload]), pkt(0, long[MaxPayload:])...)
+	stream := append(packet(0, long[:MaxPayload]), packet(0, long[MaxPayload:])...)
 	go func() {
 		for i := 0; len(stream) > 0; i++ {
 			n := min(len(stream), MaxPayload)
