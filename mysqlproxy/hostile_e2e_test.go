@@ -21,8 +21,9 @@ import (
 
 // TestOversizedCommand: a command larger than the server's
 // max_allowed_packet gets the server's own error 1153 through mycached,
-// as it does directly, without mycached being told the limit; what
-// mycached read of it is released when the session ends.
+// as it does directly, without mycached being told the limit, and the
+// connection then ends as directly, in a reset; what mycached read of it
+// is released when the session ends.
 func TestOversizedCommand(t *testing.T) {
 	m, err := testenv.StartMariaDB(testenv.MariaDBOptions{ExtraArgs: []string{"--max-allowed-packet=16M"}})
 	if err != nil {
@@ -51,12 +52,15 @@ func TestOversizedCommand(t *testing.T) {
 			if _, err := nc.Write([]byte{0, 0, 0x10, 1}); err != nil {
 				t.Fatalf("write: %v", err)
 			}
+			writeErr := make(chan error, 1)
 			go func() {
 				for range 16 {
 					if _, err := nc.Write(make([]byte, 1<<16)); err != nil {
+						writeErr <- err
 						return
 					}
 				}
+				writeErr <- nil
 			}()
 			// The error follows the last part read, as MariaDB sends it.
 			c.Sequence = 2
@@ -72,6 +76,14 @@ func TestOversizedCommand(t *testing.T) {
 			}
 			if !strings.Contains(string(pk), "max_allowed_packet") {
 				t.Errorf("error %q does not name max_allowed_packet", pk[3:])
+			}
+			// The server reads no more of the command: the connection
+			// ends in a reset, which a client still writing sees as a
+			// failed write ("server has gone away"), and one reading as a
+			// reset, not as an orderly end.
+			_, readErr := nc.Read(make([]byte, 1))
+			if werr := <-writeErr; werr == nil && !errors.Is(readErr, syscall.ECONNRESET) {
+				t.Errorf("after the error, every write went through and the read gave %v: want the connection reset", readErr)
 			}
 		})
 	}

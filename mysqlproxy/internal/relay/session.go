@@ -734,21 +734,14 @@ func (s *Session) packetLimit() int {
 // no server says.
 func (s *Session) SetPacketLimit(n int) { s.maxAllowed = n }
 
-// tooLargeDrain bounds the time spent discarding the rest of a command
-// over the packet limit.
-const tooLargeDrain = 30 * time.Second
-
 // refuseTooLarge answers a command over the packet limit as the server
-// does, with error 1153, and the session ends. The rest of the command is
-// read and dropped first (for at most tooLargeDrain), never buffered, so
-// that the client is reading when the error comes.
+// does: error 1153, numbered after the part whose header passed the limit,
+// and the session ends with the rest of the command unread. The client
+// then sees what it sees directly: closing a socket with unread bytes
+// resets the connection, so a client still writing gets the reset, and
+// one that wrote it all reads the error.
 func (s *Session) refuseTooLarge() {
-	_ = s.Client.NetConn.SetReadDeadline(time.Now().Add(tooLargeDrain))
-	seq, err := s.Client.DiscardPacket()
-	if err != nil {
-		seq = s.Client.LastSeq
-	}
-	s.SendError(seq+1, mysql.ER_NET_PACKET_TOO_LARGE, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes", true)
+	s.SendError(s.Client.LastSeq+1, mysql.ER_NET_PACKET_TOO_LARGE, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes", true)
 }
 
 // backendFailure tells the client that the backend went away during the

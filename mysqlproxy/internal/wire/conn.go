@@ -44,10 +44,6 @@ type Conn struct {
 	W       *bufio.Writer
 	LastSeq byte // sequence id of the last wire packet ReadPacket read
 
-	// What ReadPacket left unread of a packet it refused as too large.
-	skip     int
-	skipMore bool
-
 	comp *compConn // the transport, when the compressed protocol is on
 }
 
@@ -168,7 +164,8 @@ func (p *Conn) readPacket(buf []byte, limit int, f framing) ([]byte, byte, error
 		}
 		seq = byte(first)
 		if len(buf)+n > limit {
-			p.skip, p.skipMore = n, n == f.full
+			// Nothing more is read: the caller answers after the part
+			// whose header passed the limit, as the server does.
 			return buf, seq, ErrPacketTooLarge
 		}
 		// The header alone commits nothing: the buffer grows with the
@@ -190,33 +187,6 @@ func (p *Conn) readPacket(buf []byte, limit int, f framing) ([]byte, byte, error
 		if n < f.full {
 			return buf, seq, nil
 		}
-	}
-}
-
-// DiscardPacket reads and drops the rest of the logical packet that
-// ReadPacket refused as too large, and returns the sequence id of its
-// last part.
-func (p *Conn) DiscardPacket() (byte, error) {
-	seq, err := p.discardPacket(MaxPayload)
-	p.syncSeq()
-	return seq, err
-}
-
-func (p *Conn) discardPacket(full int) (byte, error) {
-	for {
-		if _, err := p.R.Discard(p.skip); err != nil {
-			return p.LastSeq, err
-		}
-		p.skip = 0
-		if !p.skipMore {
-			return p.LastSeq, nil
-		}
-		n, seq, err := p.ReadHeader()
-		if err != nil {
-			return p.LastSeq, err
-		}
-		p.LastSeq = seq
-		p.skip, p.skipMore = n, n == full
 	}
 }
 

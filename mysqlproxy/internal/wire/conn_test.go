@@ -45,8 +45,8 @@ func TestReadPacketContinuation(t *testing.T) {
 	}
 }
 
-// TestReadPacketLimit refuses a continued packet over the limit, discards
-// the rest of it, and reads the next command.
+// TestReadPacketLimit refuses a continued packet over the limit at the
+// header that passes it, having read nothing of that part.
 func TestReadPacketLimit(t *testing.T) {
 	var stream []byte
 	stream = append(stream, 0xff, 0xff, 0xff, 0)
@@ -61,11 +61,7 @@ func TestReadPacketLimit(t *testing.T) {
 	if cap(p) != 0 {
 		t.Errorf("got buffer cap %d for a refused packet, want 0", cap(p))
 	}
-	if last, err := c.DiscardPacket(); err != nil || last != 1 {
-		t.Fatalf("DiscardPacket got (%d, %v), want (1, nil)", last, err)
-	}
-	p, seq, err := c.ReadPacket(nil, 1<<20)
-	if err != nil || seq != 0 || !bytes.Equal(p, []byte{0x0e}) {
-		t.Errorf("got (%x, %d, %v), want (0e, 0, nil)", p, seq, err)
+	if c.LastSeq != 0 {
+		t.Errorf("got last seq %d, want 0: the error follows the part that passed the limit", c.LastSeq)
 	}
 }
