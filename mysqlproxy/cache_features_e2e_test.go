@@ -1297,44 +1297,66 @@ func TestSetStatementReads(t *testing.T) {
 
 // TestNoHitOnKilledSession: a read right after the server killed the
 // session gets the error it gets directly, not a cached answer, however
-// soon after the KILL it comes.
+// soon after the KILL it comes, whether mycached speaks TLS to the server
+// or not.
 func TestNoHitOnKilledSession(t *testing.T) {
 	t.Parallel()
-	m := testenvShared(t)
-	db := m.NewDatabase(t)
-	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
-	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1)")
-	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
-	const q = "SELECT v FROM t WHERE id = 1"
-	root := openDB(t, rootDSN(m.Addr, db, ""))
-	for i := range 5 {
-		c := dialRaw(t, p.addr, "root", rootPass, db, false)
-		for range 3 {
-			if _, err := c.Execute(q); err != nil {
-				t.Fatal(err)
+	for _, backend := range []struct {
+		name  string
+		start func(testing.TB) *testenv.MariaDB
+	}{{"plain", testenvShared}, {"tls", tlsMariaDB}} {
+		t.Run(backend.name, func(t *testing.T) {
+			t.Parallel()
+			m := backend.start(t)
+			db := m.NewDatabase(t)
+			m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+			m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1)")
+			p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+			const q = "SELECT v FROM t WHERE id = 1"
+			root := openDB(t, rootDSN(m.Addr, db, ""))
+			for i := range 6 {
+				c := dialRaw(t, p.addr, "root", rootPass, db, false)
+				for range 3 {
+					if _, err := c.Execute(q); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r, err := c.Execute("SELECT CONNECTION_ID(), (SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'Ssl_cipher')")
+				if err != nil {
+					t.Fatal(err)
+				}
+				id, _ := r.GetInt(0, 0)
+				if cipher, _ := r.GetString(0, 1); (cipher != "") != (backend.name == "tls") {
+					t.Fatalf("the session's Ssl_cipher is %q", cipher)
+				}
+				switch i % 3 {
+				case 1:
+					// Long enough for the watcher to wait on the backend:
+					// the close reaches the session through it, not
+					// through a peek.
+					time.Sleep(100 * time.Millisecond)
+				case 2:
+					// The session kills itself: the server's answer is
+					// the error, and it closes at once.
+					if _, err := c.Execute("KILL CONNECTION_ID()"); err == nil {
+						t.Fatal("KILL CONNECTION_ID() succeeded")
+					}
+				}
+				if i%3 != 2 {
+					mustExec(t, root, fmt.Sprintf("KILL %d", id))
+				}
+				// The KILL returns before the killed thread closes its socket.
+				waitFor(t, 5*time.Second, "the killed session to end", func() bool {
+					return readInt(t, root, fmt.Sprintf("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %d", id)) == 0
+				})
+				if _, err := c.Execute(q); err == nil {
+					t.Errorf("try %d: a read right after KILL was answered", i)
+				}
 			}
-		}
-		r, err := c.Execute("SELECT CONNECTION_ID()")
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, _ := r.GetInt(0, 0)
-		if i%2 == 1 {
-			// Long enough for the watcher to wait on the backend: the
-			// close reaches the session through it, not through a peek.
-			time.Sleep(100 * time.Millisecond)
-		}
-		mustExec(t, root, fmt.Sprintf("KILL %d", id))
-		// The KILL returns before the killed thread closes its socket.
-		waitFor(t, 5*time.Second, "the killed session to end", func() bool {
-			return readInt(t, root, fmt.Sprintf("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %d", id)) == 0
+			if hits(t, openDB(t, rootDSN(p.addr, db, ""))) == 0 {
+				t.Error("no hit: the test proves nothing")
+			}
 		})
-		if _, err := c.Execute(q); err == nil {
-			t.Errorf("try %d: a read right after KILL was answered", i)
-		}
-	}
-	if hits(t, openDB(t, rootDSN(p.addr, db, ""))) == 0 {
-		t.Error("no hit: the test proves nothing")
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
@@ -26,6 +27,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/mycached/mycached/mysqlproxy"
+	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
 )
 
 // hostPort splits addr into host and port for command-line clients.
@@ -403,6 +405,38 @@ func selfSignedTLS(t testing.TB) (*tls.Config, *x509.CertPool) {
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}}}, pool
+}
+
+// tlsMariaDB starts a private MariaDB that offers TLS, with a fresh
+// self-signed certificate: mycached's default --backend-tls (preferred)
+// then speaks TLS to it.
+func tlsMariaDB(t testing.TB) *testenv.MariaDB {
+	t.Helper()
+	conf, _ := selfSignedTLS(t)
+	c := conf.Certificates[0]
+	key, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	for _, f := range []struct {
+		name, kind string
+		der        []byte
+	}{{certFile, "CERTIFICATE", c.Certificate[0]}, {keyFile, "PRIVATE KEY", key}} {
+		if err := os.WriteFile(f.name, pem.EncodeToMemory(&pem.Block{Type: f.kind, Bytes: f.der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := testenv.StartMariaDB(testenv.MariaDBOptions{ExtraArgs: []string{"--ssl-cert=" + certFile, "--ssl-key=" + keyFile}})
+	if err != nil {
+		t.Fatalf("StartMariaDB: %v", err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	if have := m.QueryString(t, "SELECT @@have_ssl"); have != "YES" {
+		t.Fatalf("have_ssl = %s with a certificate", have)
+	}
+	return m
 }
 
 // TestE2ETLS checks TLS between client and proxy, and the proxy's backend

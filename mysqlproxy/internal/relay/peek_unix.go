@@ -3,6 +3,7 @@
 package relay
 
 import (
+	"crypto/tls"
 	"net"
 	"syscall"
 
@@ -10,13 +11,22 @@ import (
 )
 
 // connClosed reports, without blocking and without consuming anything,
-// whether a plain TCP or Unix socket has something to read or has been
-// closed by its peer. Between commands a backend sends nothing: either
-// means the server has ended the session (a KILL, its wait_timeout).
+// whether a connection's socket has something to read or has been closed
+// by its peer. Between commands a backend sends nothing: either means the
+// server has ended the session (a KILL, its wait_timeout).
+//
+// Under TLS the socket is the one beneath: the server's session tickets
+// come with the handshake, which has been read whole before any command,
+// so a record that arrives between commands is the server ending the
+// session (its error, its close_notify), or, rarely, a key update; that
+// costs a read relayed, not a wrong answer.
 func connClosed(c net.Conn) bool {
 	// The compressed protocol's frames are bytes on the socket all the
 	// same.
 	c = wire.Transport(c)
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
 	var sc syscall.Conn
 	switch c := c.(type) {
 	case *net.TCPConn:
@@ -24,7 +34,7 @@ func connClosed(c net.Conn) bool {
 	case *net.UnixConn:
 		sc = c
 	default:
-		return false // TLS: records may be pending that say nothing
+		return false
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {
