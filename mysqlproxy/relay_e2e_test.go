@@ -19,6 +19,8 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	mysqlc "github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/mycached/mycached/mysqlproxy"
+	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
 	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
@@ -787,15 +789,23 @@ func canonicalOK(t *testing.T, h string) string {
 // TestE2EClientHalfClose: a client that sends a statement and then shuts
 // its socket down for writing, as request-then-shutdown clients do, gets
 // the statement's answer through the proxy as it does directly, and the
-// statement commits either way.
+// statement commits either way, whether the proxy speaks TLS to the
+// server or not.
 func TestE2EClientHalfClose(t *testing.T) {
 	t.Parallel()
 	m, p := sharedProxy(t)
-	db := m.NewDatabase(t)
-	m.Exec(t, "CREATE TABLE `"+db+"`.w (v VARCHAR(40))")
-	var got [2]string
-	for i, addr := range []string{m.Addr, p.addr} {
-		rc := dialRaw(t, addr, "root", rootPass, db, true)
+	tm := tlsMariaDB(t)
+	tp := startProxy(t, mysqlproxy.Config{Backend: tm.Addr})
+	targets := []struct {
+		name string
+		m    *testenv.MariaDB
+		addr string
+	}{{"direct", m, m.Addr}, {"mycached", m, p.addr}, {"mycached over TLS", tm, tp.addr}}
+	got := make([]string, len(targets))
+	for i, tg := range targets {
+		db := tg.m.NewDatabase(t)
+		tg.m.Exec(t, "CREATE TABLE `"+db+"`.w (v VARCHAR(40))")
+		rc := dialRaw(t, tg.addr, "root", rootPass, db, true)
 		tag := fmt.Sprintf("half-close-%d", i)
 		q := "INSERT INTO w SELECT CONCAT('" + tag + "-', SLEEP(1))"
 		if err := rc.command(append([]byte{mysqlc.COM_QUERY}, q...)...); err != nil {
@@ -803,22 +813,24 @@ func TestE2EClientHalfClose(t *testing.T) {
 		}
 		tc, ok := rc.Conn.Conn.Conn.(*net.TCPConn)
 		if !ok {
-			t.Fatalf("connection to %s is a %T, not TCP", addr, rc.Conn.Conn.Conn)
+			t.Fatalf("connection to %s is a %T, not TCP", tg.name, rc.Conn.Conn.Conn)
 		}
 		if err := tc.CloseWrite(); err != nil {
 			t.Fatal(err)
 		}
 		r, err := rc.readResponse(false)
 		if err != nil {
-			t.Errorf("%s: the answer after the client's shutdown for writing: %v (got %v)", addr, err, r)
+			t.Errorf("%s: the answer after the client's shutdown for writing: %v (got %v)", tg.name, err, r)
 		}
 		got[i] = strings.Join(r, " ")
-		if n := readInt(t, m.AdminDB(), "SELECT COUNT(*) FROM `"+db+"`.w WHERE v LIKE '"+tag+"-%'"); n != 1 {
-			t.Errorf("%s: %d rows of the statement, want 1", addr, n)
+		if n := readInt(t, tg.m.AdminDB(), "SELECT COUNT(*) FROM `"+db+"`.w WHERE v LIKE '"+tag+"-%'"); n != 1 {
+			t.Errorf("%s: %d rows of the statement, want 1", tg.name, n)
 		}
 	}
-	if got[0] != got[1] {
-		t.Errorf("answer through the proxy:\ngot  %s\nwant %s", got[1], got[0])
+	for i := 1; i < len(got); i++ {
+		if got[i] != got[0] {
+			t.Errorf("answer %s:\ngot  %s\nwant %s", targets[i].name, got[i], got[0])
+		}
 	}
 }
 

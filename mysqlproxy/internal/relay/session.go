@@ -319,19 +319,19 @@ func (s *Session) clientEvent(err error) {
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		return // a drain's deadline, not the client
 	}
-	if tc, ok := wire.Transport(s.Backend.NetConn).(*net.TCPConn); ok && errors.Is(err, io.EOF) {
+	c := wire.Transport(s.Backend.NetConn)
+	if tc, ok := c.(*tls.Conn); ok {
+		// Closed in order, TLS would first send a close_notify alert:
+		// bytes the server finds waiting on the socket, which tell it the
+		// client is still there. The socket beneath tells it the truth.
+		c = tc.NetConn()
+	}
+	if tc, ok := c.(*net.TCPConn); ok && errors.Is(err, io.EOF) {
 		// The client closed its side, and may still read (a shutdown
 		// for writing): the server sees the same, aborts what it would
 		// abort for that, and answers the rest as it would directly.
 		_ = tc.CloseWrite()
 		return
-	}
-	c := wire.Transport(s.Backend.NetConn)
-	if tc, ok := c.(*tls.Conn); ok {
-		// Closed in order, TLS would first send a close_notify alert:
-		// bytes the server finds waiting on the socket, which tell it the
-		// client is still there. A dropped socket tells it the truth.
-		c = tc.NetConn()
 	}
 	_ = c.Close()
 }
