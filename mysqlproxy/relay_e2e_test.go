@@ -834,6 +834,44 @@ func TestE2EClientHalfClose(t *testing.T) {
 	}
 }
 
+// TestE2EClassicEOFStateFlag: a statement that changes a variable for its
+// own run (SET STATEMENT, NOWAIT, WAIT n) makes the server flag its EOF
+// packets with SERVER_SESSION_STATE_CHANGED when the session tracks that
+// variable, as mycached's backend sessions do. A client that did not ask
+// to track gets the EOF packets it gets directly, without the flag.
+func TestE2EClassicEOFStateFlag(t *testing.T) {
+	t.Parallel()
+	m, p := sharedProxy(t)
+	pass := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Passthrough: true})
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE `"+db+"`.t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO `"+db+"`.t VALUES (1, 1)")
+	for _, q := range []string{
+		"SET STATEMENT max_statement_time = 10 FOR SELECT v FROM t",
+		"SELECT v FROM t WHERE id = 1 FOR UPDATE NOWAIT",
+		"SELECT v FROM t LOCK IN SHARE MODE WAIT 1",
+		"SELECT v FROM t",
+	} {
+		var want []string
+		for i, addr := range []string{m.Addr, p.addr, pass.addr} {
+			c := dialRaw(t, addr, "root", rootPass, db, false)
+			if c.HasCapability(mysqlc.CLIENT_SESSION_TRACK) {
+				t.Fatal("the raw client asked to track session state")
+			}
+			var got []string
+			for range 2 {
+				pkts, _ := c.exchange(t, append([]byte{mysqlc.COM_QUERY}, q...)...)
+				got = append(got, pkts...)
+			}
+			if i == 0 {
+				want = got
+			} else if !slices.Equal(got, want) {
+				t.Errorf("%s through %s:\ngot  %v\nwant %v", q, []string{"", "mycached", "passthrough"}[i], got, want)
+			}
+		}
+	}
+}
+
 // TestE2EClassicEOFFunctionSideEffects: a client without
 // CLIENT_DEPRECATE_EOF (Connector/C's) ends a result set with an EOF
 // packet, which carries no session state, only its flag. A SELECT whose

@@ -141,10 +141,11 @@ const (
 
 // packetAt relays one logical packet where an OK packet may stand. When
 // the backend tracks session state, an OK is read whole and rewritten for
-// the client (and for the tee) by rewriteOK; anything else goes through
+// the client (and for the tee) by rewriteOK, and so is a classic EOF for a
+// client that does not track (classicEOF); anything else goes through
 // packet.
 func (r *Relayer) packetAt(at okAt) ([]byte, int, error) {
-	if !r.S.Track || at == noOK {
+	if !r.S.Track {
 		return r.packet()
 	}
 	b := r.S.Backend
@@ -161,12 +162,44 @@ func (r *Relayer) packetAt(at okAt) ([]byte, int, error) {
 		return nil, 0, BackendError{err}
 	}
 	switch {
+	case h[4] == mysql.EOF_HEADER && n == 5 && !r.S.ClientTrack:
+		return r.classicEOF(h[3])
+	case at == noOK:
+		return r.packet()
 	case h[4] == mysql.OK_HEADER && at == okOrTerminator:
 	case h[4] == mysql.EOF_HEADER && n >= 7:
 	default:
 		return r.packet()
 	}
 	return r.rewriteOK(n, h[3])
+}
+
+// classicEOF relays a classic EOF packet, whose header the reader still
+// holds, with SERVER_SESSION_STATE_CHANGED cleared: the server sets it
+// for the trackers mycached turned on, and never for a client that did
+// not ask to track. The first bytes returned are the server's, flag and
+// all, for the session to note.
+func (r *Relayer) classicEOF(seq byte) ([]byte, int, error) {
+	b := r.S.Backend
+	p, err := b.R.Peek(9)
+	if err != nil {
+		return nil, 0, BackendError{err}
+	}
+	var pkt [9]byte
+	copy(pkt[:], p)
+	_, _ = b.R.Discard(9)
+	head := r.head[:copy(r.head[:], pkt[4:])]
+	st, _ := wire.ParseEOF(head)
+	st &^= mysql.SERVER_SESSION_STATE_CHANGED
+	pkt[7], pkt[8] = byte(st), byte(st>>8)
+	r.LastSeq = seq
+	r.pktStart = r.Tee.Len()
+	if _, err := r.out().Write(pkt[:]); err != nil {
+		return nil, 0, ClientError{err}
+	}
+	r.teeBytes(pkt[:])
+	r.Resp.Bytes += int64(len(pkt))
+	return head, 5, nil
 }
 
 // rewriteOK relays an OK packet of n bytes whose header the reader still
@@ -340,7 +373,7 @@ func (r *Relayer) columns(n int) error {
 	if r.S.DeprecateEOF() {
 		return nil
 	}
-	head, size, err := r.packet()
+	head, size, err := r.packetAt(noOK)
 	if err != nil {
 		return err
 	}
