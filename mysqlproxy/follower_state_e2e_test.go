@@ -3,6 +3,9 @@ package mysqlproxy_test
 import (
 	"context"
 	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,4 +115,72 @@ func TestRestartKeepsCoWrites(t *testing.T) {
 	if got[0] != want[0] {
 		t.Errorf("%s after a write to t, whose second trigger was created while the sidecar was down: %s, want %s (stale)", qAudit2, got[0], want[0])
 	}
+}
+
+// TestRestartAfterResetMaster: a sidecar stopped with its position saved,
+// then RESET MASTER, a write, and enough transactions for the server's new
+// numbering to pass the saved position. Following on from that position
+// would skip the write: the restarted sidecar finds that its binlog does
+// not hold the saved position where it was read, invalidates everything,
+// and follows from the server's. The read cached in memcached before the
+// stop is not served stale. A restart with nothing of the kind between
+// keeps the cache.
+func TestRestartAfterResetMaster(t *testing.T) {
+	m := privateDB(t)
+	mc := privateMemcached(t)
+	name := m.NewDatabase(t)
+	direct := openDB(t, rootDSN(m.Addr, name, ""))
+	mustExec(t, direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, direct, "CREATE TABLE filler (id INT AUTO_INCREMENT PRIMARY KEY)")
+	mustExec(t, direct, "INSERT INTO t VALUES (1, 1)")
+	cfg := withBinlog(mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}, StateDir: t.TempDir(), MemcachedTimeout: 5 * time.Second})
+	const q = "SELECT v FROM t WHERE id = 1"
+	run := func(check func(via *sql.DB)) {
+		t.Helper()
+		p := startProxy(t, cfg)
+		via := openDB(t, rootDSN(p.addr, name, ""))
+		if err := p.srv.WaitBinlog(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		check(via)
+		via.Close()
+		if err := p.srv.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(func(via *sql.DB) {
+		warmOn(t, via, via, q)
+		// No transaction has been read since the start: the server's
+		// heartbeats say where the position lies.
+		waitFor(t, 10*time.Second, "the position to be saved with its place in the binlog", func() bool {
+			b, _ := os.ReadFile(filepath.Join(cfg.StateDir, "binlog-position"))
+			return strings.Contains(string(b), " at ")
+		})
+	})
+	run(func(via *sql.DB) {
+		before := hits(t, via)
+		if got := dump(t, via, q); got != dump(t, direct, q) {
+			t.Fatalf("after a plain restart: %s, want %s", got, dump(t, direct, q))
+		}
+		if hits(t, via) == before {
+			t.Error("a plain restart did not keep the cached read")
+		}
+	})
+	var seq int
+	if err := direct.QueryRow("SELECT SUBSTRING_INDEX(@@gtid_binlog_pos, '-', -1)").Scan(&seq); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, direct, "RESET MASTER")
+	mustExec(t, direct, "UPDATE t SET v = 2 WHERE id = 1")
+	for range seq + 3 {
+		mustExec(t, direct, "INSERT INTO filler VALUES ()")
+	}
+	run(func(via *sql.DB) {
+		if got, want := dump(t, via, q), dump(t, direct, q); got != want {
+			t.Errorf("after RESET MASTER while the sidecar was down, and %d transactions: %s, want %s (stale)", seq+4, got, want)
+		}
+		if n := mycachedStatus(t, via)["Binlog_lost_positions"]; n < 1 {
+			t.Errorf("Binlog_lost_positions = %d, want the lost position counted", n)
+		}
+	})
 }

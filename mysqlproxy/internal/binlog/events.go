@@ -79,7 +79,14 @@ func (t *txn) list() []string {
 
 // handle applies one event to the group being read.
 func (f *Follower) handle(t *txn, ev *replication.BinlogEvent) {
+	if ev.Header != nil && ev.Header.LogPos != 0 {
+		f.evEnd = ev.Header.LogPos
+	}
 	switch e := ev.Event.(type) {
+	case *replication.RotateEvent:
+		f.file = string(e.NextLogName)
+	case *replication.HeartbeatEvent:
+		f.heartbeat(t, e.Filename, ev.Header.LogPos)
 	case *replication.MariadbGTIDEvent:
 		t.start(e.GTID, ev.Header.Timestamp, e.IsStandalone())
 	case *replication.MariadbAnnotateRowsEvent:
@@ -119,6 +126,20 @@ func (f *Follower) handle(t *txn, ev *replication.BinlogEvent) {
 			f.unknownChanges()
 		}
 	}
+}
+
+// heartbeat notes where the server's binlog ends, which it says while it
+// has nothing to send: once every transaction read has been applied,
+// that is where the applied position lies, for a follower that has
+// applied none since it started from the server's position.
+func (f *Follower) heartbeat(t *txn, file string, end uint32) {
+	if file == "" || end == 0 || t.gtid != nil || len(f.group.txns) > 0 {
+		return
+	}
+	f.file = file
+	f.mu.Lock()
+	f.at = binlogAt{file, end}
+	f.mu.Unlock()
 }
 
 // format notes a binlog's format event. Its creation time is set only in

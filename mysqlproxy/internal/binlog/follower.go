@@ -61,11 +61,39 @@ type Options struct {
 
 // PositionStore keeps the follower's position across restarts.
 type PositionStore interface {
-	// Load returns the saved GTID position, or "" when there is none.
+	// Load returns the saved position, or "" when there is none.
 	Load() (string, error)
-	// Save records a GTID position every transaction up to which has been
-	// applied.
+	// Save records a position every transaction up to which has been
+	// applied: a GTID position, and, when the follower knows it, " at "
+	// and where in the server's binlog it lies ("bin.000003:1234").
 	Save(pos string) error
+}
+
+// binlogAt is a place in the server's binlog: a file, and an offset in it
+// where an event begins.
+type binlogAt struct {
+	file string
+	end  uint32
+}
+
+func (a binlogAt) String() string { return a.file + ":" + strconv.FormatUint(uint64(a.end), 10) }
+
+// parseSaved splits a saved position into the GTID position and, when it
+// was saved, where in the binlog that position lies.
+func parseSaved(saved string) (string, binlogAt) {
+	pos, place, ok := strings.Cut(saved, " at ")
+	if !ok {
+		return saved, binlogAt{}
+	}
+	i := strings.LastIndexByte(place, ':')
+	if i <= 0 {
+		return pos, binlogAt{}
+	}
+	end, err := strconv.ParseUint(place[i+1:], 10, 32)
+	if err != nil {
+		return pos, binlogAt{}
+	}
+	return pos, binlogAt{file: place[:i], end: uint32(end)}
 }
 
 // Follower follows the binlog. Its methods are safe for concurrent use.
@@ -78,8 +106,11 @@ type Follower struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu       sync.Mutex // protects the fields below
-	applied  *mysql.MariadbGTIDSet
+	mu      sync.Mutex // protects the fields below
+	applied *mysql.MariadbGTIDSet
+	// at is where in the binlog applied lies, when the follower read it
+	// there (not after a start without a position, or a lost one).
+	at       binlogAt
 	polls    []poll // server positions read, not yet reached
 	fresh    time.Time
 	running  bool
@@ -113,6 +144,14 @@ type Follower struct {
 	// goroutine uses them.
 	runStart   uint32
 	formatSeen bool
+	// file is the binlog file being read, and evEnd the offset where the
+	// last event read ends; only the follow goroutine uses them.
+	file  string
+	evEnd uint32
+	// verify is where the saved position lay in the binlog, to be checked
+	// against the server's before following from it; only the run
+	// goroutine uses it.
+	verify binlogAt
 	// group is the transactions read and not yet bumped; only the
 	// follow goroutine uses it.
 	group group
@@ -168,7 +207,7 @@ func Start(opts Options) (*Follower, error) {
 		if err != nil {
 			f.log.Warn("binlog: saved position unreadable; starting from the server's", "err", err)
 		}
-		pos = p
+		pos, f.verify = parseSaved(p)
 	}
 	if pos == "" {
 		cur, err := opts.Meta.BinlogPos(f.ctx)
@@ -250,7 +289,7 @@ func (f *Follower) run() {
 		if reset != nil {
 			// The stream that read the old binlog has stopped: nothing
 			// it read is recorded after this.
-			f.applied, f.resetTo = reset, nil
+			f.applied, f.resetTo, f.at = reset, nil, binlogAt{}
 			f.resetRecentLocked()
 			backoff = 100 * time.Millisecond
 		}
@@ -258,7 +297,10 @@ func (f *Follower) run() {
 		if reset != nil {
 			f.save()
 		}
-		err := f.follow()
+		err := f.checkSaved()
+		if err == nil {
+			err = f.follow()
+		}
 		if f.ctx.Err() != nil {
 			return
 		}
@@ -294,22 +336,7 @@ func (f *Follower) run() {
 			} else {
 				f.log.Warn("binlog: the server no longer has the follower's position", "err", err)
 			}
-			cur, perr := f.opts.Meta.BinlogPos(f.ctx)
-			if perr == nil {
-				if set, perr := mysql.ParseMariadbGTIDSet(cur); perr == nil {
-					f.mu.Lock()
-					f.applied = set.(*mysql.MariadbGTIDSet)
-					f.resetRecentLocked()
-					// The transactions skipped may not be visible to
-					// every session yet: bump again once they are.
-					f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: []string{deps.Global}})
-					f.mu.Unlock()
-					// Counted once the position is set: whoever sees the
-					// count waits on the new position.
-					f.lostPosition(why)
-					f.save()
-				}
-			}
+			f.followFromServer(why)
 		} else {
 			f.log.Warn("binlog: connection lost; following again", "err", err, "retry_in", backoff)
 		}
@@ -321,6 +348,80 @@ func (f *Follower) run() {
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// followFromServer follows on from the server's current position, after
+// the follower's was lost: every entry is invalidated.
+func (f *Follower) followFromServer(why string) {
+	cur, err := f.opts.Meta.BinlogPos(f.ctx)
+	if err != nil {
+		return
+	}
+	set, err := mysql.ParseMariadbGTIDSet(cur)
+	if err != nil {
+		return
+	}
+	f.mu.Lock()
+	f.applied, f.at = set.(*mysql.MariadbGTIDSet), binlogAt{}
+	f.resetRecentLocked()
+	// The transactions skipped may not be visible to every session yet:
+	// bump again once they are.
+	f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: []string{deps.Global}})
+	f.mu.Unlock()
+	// Counted once the position is set: whoever sees the count waits on
+	// the new position.
+	f.lostPosition(why)
+	f.save()
+}
+
+// checkSaved checks, before the first stream from a saved position, that
+// the server's binlog holds that position where the follower read it.
+// After a RESET MASTER, or with another server at the address, a binlog
+// whose numbering has run past the saved position would otherwise be
+// followed on from it, and what was committed before would be skipped
+// unseen. The check reads nothing of the binlog beyond one event's
+// place; a position saved without its place (a follower that started
+// from the server's) is not checked.
+func (f *Follower) checkSaved() error {
+	at := f.verify
+	if at.file == "" {
+		return nil
+	}
+	got, ok, err := f.opts.Meta.BinlogPosAt(f.ctx, at.file, at.end)
+	if err != nil {
+		return fmt.Errorf("binlog: checking the saved position: %w", err)
+	}
+	f.verify = binlogAt{}
+	f.mu.Lock()
+	saved := f.applied.Clone().(*mysql.MariadbGTIDSet)
+	f.mu.Unlock()
+	if ok {
+		if set, err := mysql.ParseMariadbGTIDSet(got); err == nil && samePos(set.(*mysql.MariadbGTIDSet), saved) {
+			f.mu.Lock()
+			f.at = at
+			f.mu.Unlock()
+			return nil
+		}
+	}
+	f.log.Warn("binlog: the server's binlog does not hold the saved position where it was read (RESET MASTER, or another server at its address)",
+		"saved", saved.String(), "at", at.String(), "server_has", got)
+	f.followFromServer("the saved position is not where the server's binlog has it")
+	return nil
+}
+
+// samePos reports whether two positions name the same transaction in
+// every domain.
+func samePos(a, b *mysql.MariadbGTIDSet) bool {
+	if len(a.Sets) != len(b.Sets) {
+		return false
+	}
+	for d, g := range a.Sets {
+		h, ok := b.Sets[d]
+		if !ok || h.ServerID != g.ServerID || h.SequenceNumber != g.SequenceNumber {
+			return false
+		}
+	}
+	return true
 }
 
 // follow streams events from the applied position until an error.
@@ -666,6 +767,9 @@ func (f *Follower) save() {
 	}
 	f.mu.Lock()
 	pos := f.applied.String()
+	if f.at.file != "" {
+		pos += " at " + f.at.String()
+	}
 	f.mu.Unlock()
 	if err := f.opts.State.Save(pos); err != nil {
 		f.log.Warn("binlog: saving the position failed", "err", err)
@@ -720,7 +824,8 @@ type group struct {
 type queued struct {
 	gtid    *mysql.MariadbGTID
 	ts      uint32
-	applied bool // a commit, not an XA PREPARE
+	applied bool     // a commit, not an XA PREPARE
+	at      binlogAt // where in the binlog its last event ends
 }
 
 // Bounds of a group: past either, it is bumped before the next event.
@@ -743,7 +848,7 @@ func (f *Follower) queue(t *txn, applied bool) {
 			g.deps[d] = struct{}{}
 		}
 	}
-	g.txns = append(g.txns, queued{gtid: t.gtid, ts: t.ts, applied: applied})
+	g.txns = append(g.txns, queued{gtid: t.gtid, ts: t.ts, applied: applied, at: binlogAt{f.file, f.evEnd}})
 	t.gtid = nil
 	clear(t.deps)
 	clear(t.rows)
@@ -783,6 +888,7 @@ func (f *Follower) flush() {
 			f.txns.Add(1)
 			f.lastTS = q.ts
 		}
+		f.at = q.at
 	}
 	f.rememberLocked(rg)
 	f.advanceLocked()

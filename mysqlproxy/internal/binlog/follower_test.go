@@ -330,3 +330,51 @@ func TestWaitApplied(t *testing.T) {
 		t.Error("a GTID applied while waiting: WaitApplied said no")
 	}
 }
+
+// TestSavedPosition reads back what save writes, and older saves without
+// a place in the binlog, and tells positions apart by server and number.
+func TestSavedPosition(t *testing.T) {
+	for _, tc := range []struct {
+		saved, pos string
+		at         binlogAt
+	}{
+		{"0-1-5", "0-1-5", binlogAt{}},
+		{"0-1-5,1-2-9 at bin.000003:1151", "0-1-5,1-2-9", binlogAt{"bin.000003", 1151}},
+		{"0-1-5 at my:bin.000001:4", "0-1-5", binlogAt{"my:bin.000001", 4}},
+		{"0-1-5 at bin.000001", "0-1-5", binlogAt{}},
+		{"0-1-5 at bin.000001:x", "0-1-5", binlogAt{}},
+		{"", "", binlogAt{}},
+	} {
+		pos, at := parseSaved(tc.saved)
+		if pos != tc.pos || at != tc.at {
+			t.Errorf("parseSaved(%q) = %q, %v; want %q, %v", tc.saved, pos, at, tc.pos, tc.at)
+		}
+		if at.file != "" {
+			if s := pos + " at " + at.String(); s != tc.saved {
+				t.Errorf("saved again as %q, want %q", s, tc.saved)
+			}
+		}
+	}
+	set := func(s string) *mysql.MariadbGTIDSet {
+		g, err := mysql.ParseMariadbGTIDSet(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.(*mysql.MariadbGTIDSet)
+	}
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{"0-1-5", "0-1-5", true},
+		{"0-1-5,1-1-3", "1-1-3,0-1-5", true},
+		{"0-1-5", "0-2-5", false},
+		{"0-1-5", "0-1-6", false},
+		{"0-1-5", "0-1-5,1-1-1", false},
+		{"", "0-1-5", false},
+	} {
+		if got := samePos(set(tc.a), set(tc.b)); got != tc.same {
+			t.Errorf("samePos(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.same)
+		}
+	}
+}

@@ -242,6 +242,19 @@ func (m *Meta) BinlogPos(ctx context.Context) (string, error) {
 	return pos, err
 }
 
+// BinlogPosAt returns the GTID position the server's binlog holds at an
+// offset of one of its files (BINLOG_GTID_POS), or false when the server
+// has no such file, or no event begins at that offset.
+func (m *Meta) BinlogPosAt(ctx context.Context, file string, offset uint32) (string, bool, error) {
+	lit := "'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(file) + "'"
+	rows, err := m.query(ctx, fmt.Sprintf("SELECT IFNULL(BINLOG_GTID_POS(%s, %d), '-') AS pos", lit, offset))
+	if err != nil || len(rows) == 0 {
+		return "", false, err
+	}
+	pos := rows[0]["pos"]
+	return pos, pos != "-", nil
+}
+
 // resultGlobals are global-only variables that change what reads return
 // in every session at once (the operators of boolean full-text search),
 // so a change of one invalidates everything. The binlog does not log SET

@@ -100,7 +100,9 @@ func (d *Dir) Remove(name string) error {
 }
 
 // Position is the binlog follower's position, kept in the file
-// "binlog-position": the position on its first line and, on a second
+// "binlog-position": the position on its first line (a GTID position and,
+// when the follower knows it, " at " and where it lies in the binlog)
+// and, on a second
 // line when there is one, "co-writes N": the tag of the content of the
 // file "co-writes" (CoWrites) that held, unchanged, at that position.
 type Position struct{ d *Dir }
