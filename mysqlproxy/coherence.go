@@ -11,11 +11,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mycached/mycached/mysqlproxy/internal/binlog"
+	"github.com/mycached/mycached/mysqlproxy/internal/deps"
 	"github.com/mycached/mycached/mysqlproxy/internal/meta"
 	"github.com/mycached/mycached/mysqlproxy/internal/statedir"
+	"github.com/mycached/mycached/mysqlproxy/internal/store"
 )
 
 // coherence runs what keeps the cache coherent with writes that bypass
@@ -33,6 +36,8 @@ type coherence struct {
 	meta     *meta.Meta
 	follower *binlog.Follower
 	state    string // what SHOW MYCACHED STATUS says of the follower
+	// watchDone is closed when the unlogged watch ends; nil: none runs.
+	watchDone chan struct{}
 }
 
 // retryEvery is how often an unreachable backend or a server whose binlog
@@ -137,7 +142,19 @@ func (c *coherence) start(say func(string, bool)) bool {
 	c.mu.Lock()
 	c.follower, c.state = f, "running"
 	c.mu.Unlock()
-	c.srv.cache.SetFollower(f)
+	if cfg.Consistency == ConsistencyBounded && c.srv.store.Shared() {
+		// Bounded hits trust the follower, which cannot show what the
+		// binlog does not: the writes other sidecars know are unlogged.
+		w := &unloggedWatch{store: c.srv.store, timeout: cfg.MemcachedTimeout}
+		done := make(chan struct{})
+		c.mu.Lock()
+		c.watchDone = done
+		c.mu.Unlock()
+		go w.run(opts.Poll, c.stop, done)
+		c.srv.cache.SetFollower(watchedFollower{f, w})
+	} else {
+		c.srv.cache.SetFollower(f)
+	}
 	c.srv.log.Info("binlog follower started", "server_id", id, "consistency", string(cfg.Consistency), "max_staleness", cfg.MaxStaleness.String())
 	return true
 }
@@ -168,6 +185,70 @@ func randomServerID() uint32 {
 	return 1<<24 + binary.LittleEndian.Uint32(b[:])%(1<<31-1<<24)
 }
 
+// unloggedWatch reads, at each of the follower's polls, the fleet's
+// generation of deps.Unlogged in memcached, which a sidecar bumps, with
+// what they change, for the writes it knows the binlog will not show (a
+// session's sql_log_bin off, MYCACHED INVALIDATE TABLE and FLUSH). When
+// it moves, the local view's global generation is bumped: every L1 entry
+// is checked against memcached again, whose generations the writer
+// bumped. Such writes are rare, and cost a bounded sidecar its L1, not
+// the fleet its memcached entries.
+type unloggedWatch struct {
+	store   *store.Store
+	timeout time.Duration
+	// polled is when the last poll that read the generation began (unix
+	// ns): every such write acknowledged before it has been seen.
+	polled atomic.Int64
+	gen    uint64
+	seen   bool
+}
+
+func (w *unloggedWatch) run(every time.Duration, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		w.poll()
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (w *unloggedWatch) poll() {
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
+	g, err := w.store.SharedGen(ctx, deps.Unlogged)
+	cancel()
+	if err != nil {
+		return // not fresh: bounded hits are checked as strict meanwhile
+	}
+	if !w.seen || g != w.gen {
+		// The first poll too: what was written before it is unknown.
+		w.store.BumpLocal([]string{deps.Global})
+	}
+	w.gen, w.seen = g, true
+	w.polled.Store(began.UnixNano())
+}
+
+// watchedFollower is the follower as a bounded sidecar's cache sees it:
+// fresh as of the earlier of what it applied and the unlogged watch's
+// last poll.
+type watchedFollower struct {
+	*binlog.Follower
+	w *unloggedWatch
+}
+
+func (f watchedFollower) FreshAsOf() time.Time {
+	t := f.Follower.FreshAsOf()
+	if p := time.Unix(0, f.w.polled.Load()); p.Before(t) {
+		return p
+	}
+	return t
+}
+
 // close stops the follower, saving its position, and the metadata
 // connection.
 func (c *coherence) close() {
@@ -178,9 +259,12 @@ func (c *coherence) close() {
 	}
 	<-c.done
 	c.mu.Lock()
-	f, m := c.follower, c.meta
+	f, m, watch := c.follower, c.meta, c.watchDone
 	c.follower, c.meta = nil, nil
 	c.mu.Unlock()
+	if watch != nil {
+		<-watch
+	}
 	if f != nil {
 		c.srv.cache.SetFollower(nil)
 		f.Close()

@@ -157,7 +157,7 @@ func (a *Session) showMycached(args []string) error {
 func (a *Session) adminCommand(args []string) error {
 	switch {
 	case len(args) == 1 && args[0] == "flush":
-		if err := a.srv.Cache().Store.Flush(context.Background()); err != nil {
+		if err := a.srv.Cache().Flush(context.Background()); err != nil {
 			return a.s.WriteErr(mysql.ER_UNKNOWN_ERROR, "HY000", "mycached: flush failed: "+err.Error())
 		}
 		a.srv.Cache().Queries.Reset()

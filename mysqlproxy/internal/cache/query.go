@@ -403,6 +403,16 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		if ds, ok := c.callWrites(info, sql, resp, lastGTID); ok && len(ds) > 0 {
 			c.e.Store.Bump(context.Background(), ds)
 			c.e.Stats.invalidations.Add(uint64(len(ds)))
+		} else if !ok && c.unlogged(sql, resp) && !c.refusedBeforeRunning(info, resp) {
+			// What it wrote is in no binlog: no follower will apply it.
+			ds := []string{deps.Global, deps.Unlogged}
+			if c.s.InTransaction() {
+				c.txWrote = true
+				c.addTxDeps(ds)
+			} else {
+				c.e.Store.Bump(context.Background(), ds)
+				c.e.Stats.invalidations.Add(uint64(len(ds)))
+			}
 		}
 	}
 	if c.e.follower.Load() != nil && !c.refusedBeforeRunning(info, resp) {
@@ -642,6 +652,9 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 	if len(ds) == 0 {
 		return
 	}
+	if e.follower.Load() != nil && c.unlogged(sql, resp) {
+		ds = append(ds, deps.Unlogged)
+	}
 	inTx := c.s.Status&mysql.SERVER_STATUS_IN_TRANS != 0
 	if !inTx || !c.deferrable(info, written, extra) {
 		e.Store.Bump(context.Background(), ds)
@@ -785,6 +798,19 @@ func (c *Session) callWrites(info *sqlinfo.Info, sql string, resp *relay.Respons
 		return nil, false
 	}
 	return f.DepsThrough(c.callFrom, cur)
+}
+
+// unlogged reports a statement whose writes the binlog may not show: the
+// session's sql_log_bin is off, or the statement set it (SET STATEMENT,
+// a procedure that turns it off and on again). Only the sidecar that
+// relays such a write knows of it; the others hear of it through
+// deps.Unlogged.
+func (c *Session) unlogged(sql string, resp *relay.Response) bool {
+	if _, set := resp.Tracked.Vars["sql_log_bin"]; set || sqlinfo.ContainsFold(sql, "sql_log_bin") {
+		return true
+	}
+	v, ok := c.s.Vars["sql_log_bin"]
+	return ok && !strings.EqualFold(v, "ON") && v != "1"
 }
 
 // callApplyWait bounds how long a CALL that wrote waits for the follower

@@ -171,11 +171,21 @@ func (e *Engine) StatusRows(sessions int) [][2]string {
 }
 
 // Invalidate bumps the generations of db.table, as MYCACHED INVALIDATE
-// TABLE asks.
+// TABLE asks. No binlog shows it: deps.Unlogged tells the sidecars whose
+// hits trust their follower.
 func (e *Engine) Invalidate(ctx context.Context, db, table string) {
 	name := e.namer().Table(db, table)
-	e.Store.Bump(ctx, []string{name, deps.NonKey(name)})
+	e.Store.Bump(ctx, []string{name, deps.NonKey(name), deps.Unlogged})
 	e.Stats.invalidations.Inc()
+}
+
+// Flush invalidates every entry, in every sidecar, as MYCACHED FLUSH
+// asks (store.Flush), and tells the sidecars whose hits trust their
+// follower (deps.Unlogged).
+func (e *Engine) Flush(ctx context.Context) error {
+	err := e.Store.Flush(ctx)
+	e.Store.Bump(ctx, []string{deps.Unlogged})
+	return err
 }
 
 var discardPool = sync.Pool{New: func() any { return bufio.NewWriterSize(io.Discard, wire.BufSize) }}

@@ -22,6 +22,13 @@ import "strings"
 // Global is the generation every entry depends on.
 const Global = "*"
 
+// Unlogged is bumped, besides what they change, by the writes a sidecar
+// knows the binlog will not show (a session's sql_log_bin off, an admin
+// invalidation), so that sidecars whose hits trust their own follower
+// hear of them (see the engine's unlogged watch). No entry depends on it,
+// and no table can be named so: table names hold a dot.
+const Unlogged = "~unlogged"
+
 // Namer turns table names into dependency names. The zero value keeps
 // names as given, which is right for a server with
 // lower_case_table_names=0; Fold is for the other settings, under which

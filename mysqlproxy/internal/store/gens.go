@@ -242,6 +242,24 @@ func (s *Store) BumpApplied(ctx context.Context, deps []string) {
 	s.bump(ctx, deps)
 }
 
+// SharedGen reads dep's generation in memcached, creating it when it is
+// missing; it is an error without memcached.
+func (s *Store) SharedGen(ctx context.Context, dep string) (uint64, error) {
+	if s.mc == nil {
+		return 0, errors.New("store: no memcached")
+	}
+	key := s.keys.key(dep)
+	vals, err := s.getMulti(ctx, []string{key})
+	if err != nil {
+		return 0, err
+	}
+	gens, err := s.currentGens(ctx, []string{key}, vals)
+	if err != nil {
+		return 0, err
+	}
+	return gens[0], nil
+}
+
 // BumpLocal bumps deps in the local view alone, for a bump another
 // sidecar has made in memcached and told this one of.
 func (s *Store) BumpLocal(deps []string) {
