@@ -1746,8 +1746,8 @@ var rsCases = []rsCase{
 		},
 	},
 	{
-		class: "transaction", name: "read-uncommitted-neither-fills-nor-hits", steps: 6,
-		setup: rsRows,
+		class: "transaction", name: "read-uncommitted-neither-fills-nor-hits", steps: 9,
+		setup: append([]string{"CREATE PROCEDURE rs_next_tx_ru() SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED"}, rsRows...),
 		body: func(x *rsRun) {
 			for i, way := range []struct {
 				name  string
@@ -1759,6 +1759,11 @@ var rsCases = []rsCase{
 				{"execute-immediate", []string{"EXECUTE IMMEDIATE 'SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED'"}},
 				{"session-then-begin", []string{"SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", "BEGIN"}},
 				{"next-transaction-read-only", []string{"SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", "START TRANSACTION READ ONLY"}},
+				// Statements that open no table leave the level for the
+				// next transaction: a driver's ping, a look at a variable.
+				{"next-transaction-after-a-ping", []string{"SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", "DO 1", "SELECT @@tx_isolation", "SHOW VARIABLES LIKE 'tx_isolation'"}},
+				{"next-transaction-in-execute-immediate", []string{"EXECUTE IMMEDIATE 'SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED'"}},
+				{"next-transaction-in-a-procedure", []string{"CALL rs_next_tx_ru()"}},
 			} {
 				id := i + 1
 				q := rsRow(id)

@@ -169,7 +169,7 @@ func (c *Session) Execute(p []byte, st *relay.Stmt) error {
 			c.e.Stats.bypass(whyTainted)
 			before := c.s.Status
 			err := c.s.RelayMode(p, relay.ModeResult)
-			c.ran(before)
+			c.ran(before, info)
 			return err
 		}
 		return c.read(p, info, st.SQL, st)
@@ -188,13 +188,13 @@ func (c *Session) read(p []byte, info *sqlinfo.Info, sql string, st *relay.Stmt)
 	c.hitServed = false
 	err := c.cacheRead(p, info, sql, st)
 	if !c.hitServed {
-		c.ran(before)
+		c.ran(before, info)
 	}
 	return err
 }
 
 // ran follows the session's transaction across a read the server ran.
-func (c *Session) ran(before uint16) {
+func (c *Session) ran(before uint16, info *sqlinfo.Info) {
 	wasIn := before&mysql.SERVER_STATUS_IN_TRANS != 0
 	isIn := c.s.InTransaction()
 	switch {
@@ -202,7 +202,7 @@ func (c *Session) ran(before uint16) {
 		c.endTransaction()
 	case isIn && !wasIn:
 		c.beginTransaction()
-	case !isIn:
+	case !isIn && opensTables(info):
 		// It ran as a transaction of its own, which took a one-shot
 		// isolation level.
 		c.nextTxUnknown = false
@@ -210,6 +210,45 @@ func (c *Session) ran(before uint16) {
 	if isIn {
 		c.txSnap = true
 	}
+}
+
+// runsHiddenStatements reports whether a statement may run statements its
+// text does not show: a procedure, EXECUTE (IMMEDIATE), a compound
+// statement, a multi-statement text, a text that did not parse.
+func runsHiddenStatements(info *sqlinfo.Info, sql string) bool {
+	if info.Kind == sqlinfo.Call || info.ParseError || info.WhyNot == "multi-statement" {
+		return true
+	}
+	switch sqlinfo.FirstKeyword(sql) {
+	case "EXECUTE", "IF", "CASE", "LOOP", "WHILE", "REPEAT", "FOR":
+		return true
+	case "BEGIN":
+		return info.Kind != sqlinfo.Begin
+	}
+	return false
+}
+
+// parsedNothing reports a response that is the server's syntax error and
+// nothing before it: no statement ran.
+func parsedNothing(resp *relay.Response) bool {
+	return resp.Kind == relay.RespErr && resp.Results <= 1 &&
+		(resp.ErrCode == mysql.ER_PARSE_ERROR || resp.ErrCode == mysql.ER_SYNTAX_ERROR)
+}
+
+// opensTables reports whether a statement opens a table, and so, run on
+// its own, is the transaction a one-shot isolation level is for. One that
+// opens none (DO 1, SELECT @@tx_isolation, a driver's ping) leaves the
+// level for the next; so, to be safe, does a read of information_schema
+// or performance_schema alone.
+func opensTables(info *sqlinfo.Info) bool {
+	for _, ts := range [][]sqlinfo.Table{info.Reads, info.Writes} {
+		for _, t := range ts {
+			if !strings.EqualFold(t.DB, "information_schema") && !strings.EqualFold(t.DB, "performance_schema") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // beginTransaction notes that a transaction began with the statement
@@ -303,6 +342,10 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 	}
 	if hidesSets(info) || c.runsCode(info) {
 		c.hiddenCodeRan()
+	}
+	if runsHiddenStatements(info, sql) && !parsedNothing(resp) {
+		// It may have run SET TRANSACTION for the next transaction.
+		c.nextTxUnknown = true
 	}
 	if info.Kind == sqlinfo.DDL {
 		// ALTER TABLE tmp RENAME TO t, of a temporary table made unseen:
@@ -594,7 +637,7 @@ func (c *Session) transition(info *sqlinfo.Info, sql string, before uint16, ok b
 		c.beginTransaction()
 	}
 	switch {
-	case !isIn && !wasIn && info.Kind != sqlinfo.Set && info.Kind != sqlinfo.Use:
+	case !isIn && !wasIn && info.Kind != sqlinfo.Set && info.Kind != sqlinfo.Use && !runsHiddenStatements(info, sql) && opensTables(info):
 		// A statement that ran as a transaction of its own took a
 		// one-shot isolation level.
 		c.nextTxUnknown = false
