@@ -662,3 +662,73 @@ func TestPolicyFKCascade(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedScopeProofsKeepNames: a shared entry is served to an account
+// only once the server has answered it a read of the same shape, and the
+// shape keeps what decides privileges: the case of table names (two
+// tables on this server), and which words are names where the session's
+// sql_mode reads quotes and backslashes otherwise (ANSI_QUOTES,
+// NO_BACKSLASH_ESCAPES). An account allowed one read of a pair gets the
+// server's refusal for the other, which another account filled.
+func TestSharedScopeProofsKeepNames(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	lim, app := "lim_"+db, "app_"+db
+	for _, q := range []string{
+		"CREATE TABLE " + db + ".sec (id INT PRIMARY KEY, v VARCHAR(20))",
+		"CREATE TABLE " + db + ".SEC (id INT PRIMARY KEY, v VARCHAR(20))",
+		"CREATE TABLE " + db + ".pub (id INT PRIMARY KEY, name VARCHAR(20), secret VARCHAR(20))",
+		"INSERT INTO " + db + ".sec VALUES (1, 'lower')",
+		"INSERT INTO " + db + ".SEC VALUES (1, 'upper')",
+		"INSERT INTO " + db + ".pub VALUES (1, 'n1', 's1'), (2, 'n2', 's2')",
+		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY 'pw'", lim),
+		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY 'pw'", app),
+		fmt.Sprintf("GRANT SELECT ON %s.SEC TO '%s'@'%%'", db, lim),
+		fmt.Sprintf("GRANT SELECT (id, name) ON %s.pub TO '%s'@'%%'", db, lim),
+		fmt.Sprintf("GRANT SELECT ON %s.* TO '%s'@'%%'", db, app),
+	} {
+		m.Exec(t, q)
+	}
+	policy := writePolicy(t, t.TempDir(), "shared.lua", "function cache(q) return { ttl = 300, scope = \"shared\" } end\n")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Policy: []string{policy}})
+	for _, tc := range []struct {
+		name, mode       string
+		allowed, refused string
+		code             uint16
+	}{
+		{"table name case", "", "SELECT v FROM SEC WHERE id = 1", "SELECT v FROM sec WHERE id = 1", 1142},
+		{"ANSI_QUOTES", "ANSI_QUOTES", `SELECT "name" FROM pub WHERE id = 1`, `SELECT "secret" FROM pub WHERE id = 1`, 1143},
+		{"NO_BACKSLASH_ESCAPES", "NO_BACKSLASH_ESCAPES", `SELECT id FROM pub WHERE name = 'q\' OR name > ' '`, `SELECT id FROM pub WHERE name = 'q\' OR secret > ' '`, 1143},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			as := func(user string) *sql.Conn {
+				c := conn(t, openDB(t, testenv.DSNFor(p.addr, user, "pw", db, "")))
+				if tc.mode != "" {
+					execOn(t, c, "SET SESSION sql_mode = '"+tc.mode+"'")
+				}
+				return c
+			}
+			l, a := as(lim), as(app)
+			for range 2 {
+				if _, err := queryDump(context.Background(), l, tc.allowed); err != nil {
+					t.Fatalf("%s, %s: %v", lim, tc.allowed, err)
+				}
+			}
+			for range 3 {
+				if _, err := queryDump(context.Background(), a, tc.refused); err != nil {
+					t.Fatalf("%s, %s: %v", app, tc.refused, err)
+				}
+			}
+			if _, n := counted(t, m, a, tc.refused); n != 0 {
+				t.Fatalf("%s: MariaDB executed %d SELECTs, want a hit", tc.refused, n)
+			}
+			for i := range 2 {
+				got, err := queryDump(context.Background(), l, tc.refused)
+				if err == nil || mysqlErr(t, err).Number != tc.code {
+					t.Errorf("%s try %d, %s: got %s, %v; want error %d", lim, i, tc.refused, got, err, tc.code)
+				}
+			}
+		})
+	}
+}

@@ -175,7 +175,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 			// The server decides whether this account may read the
 			// shape; once it has answered, the entries are the
 			// account's too (proven.go).
-			pr := c.entryProof(shapeOf(info, check), ent)
+			pr := c.entryProof(c.proofShape(info, sql, check), ent)
 			if !e.proven.has(pr) {
 				e.Stats.bypass(whySharedUnproven)
 				qs.note(whySharedUnproven, 0)
@@ -233,7 +233,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	var pr *proof
 	if dec.Scope == cachepolicy.ScopeShared {
 		// Another account's fill of the key is no proof for this one.
-		v := c.sharedProof(shapeOf(info, check), all, cur.Gens, cur.Local)
+		v := c.sharedProof(c.proofShape(info, sql, check), all, cur.Gens, cur.Local)
 		pr = &v
 	}
 	return c.fill(p, key, check, all, cur, dec, start, adm, pr)

@@ -75,13 +75,24 @@ func (c *Session) sharedProof(shape string, ds []string, gens, local []uint64) p
 	return p
 }
 
-// shapeOf is the statement shape a proof is for: the digest, or, for a
-// statement that has none, the entry's whole check text (one statement).
-func shapeOf(info *sqlinfo.Info, check []byte) string {
-	if info.Digest != "" {
-		return info.Digest
+// shapeOf is the statement shape a proof is for: the digest, with the
+// names of sql as written, or the entry's whole check text (one
+// statement) for a statement with no digest, or one that the session's
+// dialect reads otherwise than the default (plain is false). The digest
+// alone drops what decides privileges as well as values: the case of
+// names (tables and databases are case-sensitive on most servers), and,
+// under ANSI_QUOTES or NO_BACKSLASH_ESCAPES, which words are names at all
+// (its normalizer reads "x" as a string, and \' as an escape).
+func shapeOf(info *sqlinfo.Info, sql string, plain bool, check []byte) string {
+	if info.Digest != "" && plain {
+		return info.Digest + "\x00" + sqlinfo.Names(sql)
 	}
 	return "\x01" + string(check)
+}
+
+// proofShape is shapeOf for a read of sql by this session.
+func (c *Session) proofShape(info *sqlinfo.Info, sql string, check []byte) string {
+	return shapeOf(info, sql, c.dialect().PlainFor(sql), check)
 }
 
 // entryProof is sharedProof for a hit on ent.

@@ -25,13 +25,24 @@ func TestProvenSet(t *testing.T) {
 }
 
 // TestShapeOf: a statement with no digest is a shape of its own, never
-// the empty shape that every such statement would share.
+// the empty shape that every such statement would share; one with a
+// digest keeps its names' case; and one the session's dialect reads
+// otherwise than the default is a shape of its own too.
 func TestShapeOf(t *testing.T) {
-	if got := shapeOf(&sqlinfo.Info{Digest: "select ?"}, []byte("x")); got != "select ?" {
-		t.Errorf("shapeOf with a digest = %q", got)
+	d := &sqlinfo.Info{Digest: "select v from sec"}
+	lower, upper := shapeOf(d, "SELECT v FROM sec", true, []byte("x")), shapeOf(d, "SELECT v FROM SEC", true, []byte("y"))
+	if lower == upper {
+		t.Errorf("names of another case share the shape %q", lower)
 	}
-	one, two := shapeOf(&sqlinfo.Info{}, []byte("select a")), shapeOf(&sqlinfo.Info{}, []byte("select b"))
+	if got := shapeOf(d, "select v  from sec", true, []byte("z")); got != shapeOf(d, "select v from sec", true, []byte("w")) {
+		t.Errorf("texts that differ in spaces alone have shapes %q and %q", got, shapeOf(d, "select v from sec", true, []byte("w")))
+	}
+	one, two := shapeOf(&sqlinfo.Info{}, "select a", true, []byte("select a")), shapeOf(&sqlinfo.Info{}, "select b", true, []byte("select b"))
 	if one == two || one == "" {
 		t.Errorf("shapes without a digest: %q and %q", one, two)
+	}
+	q := &sqlinfo.Info{Digest: "select ? from pub"}
+	if a, b := shapeOf(q, `SELECT "name" FROM pub`, false, []byte("a")), shapeOf(q, `SELECT "secret" FROM pub`, false, []byte("b")); a == b {
+		t.Errorf("texts read otherwise than the default share the shape %q", a)
 	}
 }

@@ -70,6 +70,10 @@ func (d Dialect) utf8() bool {
 	return false
 }
 
+// PlainFor reports whether sql reads in d as in the default dialect (see
+// plainFor).
+func (d Dialect) PlainFor(sql string) bool { return d.plainFor(sql) }
+
 // plainFor reports whether sql reads in d as in the default dialect.
 // Without a backslash or a double quote, the sql_mode flags change
 // nothing the analysis reads; without a byte above 0x7F, neither does

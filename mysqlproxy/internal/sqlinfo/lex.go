@@ -258,6 +258,11 @@ func foldEqual[T ~string | ~[]byte](s T, lower string) bool {
 // equal positions. Keeping extra words is harmless; it only splits the memo.
 // The digest of a text the server cannot lex may equal that of a valid one
 // (SELECT 0 a,000 and SELECT 0 a,0"0): the mark keeps them apart.
+// Names returns the words and quoted names of sql, as written, in order
+// (what appendShape appends): what a digest, which lower-cases them,
+// drops of the names a statement uses.
+func Names(sql string) string { return string(appendShape(nil, sql)) }
+
 func appendShape(dst []byte, sql string) []byte {
 	lx := NewLexer(sql, LexOptions{})
 	for {
