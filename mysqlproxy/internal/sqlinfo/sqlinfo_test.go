@@ -84,6 +84,9 @@ func TestAnalyze(t *testing.T) {
 		{sql: "SELECT LASTVAL(s)", kind: Select, reads: tbls("s"), whyNot: "nondeterministic:lastval"},
 		{sql: "SELECT NEXT VALUE FOR s", kind: Select, reads: tbls("s"), writes: tbls("s"), whyNot: "nondeterministic:nextval", mayWrite: true},
 		{sql: "SELECT sq.nextval FROM dual", kind: Select, writes: tbls("sq"), whyNot: "nondeterministic:nextval", mayWrite: true},
+		// sql_mode=ORACLE's bare SYSDATE is the function.
+		{sql: "SELECT SYSDATE, id FROM t", kind: Select, reads: tbls("t"), whyNot: "nondeterministic:sysdate"},
+		{sql: "SELECT id FROM t WHERE d < sysdate", kind: Select, reads: tbls("t"), whyNot: "nondeterministic:sysdate"},
 		{sql: "SELECT `d`.`s q`.NEXTVAL, s2.currval", kind: Select, writes: tbls("d.s q"), whyNot: "nondeterministic:nextval", mayWrite: true},
 		{sql: "SELECT s.currval FROM dual", kind: Select, whyNot: "nondeterministic:currval"},
 		{sql: "INSERT INTO t VALUES (d.s.nextval, 1)", kind: Insert, writes: tbls("t", "d.s"), whyNot: "not-select", mayWrite: true},

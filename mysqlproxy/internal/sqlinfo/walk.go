@@ -170,7 +170,14 @@ func (w *walker) funcCall(x *ast.FuncCallExpr) {
 // statement is not cached, and s.nextval writes s. Outside that mode the
 // same text names a column nextval: then this costs a read its caching
 // and an extra bump.
+//
+// Bare SYSDATE is the function under sql_mode=ORACLE too, read as a column
+// by the parser: it is not cached either.
 func (w *walker) seqDotOp(c *ast.ColumnName) {
+	if c != nil && c.Table.O == "" && c.Name.L == "sysdate" {
+		w.reject("nondeterministic:sysdate")
+		return
+	}
 	if c == nil || c.Table.O == "" {
 		return
 	}
