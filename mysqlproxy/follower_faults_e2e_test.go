@@ -467,3 +467,50 @@ func TestLostPositionForgetsTables(t *testing.T) {
 		t.Errorf("%s after the follower lost a key change: served %s, want %s (stale)", q, got, want)
 	}
 }
+
+// TestSemiSyncTurnedOnWhileFollowing: with semi-sync waiting after the
+// sync, a commit is in the binlog before it is visible, for up to the
+// semi-sync timeout when no replica acknowledges. Turned on while the
+// sidecar runs, the follower learns it at its next poll, and bumps each
+// transaction again once it is surely visible: a read that refilled the
+// old row while the commit waited does not stay cached.
+func TestSemiSyncTurnedOnWhileFollowing(t *testing.T) {
+	m := privateDB(t)
+	name := m.NewDatabase(t)
+	direct := openDB(t, rootDSN(m.Addr, name, ""))
+	mustExec(t, direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, direct, "INSERT INTO t VALUES (1, 1)")
+	p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr}))
+	via := openDB(t, rootDSN(p.addr, name, ""))
+	if err := p.srv.WaitBinlog(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, direct, "SET GLOBAL rpl_semi_sync_master_timeout = 1500, rpl_semi_sync_master_wait_point = AFTER_SYNC, rpl_semi_sync_master_enabled = ON")
+	t.Cleanup(func() { m.Exec(t, "SET GLOBAL rpl_semi_sync_master_enabled = OFF") })
+	// A few polls for the follower to read the settings.
+	time.Sleep(500 * time.Millisecond)
+	const q = "SELECT v FROM t WHERE id = 1"
+	warmOn(t, via, via, q)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		// Reads that refill the entry while the commit waits.
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			_, _ = queryDump(context.Background(), via, q)
+		}
+	}()
+	mustExec(t, direct, "UPDATE t SET v = 2 WHERE id = 1") // waits for the semi-sync timeout
+	time.Sleep(3 * time.Second)
+	close(stop)
+	wg.Wait()
+	if got, want := dump(t, via, q), dump(t, direct, q); got != want {
+		t.Errorf("3 s after a commit that waited for semi-sync: %s, want %s (stale)", got, want)
+	}
+}

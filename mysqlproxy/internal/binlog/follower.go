@@ -164,7 +164,17 @@ type Follower struct {
 	flushed chan struct{}
 
 	events, txns, bumps, reconnects, lost, unlogged atomic.Uint64
+
+	// settle is how long after its commit event a transaction is bumped
+	// again (Options.Settle); settleFromServer says it follows the
+	// server's semi-sync settings, which each poll reads.
+	settle           atomic.Int64
+	settleFromServer bool
 }
+
+// settleDelay returns how long after its commit event a transaction's
+// changes may still be invisible to other sessions.
+func (f *Follower) settleDelay() time.Duration { return time.Duration(f.settle.Load()) }
 
 // poll is a server position and the time it was asked for: every
 // transaction visible before that time is at or before the position.
@@ -193,13 +203,15 @@ func Start(opts Options) (*Follower, error) {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = time.Second
 	}
-	if opts.Settle <= 0 {
+	fromServer := opts.Settle <= 0
+	if fromServer {
 		opts.Settle = opts.Meta.Facts().SettleDelay
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	f := &Follower{opts: opts, log: opts.Logger, namer: opts.Meta.Namer(), done: make(chan struct{}), xa: map[string][]string{}}
+	f := &Follower{opts: opts, log: opts.Logger, namer: opts.Meta.Namer(), done: make(chan struct{}), xa: map[string][]string{}, settleFromServer: fromServer}
+	f.settle.Store(int64(opts.Settle))
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	pos := ""
 	if opts.State != nil {
@@ -366,7 +378,7 @@ func (f *Follower) followFromServer(why string) {
 	f.resetRecentLocked()
 	// The transactions skipped may not be visible to every session yet:
 	// bump again once they are.
-	f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: []string{deps.Global}})
+	f.settling = append(f.settling, settle{due: time.Now().Add(f.settleDelay()), deps: []string{deps.Global}})
 	f.mu.Unlock()
 	// Counted once the position is set: whoever sees the count waits on
 	// the new position.
@@ -601,7 +613,7 @@ func (f *Follower) unknownChanges() {
 	f.forgetTables()
 	f.opts.Bump(f.ctx, []string{deps.Global})
 	f.mu.Lock()
-	f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: []string{deps.Global}})
+	f.settling = append(f.settling, settle{due: time.Now().Add(f.settleDelay()), deps: []string{deps.Global}})
 	f.mu.Unlock()
 }
 
@@ -686,7 +698,7 @@ func (f *Follower) serverWentBack(pos string) {
 		return
 	}
 	f.mu.Lock()
-	f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: []string{deps.Global}})
+	f.settling = append(f.settling, settle{due: time.Now().Add(f.settleDelay()), deps: []string{deps.Global}})
 	f.resetTo = set.(*mysql.MariadbGTIDSet)
 	stop := f.stopStream
 	f.mu.Unlock()
@@ -705,6 +717,15 @@ func (f *Follower) serverWentBack(pos string) {
 // as a transaction's are: the poll may see a replicated commit before
 // other sessions do.
 func (f *Follower) checkGlobals(globals string) {
+	if f.settleFromServer {
+		v := map[string]string{}
+		for _, line := range strings.Split(globals, "\n") {
+			if name, val, ok := strings.Cut(line, "="); ok {
+				v[strings.ToLower(name)] = val
+			}
+		}
+		f.settle.Store(int64(meta.SettleDelayFor(v)))
+	}
 	f.mu.Lock()
 	prev, seen := f.globals, f.globalsSeen
 	f.globals, f.globalsSeen = globals, true
@@ -725,7 +746,7 @@ func (f *Follower) checkGlobals(globals string) {
 	f.opts.Bump(f.ctx, []string{deps.Global})
 	f.unlogged.Add(1)
 	f.mu.Lock()
-	f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: []string{deps.Global}})
+	f.settling = append(f.settling, settle{due: time.Now().Add(f.settleDelay()), deps: []string{deps.Global}})
 	f.mu.Unlock()
 }
 
@@ -876,7 +897,7 @@ func (f *Follower) flush() {
 	}
 	f.mu.Lock()
 	if len(ds) > 0 {
-		f.settling = append(f.settling, settle{due: time.Now().Add(f.opts.Settle), deps: ds})
+		f.settling = append(f.settling, settle{due: time.Now().Add(f.settleDelay()), deps: ds})
 	}
 	rg := recentGroup{deps: ds}
 	for _, q := range g.txns {

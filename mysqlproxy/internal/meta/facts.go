@@ -59,6 +59,23 @@ type Facts struct {
 // engine commits.
 const defaultSettle = 100 * time.Millisecond
 
+// SettleDelayFor returns SettleDelay for the server's variables v (lower
+// case names): with semi-sync waiting after the sync (AFTER_SYNC, the
+// default), a commit is in the binlog before it is visible, for as long
+// as a replica takes to acknowledge it, up to the timeout.
+func SettleDelayFor(v map[string]string) time.Duration {
+	d := defaultSettle
+	if strings.EqualFold(v["rpl_semi_sync_master_enabled"], "ON") && !strings.EqualFold(v["rpl_semi_sync_master_wait_point"], "AFTER_COMMIT") {
+		if ms, err := strconv.Atoi(v["rpl_semi_sync_master_timeout"]); err == nil {
+			d = max(d, time.Duration(ms)*time.Millisecond+defaultSettle)
+		}
+	}
+	return d
+}
+
+// semiSyncGlobals are the variables SettleDelayFor reads.
+const semiSyncGlobals = "'rpl_semi_sync_master_enabled', 'rpl_semi_sync_master_wait_point', 'rpl_semi_sync_master_timeout'"
+
 func (m *Meta) readFacts(ctx context.Context) error {
 	rows, err := m.query(ctx, "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('version', 'log_bin', 'binlog_format', 'binlog_row_image', 'binlog_row_metadata', 'lower_case_table_names', 'server_id', 'rpl_semi_sync_master_enabled', 'rpl_semi_sync_master_wait_point', 'rpl_semi_sync_master_timeout', 'auto_increment_increment', 'innodb_autoinc_lock_mode', 'have_ssl', 'log_slave_updates', 'wsrep_on', 'gtid_slave_pos')")
 	if err != nil {
@@ -89,11 +106,7 @@ func (m *Meta) readFacts(ctx context.Context) error {
 	}
 	id, _ := strconv.ParseUint(v["server_id"], 10, 32)
 	f.ServerID = uint32(id)
-	if strings.EqualFold(v["rpl_semi_sync_master_enabled"], "ON") && !strings.EqualFold(v["rpl_semi_sync_master_wait_point"], "AFTER_COMMIT") {
-		if ms, err := strconv.Atoi(v["rpl_semi_sync_master_timeout"]); err == nil {
-			f.SettleDelay = max(f.SettleDelay, time.Duration(ms)*time.Millisecond+defaultSettle)
-		}
-	}
+	f.SettleDelay = SettleDelayFor(v)
 	if st, err := m.query(ctx, "SHOW MASTER STATUS"); err != nil {
 		f.FiltersUnknown = true
 	} else if len(st) == 1 {
@@ -262,11 +275,12 @@ func (m *Meta) BinlogPosAt(ctx context.Context, file string, offset uint32) (str
 const resultGlobals = "'ft_boolean_syntax', 'ft_query_expansion_limit'"
 
 // BinlogPosAndGlobals returns BinlogPos and, in the same round trip, the
-// values of resultGlobals as one string. On a server that does not log
+// values of resultGlobals and semiSyncGlobals as one string, a
+// name=value line each. On a server that does not log
 // what it replicates, the string holds gtid_slave_pos too: the server
 // changed rows the binlog does not show whenever it moves.
 func (m *Meta) BinlogPosAndGlobals(ctx context.Context) (string, string, error) {
-	names := "'gtid_binlog_pos', " + resultGlobals
+	names := "'gtid_binlog_pos', " + resultGlobals + ", " + semiSyncGlobals
 	if !m.facts.LogSlaveUpdates {
 		names += ", 'gtid_slave_pos'"
 	}
