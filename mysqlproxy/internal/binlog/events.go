@@ -1,12 +1,14 @@
 package binlog
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -157,8 +159,25 @@ func (f *Follower) format(created uint32) {
 	f.runStart = created
 	if !first {
 		f.log.Warn("binlog: the server restarted; every cached entry is invalidated (its MEMORY tables are empty now)")
+		f.restarted()
 		f.opts.Bump(f.ctx, []string{deps.Global})
 	}
+}
+
+// restarted reads again the server settings only a restart changes (the
+// binlog filters above all: a database they now leave out must not be
+// cached), and what was learned of tables, which was learned under the
+// old ones.
+func (f *Follower) restarted() {
+	ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
+	defer cancel()
+	if err := f.opts.Meta.ReadFacts(ctx); err != nil {
+		f.log.Warn("binlog: reading the server's settings after its restart failed; those read before stand", "err", err)
+	}
+	for _, g := range f.opts.Meta.Facts().Gaps() {
+		f.log.Error("binlog follower: " + g)
+	}
+	f.forgetTables()
 }
 
 // rows adds what a row event changed: its table, and the rows it names

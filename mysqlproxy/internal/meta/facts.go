@@ -128,7 +128,7 @@ func (m *Meta) readFacts(ctx context.Context) error {
 			}
 		}
 	}
-	m.facts = f
+	m.facts.Store(&f)
 	return nil
 }
 
@@ -281,7 +281,7 @@ const resultGlobals = "'ft_boolean_syntax', 'ft_query_expansion_limit'"
 // changed rows the binlog does not show whenever it moves.
 func (m *Meta) BinlogPosAndGlobals(ctx context.Context) (string, string, error) {
 	names := "'gtid_binlog_pos', " + resultGlobals + ", " + semiSyncGlobals
-	if !m.facts.LogSlaveUpdates {
+	if !m.Facts().LogSlaveUpdates {
 		names += ", 'gtid_slave_pos'"
 	}
 	rows, err := m.query(ctx, "SHOW GLOBAL VARIABLES WHERE Variable_name IN ("+names+")")

@@ -49,7 +49,7 @@ type Meta struct {
 	opts  Options
 	db    *sql.DB
 	log   *slog.Logger
-	facts Facts
+	facts atomic.Pointer[Facts]
 	namer deps.Namer
 
 	flight flight.Group
@@ -120,7 +120,7 @@ func Open(ctx context.Context, opts Options) (*Meta, error) {
 		db.Close()
 		return nil, err
 	}
-	m.namer = deps.Namer{Fold: m.facts.LowerCaseTableNames != 0}
+	m.namer = deps.Namer{Fold: m.Facts().LowerCaseTableNames != 0}
 	return m, nil
 }
 
@@ -130,8 +130,19 @@ func (m *Meta) Close() error { return m.db.Close() }
 // Namer names dependencies as the server compares table names.
 func (m *Meta) Namer() deps.Namer { return m.namer }
 
-// Facts returns what Open read of the server's settings.
-func (m *Meta) Facts() Facts { return m.facts }
+// Facts returns what Open, or the last ReadFacts, read of the server's
+// settings.
+func (m *Meta) Facts() Facts {
+	if f := m.facts.Load(); f != nil {
+		return *f
+	}
+	return Facts{}
+}
+
+// ReadFacts reads the server's settings again: after a restart, which may
+// have changed those only a restart changes (the binlog filters, the
+// format).
+func (m *Meta) ReadFacts(ctx context.Context) error { return m.readFacts(ctx) }
 
 // query runs a SHOW statement and returns its rows as strings (NULL as
 // ""), by column name in lower case.

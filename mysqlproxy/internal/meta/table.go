@@ -440,7 +440,7 @@ func (m *Meta) learn(ctx context.Context, db, name string, depth int) (*Table, e
 	if err := m.learnTable(ctx, t, qname, depth); err != nil {
 		return nil, err
 	}
-	if !m.facts.Logged(db) {
+	if !m.Facts().Logged(db) {
 		// The binlog holds none of its changes: writes that bypass
 		// mycached would never invalidate.
 		t.Uncacheable = "binlog-filtered"
@@ -498,7 +498,7 @@ func (m *Meta) learnTable(ctx context.Context, t *Table, qname string, depth int
 					udb, uname = unquote(id[1]), unquote(id[2])
 				}
 				t.Also = appendUniq(t.Also, m.namer.Table(udb, uname))
-				if !m.facts.Logged(udb) {
+				if !m.Facts().Logged(udb) {
 					t.Uncacheable = "binlog-filtered"
 				}
 			}

@@ -345,6 +345,15 @@ func (m *MariaDB) Restart() error {
 	return m.startLocked()
 }
 
+// RestartWith is Restart with more command-line arguments, which later
+// restarts keep too.
+func (m *MariaDB) RestartWith(extra ...string) error {
+	m.mu.Lock()
+	m.args = append(m.args, extra...)
+	m.mu.Unlock()
+	return m.Restart()
+}
+
 // Running reports whether the server process is alive.
 func (m *MariaDB) Running() bool {
 	m.mu.Lock()
