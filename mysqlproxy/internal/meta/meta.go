@@ -115,6 +115,10 @@ func Open(ctx context.Context, opts Options) (*Meta, error) {
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxIdleTime(2 * time.Second)
+	// The follower's polls keep one connection busy for ever. A session
+	// keeps the global privileges it logged in with: a GRANT ON *.* to the
+	// account (after a REVOKE, say) reaches only new connections.
+	db.SetConnMaxLifetime(time.Minute)
 	m := &Meta{opts: opts, db: db, log: opts.Logger, tables: make(map[string]*entry), children: make(map[string]map[string]bool)}
 	if err := m.readFacts(ctx); err != nil {
 		db.Close()
