@@ -524,3 +524,69 @@ func TestE2ETLS(t *testing.T) {
 		}
 	})
 }
+
+// TestE2EConnectorJBulkBatch: Connector/J runs a batch of a prepared
+// INSERT or UPDATE as one bulk execute, which the server runs as one
+// statement: a row it refuses fails the whole batch, and no row of it is
+// written. Through mycached the same, in the same counts, and the
+// batch's writes invalidate what they change.
+func TestE2EConnectorJBulkBatch(t *testing.T) {
+	const jar = "/usr/share/java/mariadb-java-client.jar"
+	if _, err := os.Stat(jar); err != nil {
+		t.Skipf("Connector/J (libmariadb-java) is not installed: %v", err)
+	}
+	t.Parallel()
+	m := testenvShared(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "Batch.java")
+	if err := os.WriteFile(src, []byte(`import java.sql.*;
+import java.util.Arrays;
+public class Batch { public static void main(String[] a) throws Exception {
+  java.util.Properties p = new java.util.Properties();
+  p.setProperty("user", "root");
+  p.setProperty("password", a[1]);
+  try (Connection c = DriverManager.getConnection("jdbc:mariadb://" + a[0] + "?" + a[2], p)) {
+    Statement s = c.createStatement();
+    String read = "SELECT COUNT(*), COALESCE(SUM(id), 0), COALESCE(GROUP_CONCAT(v ORDER BY id), '') FROM b";
+    for (int round = 0; round < 2; round++) {
+      for (int i = 0; i < 2; i++) { ResultSet r = s.executeQuery(read); r.next(); System.out.println("read " + r.getString(1) + " " + r.getString(2) + " " + r.getString(3)); }
+      PreparedStatement ins = c.prepareStatement("INSERT INTO b VALUES (?, ?)");
+      String[] vs = round == 0 ? new String[]{"a", "b", "too long", "d"} : new String[]{"a", "b", "c", "d"};
+      for (int i = 0; i < 4; i++) { ins.setInt(1, 10 * round + i + 1); ins.setString(2, vs[i]); ins.addBatch(); }
+      try { System.out.println("insert " + Arrays.toString(ins.executeBatch())); }
+      catch (BatchUpdateException e) { System.out.println("insert error " + e.getErrorCode() + " " + Arrays.toString(e.getUpdateCounts())); }
+      for (int i = 0; i < 2; i++) { ResultSet r = s.executeQuery(read); r.next(); System.out.println("read " + r.getString(1) + " " + r.getString(2) + " " + r.getString(3)); }
+      PreparedStatement up = c.prepareStatement("UPDATE b SET v = ? WHERE id = ?");
+      for (int i = 0; i < 3; i++) { up.setString(1, "u" + i); up.setInt(2, 10 * round + i + 1); up.addBatch(); }
+      try { System.out.println("update " + Arrays.toString(up.executeBatch())); }
+      catch (BatchUpdateException e) { System.out.println("update error " + e.getErrorCode() + " " + Arrays.toString(e.getUpdateCounts())); }
+      ResultSet r = s.executeQuery(read); r.next(); System.out.println("read " + r.getString(1) + " " + r.getString(2) + " " + r.getString(3));
+    }
+  }
+}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("javac", "-d", dir, "-cp", jar, src).CombinedOutput(); err != nil {
+		t.Fatalf("javac (packages default-jdk-headless, libmariadb-java): %v\n%s", err, out)
+	}
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	for _, opts := range []string{"useServerPrepStmts=true&useBulkStmts=true", "useBulkStmts=true"} {
+		var got [2]string
+		for i, addr := range []string{m.Addr, p.addr} {
+			db := m.NewDatabase(t)
+			m.Exec(t, "CREATE TABLE "+db+".b (id INT PRIMARY KEY, v VARCHAR(3)) ENGINE=InnoDB")
+			out, err := exec.Command("java", "-cp", jar+":"+dir, "Batch", addr+"/"+db, rootPass, opts+"&sessionVariables=sql_mode='STRICT_TRANS_TABLES'").CombinedOutput()
+			if err != nil {
+				t.Fatalf("Connector/J %s to %s: %v\n%s", opts, addr, err, out)
+			}
+			got[i] = string(out)
+		}
+		if got[0] != got[1] {
+			t.Errorf("Connector/J with %s through mycached:\n%s\nwant, as directly:\n%s", opts, got[1], got[0])
+		}
+		if !strings.Contains(got[0], "insert error 1406") {
+			t.Errorf("Connector/J with %s directly: no error for the batch's long value:\n%s", opts, got[0])
+		}
+	}
+}

@@ -38,6 +38,8 @@ func (f *frontend) Command(p []byte) (bool, error) {
 		return true, f.prepare(p)
 	case mysql.COM_STMT_EXECUTE:
 		return true, f.execute(p)
+	case relay.ComStmtBulkExecute:
+		return true, f.bulkExecute(p)
 	case mysql.COM_STMT_CLOSE, mysql.COM_STMT_SEND_LONG_DATA, mysql.COM_STMT_RESET:
 		return f.kv.Command(p)
 	case mysql.COM_INIT_DB:
@@ -88,6 +90,17 @@ func (f *frontend) execute(p []byte) error {
 	}
 	relay.NoteParamTypes(st, p)
 	return f.cache.Execute(p, st)
+}
+
+// bulkExecute relays a COM_STMT_BULK_EXECUTE: a write of the prepared
+// statement for every row of parameters it carries.
+func (f *frontend) bulkExecute(p []byte) error {
+	st := f.s.Stmt(p)
+	if len(p) < 7 || st == nil {
+		return f.s.RelayMode(p, relay.ModeResult)
+	}
+	relay.ForgetTypes(st)
+	return f.cache.BulkExecute(p, st)
 }
 
 // Reset implements relay.Handler.

@@ -293,6 +293,22 @@ func (c *Session) executeParams(p []byte, info *sqlinfo.Info, sql string, params
 	return c.s.Flush()
 }
 
+// BulkExecute handles a COM_STMT_BULK_EXECUTE of st: the write it
+// prepared, for rows of parameters the server runs as one statement.
+// They are not decoded: what it writes is invalidated as a whole table
+// (no row generations, no inserted keys), and the statement's parameter
+// types are unknown after it (relay.ForgetTypes).
+func (c *Session) BulkExecute(p []byte, st *relay.Stmt) error {
+	note, _ := st.Ext.(*stmtNote)
+	if note == nil {
+		return c.s.RelayMode(p, relay.ModeResult)
+	}
+	info := *note.info
+	info.Point, info.Insert = nil, nil
+	c.db, c.started = note.db, time.Now()
+	return c.executeParams(p, &info, st.SQL, nil)
+}
+
 // noteUntracked marks the session variables of sets that can change a
 // read and that the trackers did not report (tracked holds those they
 // did) to be read again from the server before the next cacheable read.

@@ -93,11 +93,13 @@ func (g *greeting) mask(offerTLS bool) {
 		binary.LittleEndian.PutUint16(g.payload[g.capHi:], uint16(caps>>16))
 	}
 	if g.extCaps != 0 {
-		// Progress reports, bulk execution and metadata caching all change
-		// the shape of responses, and none is needed for correctness;
-		// extended metadata (JSON, INET6, UUID, geometry types) only adds
-		// a field to column definitions, which the relay copies as they
-		// are.
+		// Progress reports and metadata caching change the shape of
+		// responses, and neither is needed for correctness; extended
+		// metadata (JSON, INET6, UUID, geometry types) only adds a field
+		// to column definitions, which the relay copies as they are; bulk
+		// execution is a command of its own, relayed as it is
+		// (COM_STMT_BULK_EXECUTE), which a batch needs to run as one
+		// statement, as it does directly.
 		ext := binary.LittleEndian.Uint32(g.payload[g.extCaps:])
 		g.ext = ext & extAllowed
 		binary.LittleEndian.PutUint32(g.payload[g.extCaps:], g.ext)
@@ -105,8 +107,13 @@ func (g *greeting) mask(offerTLS bool) {
 }
 
 // extAllowed are MariaDB's extended capabilities mycached lets through:
-// MARIADB_CLIENT_EXTENDED_METADATA.
-const extAllowed = 1 << 3
+// MARIADB_CLIENT_STMT_BULK_OPERATIONS and MARIADB_CLIENT_EXTENDED_METADATA.
+const extAllowed = extBulk | extMetadata
+
+const (
+	extBulk     = 1 << 2
+	extMetadata = 1 << 3
+)
 
 // clientExt returns the MariaDB extended capabilities of a handshake
 // response: the four reserved bytes before the user name, when the
@@ -299,7 +306,7 @@ func (s *Session) handshake() (bool, error) {
 	s.TLS = clientTLS
 	s.Track = g.caps&mysql.CLIENT_SESSION_TRACK != 0
 	s.ClientTrack = s.Caps&mysql.CLIENT_SESSION_TRACK != 0
-	s.ExtMeta = g.mariadb && g.ext&clientExt(resp)&extAllowed != 0
+	s.ExtMeta = g.mariadb && g.ext&clientExt(resp)&extMetadata != 0
 
 	// The backend hop: TLS when offered and allowed.
 	backendTLS := false

@@ -155,6 +155,18 @@ func ExecuteDone(st *Stmt, resp *Response) {
 	st.LongData = false
 }
 
+// ComStmtBulkExecute is MariaDB's COM_STMT_BULK_EXECUTE: one execute of
+// a prepared statement for many rows of parameters, run by the server as
+// one statement.
+const ComStmtBulkExecute = 0xfa
+
+// ForgetTypes makes st's parameter types unknown, after a bulk execute:
+// whether the server keeps its types for the executes that follow
+// without types, as it keeps an execute's, is not mycached's to assume.
+// Until an execute sends types again, executes without them are relayed
+// as they are, and not answered from the cache.
+func ForgetTypes(st *Stmt) { st.Types = nil }
+
 // ExecuteParams decodes the parameters an execute of st binds, or returns
 // nil when it cannot. A parameter sent by COM_STMT_SEND_LONG_DATA since
 // the last execute has no value (nor a meaningful null bit) in the
