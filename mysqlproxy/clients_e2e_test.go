@@ -531,15 +531,9 @@ func TestE2ETLS(t *testing.T) {
 // written. Through mycached the same, in the same counts, and the
 // batch's writes invalidate what they change.
 func TestE2EConnectorJBulkBatch(t *testing.T) {
-	const jar = "/usr/share/java/mariadb-java-client.jar"
-	if _, err := os.Stat(jar); err != nil {
-		t.Skipf("Connector/J (libmariadb-java) is not installed: %v", err)
-	}
 	t.Parallel()
 	m := testenvShared(t)
-	dir := t.TempDir()
-	src := filepath.Join(dir, "Batch.java")
-	if err := os.WriteFile(src, []byte(`import java.sql.*;
+	batch := javaProgram(t, "Batch", `import java.sql.*;
 import java.util.Arrays;
 public class Batch { public static void main(String[] a) throws Exception {
   java.util.Properties p = new java.util.Properties();
@@ -564,19 +558,14 @@ public class Batch { public static void main(String[] a) throws Exception {
     }
   }
 }}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("javac", "-d", dir, "-cp", jar, src).CombinedOutput(); err != nil {
-		t.Fatalf("javac (packages default-jdk-headless, libmariadb-java): %v\n%s", err, out)
-	}
+`)
 	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
 	for _, opts := range []string{"useServerPrepStmts=true&useBulkStmts=true", "useBulkStmts=true"} {
 		var got [2]string
 		for i, addr := range []string{m.Addr, p.addr} {
 			db := m.NewDatabase(t)
 			m.Exec(t, "CREATE TABLE "+db+".b (id INT PRIMARY KEY, v VARCHAR(3)) ENGINE=InnoDB")
-			out, err := exec.Command("java", "-cp", jar+":"+dir, "Batch", addr+"/"+db, rootPass, opts+"&sessionVariables=sql_mode='STRICT_TRANS_TABLES'").CombinedOutput()
+			out, err := batch(addr+"/"+db, rootPass, opts+"&sessionVariables=sql_mode='STRICT_TRANS_TABLES'").CombinedOutput()
 			if err != nil {
 				t.Fatalf("Connector/J %s to %s: %v\n%s", opts, addr, err, out)
 			}
@@ -588,5 +577,25 @@ public class Batch { public static void main(String[] a) throws Exception {
 		if !strings.Contains(got[0], "insert error 1406") {
 			t.Errorf("Connector/J with %s directly: no error for the batch's long value:\n%s", opts, got[0])
 		}
+	}
+}
+
+// javaProgram compiles the Java class named class, of source src, against
+// Connector/J, and returns the command that runs it with args. The JDK and
+// Connector/J are among what `make test` installs: without them the test
+// fails.
+func javaProgram(t *testing.T, class, src string) func(args ...string) *exec.Cmd {
+	t.Helper()
+	const jar = "/usr/share/java/mariadb-java-client.jar"
+	dir := t.TempDir()
+	file := filepath.Join(dir, class+".java")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("javac", "-d", dir, "-cp", jar, file).CombinedOutput(); err != nil {
+		t.Fatalf("javac %s.java (packages default-jdk-headless, libmariadb-java): %v\n%s", class, err, out)
+	}
+	return func(args ...string) *exec.Cmd {
+		return exec.Command("java", append([]string{"-cp", jar + ":" + dir, class}, args...)...)
 	}
 }

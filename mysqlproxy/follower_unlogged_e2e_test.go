@@ -1,7 +1,6 @@
 package mysqlproxy_test
 
 import (
-	"context"
 	"database/sql"
 	"testing"
 	"time"
@@ -29,7 +28,6 @@ func TestUnloggedWritesReachBoundedSidecars(t *testing.T) {
 		mustExec(t, f.direct, q)
 	}
 	f.sync(t)
-	ctx := context.Background()
 	const q, q2 = "SELECT v FROM t WHERE id = 1", "SELECT n FROM t2 WHERE id = 1"
 	for _, tc := range []struct {
 		name   string
@@ -45,20 +43,15 @@ func TestUnloggedWritesReachBoundedSidecars(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f.warm(t, tc.read)
+			// Each on one session, which the subtest keeps.
 			run := func(pool *sql.DB, stmts []string) {
 				t.Helper()
 				if len(stmts) == 0 {
 					return
 				}
-				c, err := pool.Conn(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
+				c := conn(t, pool)
 				for _, s := range stmts {
-					if _, err := c.ExecContext(ctx, s); err != nil {
-						t.Fatalf("%s: %v", s, err)
-					}
+					execOn(t, c, s)
 				}
 			}
 			run(f.direct, tc.direct)

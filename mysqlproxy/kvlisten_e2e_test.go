@@ -8,9 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -356,9 +354,7 @@ func writeRawPacket(t *testing.T, w io.Writer, p []byte, seq byte) {
 func TestKVListenConnectorJ(t *testing.T) {
 	addr := startKVListener(t, mysqlproxy.Config{})
 	host, port, _ := strings.Cut(addr, ":")
-	dir := t.TempDir()
-	src := filepath.Join(dir, "KV.java")
-	if err := os.WriteFile(src, []byte(`import java.sql.*;
+	kv := javaProgram(t, "KV", `import java.sql.*;
 public class KV { public static void main(String[] a) throws Exception {
   java.util.Properties p = new java.util.Properties();
   p.setProperty("user", "app");
@@ -376,18 +372,12 @@ public class KV { public static void main(String[] a) throws Exception {
     System.out.println();
   }
 }}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	const jar = "/usr/share/java/mariadb-java-client.jar"
-	if out, err := exec.Command("javac", "-d", dir, "-cp", jar, src).CombinedOutput(); err != nil {
-		t.Fatalf("javac (packages default-jdk-headless, libmariadb-java): %v\n%s", err, out)
-	}
+`)
 	for _, c := range []struct{ db, opts, want string }{
 		{"", "", "j=v1;\n"},
 		{"appdb", "useServerPrepStmts=true", "j=v1;prepared j=v1;\n"},
 	} {
-		out, err := exec.Command("java", "-cp", jar+":"+dir, "KV", addr, c.db, kvPass, c.opts).CombinedOutput()
+		out, err := kv(addr, c.db, kvPass, c.opts).CombinedOutput()
 		if err != nil || string(out) != c.want {
 			t.Errorf("Connector/J to %s:%s, database %q%s: got %v\n%s\nwant %q", host, port, c.db, c.opts, err, out, c.want)
 		}

@@ -145,7 +145,8 @@ const (
 // client that does not track (classicEOF); anything else goes through
 // packet.
 func (r *Relayer) packetAt(at okAt) ([]byte, int, error) {
-	if !r.S.Track {
+	if !r.S.Track || (at == noOK && r.S.ClientTrack) {
+		// Nothing to rewrite: a column definition is read as it is.
 		return r.packet()
 	}
 	b := r.S.Backend
