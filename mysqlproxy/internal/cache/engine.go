@@ -340,6 +340,7 @@ func (c *Session) scope() string {
 func (e *Engine) NewSession(s *relay.Session) *Session {
 	c := &Session{e: e, s: s}
 	c.state.reset(s.Hello.Charset)
+	c.loggedIn()
 	return c
 }
 

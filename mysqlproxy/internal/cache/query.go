@@ -1170,4 +1170,33 @@ func (c *Session) Reset() {
 	c.state.reset(c.s.Hello.Charset)
 	c.CacheOff, c.tainted, c.lockedTables = false, false, false
 	c.endTransaction()
+	c.loggedIn()
+}
+
+// loggedIn notes what the server may have run on the session, unseen,
+// before its first command: init_connect, which runs after the login of
+// an account without the privilege to skip it. A SET TRANSACTION there
+// is for the next transaction alone, a procedure it calls may run one,
+// and a transaction it opens may have taken its snapshot already.
+func (c *Session) loggedIn() {
+	if initConnectHides(c.s.Vars["init_connect"]) {
+		c.nextTxUnknown = true
+	}
+	if c.s.InTransaction() {
+		c.started = time.Now()
+		c.beginTransaction()
+		c.txSnap = true
+	}
+}
+
+// initConnectHides reports whether an init_connect text may set an
+// isolation level for the next transaction alone, or run statements it
+// does not show.
+func initConnectHides(text string) bool {
+	for _, w := range []string{"transaction", "call", "execute", "begin"} {
+		if sqlinfo.ContainsFold(text, w) {
+			return true
+		}
+	}
+	return false
 }

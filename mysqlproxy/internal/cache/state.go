@@ -28,6 +28,8 @@ var digestFree = map[string]bool{
 	// The slow query log's settings.
 	"long_query_time": true, "log_slow_query": true, "log_slow_query_time": true,
 	"slow_query_log": true, "log_slow_verbosity": true,
+	// What the server ran when the session began: its effects are read.
+	"init_connect": true,
 }
 
 // sessState is the part of a session's state that can change a read's

@@ -547,7 +547,8 @@ var setupTail = []string{"SHOW VARIABLES WHERE 0", "DO 0"}
 // of the variables that can change what a read returns (the trackers
 // report only changes, and a session started after a SET GLOBAL starts
 // with other values than one started before), its isolation level, and
-// the largest packet the server accepts. startValuesTrackSQL reads the
+// the largest packet the server accepts, and what the server ran for it
+// after the login (init_connect). startValuesTrackSQL reads the
 // client's own trackers too.
 const (
 	startValuesSQL      = "SHOW VARIABLES WHERE Variable_name IN (" + startValueNames + ")"
@@ -564,7 +565,7 @@ const (
 		"'optimizer_switch', 'in_predicate_conversion_threshold', " +
 		"'max_recursive_iterations', 'system_versioning_asof', 'block_encryption_mode', " +
 		"'character_set_collations', 'standard_compliant_cte', 'max_join_size', " +
-		"'sql_big_selects', 'old_passwords', 'sql_notes'"
+		"'sql_big_selects', 'old_passwords', 'sql_notes', 'init_connect'"
 )
 
 // MarkVarsStale has the session read again, before its next cacheable
