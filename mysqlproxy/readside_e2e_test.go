@@ -1543,6 +1543,14 @@ var rsCases = []rsCase{
 				s.sameIn(proto, "SELECT FOUND_ROWS()")
 				s.same(calc)
 				s.sameIn(proto, "SELECT FOUND_ROWS()")
+				// Statements that are not reads leave FOUND_ROWS() as
+				// the hit made it; a read makes it anew.
+				for _, between := range []string{"SET @w = 1", "DO 1", "UPDATE t SET v = v WHERE id = 16", "SELECT 1"} {
+					s.sameIn("text", "SELECT SQL_NO_CACHE id FROM t")
+					s.same(two)
+					s.exec(between)
+					s.sameIn(proto, "SELECT FOUND_ROWS()")
+				}
 			}
 			x.rootVia(x.A()).write("INSERT INTO t VALUES (0, 0)")
 			o := x.rootVia(x.B())
@@ -1561,6 +1569,15 @@ var rsCases = []rsCase{
 					s.sameIn("text", "SELECT CAST(s AS SIGNED) FROM t WHERE id = 1")
 					s.same(rsStr)
 					s.sameIn(proto, diag)
+					// A statement that uses no table and has no message
+					// leaves the hit's warnings in place; one with a
+					// message of its own replaces them.
+					for _, between := range []string{"SET @w = 1", "DO 1", "SELECT 1", "SET @w = CAST('1x' AS SIGNED)"} {
+						s.sameIn("text", "SELECT CAST(s AS SIGNED) FROM t WHERE id = 1")
+						s.same(rsStr)
+						s.exec(between)
+						s.sameIn(proto, diag)
+					}
 				}
 			}
 			// Diagnostics read by a statement prepared by name, from a

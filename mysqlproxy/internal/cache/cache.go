@@ -48,6 +48,7 @@ const (
 	whyLockingRead    = "serializable-locks"
 	whyStmtUnsure     = "statement-unsure"
 	whySharedUnproven = "shared-unproven"
+	whyHitDiagnostics = "after-a-hit-diagnostics"
 )
 
 // bypassReasons returns the reasons above, which NewStats shows on
@@ -193,7 +194,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		e.Stats.hit(tier, time.Since(start))
 		qs.note("", 1)
 		c.lastHit = append(c.lastHit[:0], p...)
-		c.lastHitSQL = sql
+		c.lastHitSQL, c.hitDiag = sql, diagAll
 		c.hitServed = true
 		return c.replay(ent.Payload, p)
 	case store.Stale:
@@ -214,7 +215,6 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	adm.looked(true, false, ghost, time.Since(start))
 	e.Stats.miss()
 	qs.note("", -1)
-	c.lastHit = nil
 	snap, shared := c.snapshotRule()
 	if !shared {
 		// A read whose snapshot may be older than its start, or that may
@@ -641,6 +641,11 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 	case len(p) >= wire.MaxPayload:
 		// A stored response's sequence ids follow a one-packet command.
 		return whyTooLarge
+	case c.lastHit != nil && c.hitDiag&diagWarnings != 0 && len(info.Reads) == 0:
+		// A read of no table leaves the warnings as they are: those of
+		// the last hit, which the server has not run. A hit of it would
+		// take the last hit's place.
+		return whyHitDiagnostics
 	}
 	if ok, why := info.CacheableIn(c.db); !ok {
 		return why

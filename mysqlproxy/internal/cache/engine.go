@@ -275,6 +275,9 @@ type Session struct {
 	// (ROW_COUNT(), warnings, FOUND_ROWS()) is not what it would be.
 	lastHit    []byte
 	lastHitSQL string // its statement's text
+	// hitDiag is what of the diagnostics the statements run since the
+	// hit left as they were: the hit's to make.
+	hitDiag diagnostics
 	// diagStmts are the statements the session prepared by name (PREPARE
 	// name FROM ...) whose text may read diagnostics, or is a variable's.
 	diagStmts map[string]bool

@@ -37,7 +37,7 @@ func (c *Session) Query(p []byte, sql string) error {
 		c.e.Queries.note(info.Digest, info.WhyNot, 0)
 	}
 	execDiag := c.notePrepared(sql)
-	if c.lastHit != nil && (readsDiagnostics(sql) || execDiag) {
+	if c.lastHit != nil && (c.hitDiag&diagnosticsRead(sql) != 0 || execDiag) {
 		if err := c.rerunLastHit(); err != nil {
 			return err
 		}
@@ -87,18 +87,73 @@ func (c *Session) notePrepared(sql string) bool {
 }
 
 // readsDiagnostics reports whether a statement may read what the
-// session's previous statement left behind: ROW_COUNT(), FOUND_ROWS(),
+// session's previous statements left behind: ROW_COUNT(), FOUND_ROWS(),
 // warnings and errors.
-func readsDiagnostics(sql string) bool {
+func readsDiagnostics(sql string) bool { return diagnosticsRead(sql) != 0 }
+
+// diagnostics are what a session's statements leave behind for the next
+// to read, each with a lifetime of its own on the server.
+type diagnostics uint8
+
+const (
+	// diagRowCount is ROW_COUNT(), which every statement sets.
+	diagRowCount diagnostics = 1 << iota
+	// diagFoundRows is FOUND_ROWS(), which a SELECT or SHOW sets.
+	diagFoundRows
+	// diagWarnings are the warnings and errors (SHOW WARNINGS,
+	// @@warning_count), which a statement replaces when it uses a table
+	// or has a message of its own.
+	diagWarnings
+	diagAll = diagRowCount | diagFoundRows | diagWarnings
+)
+
+// diagnosticsRead returns what of the diagnostics a statement may read.
+func diagnosticsRead(sql string) diagnostics {
+	var d diagnostics
 	for _, w := range diagnosticWords {
-		if sqlinfo.ContainsFold(sql, w) {
-			return true
+		if sqlinfo.ContainsFold(sql, w.word) {
+			d |= w.reads
 		}
 	}
-	return false
+	return d
 }
 
-var diagnosticWords = []string{"row_count", "found_rows", "warning", "error", "diagnostics"}
+var diagnosticWords = []struct {
+	word  string
+	reads diagnostics
+}{
+	{"row_count", diagRowCount}, {"found_rows", diagFoundRows},
+	{"warning", diagWarnings}, {"error", diagWarnings}, {"diagnostics", diagAll},
+}
+
+// ranSinceHit notes a statement the backend ran after the session's last
+// hit, which the backend did not run: what of the diagnostics the
+// statement left as they were is still the hit's to make, should a later
+// statement read it.
+func (c *Session) ranSinceHit(info *sqlinfo.Info, sql string, resp *relay.Response) {
+	if c.lastHit == nil {
+		return
+	}
+	hidden := runsHiddenStatements(info, sql) || c.runsCode(info)
+	c.hitDiag &^= diagRowCount
+	switch info.Kind {
+	case sqlinfo.Set, sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace,
+		sqlinfo.DDL, sqlinfo.Begin, sqlinfo.Commit, sqlinfo.Rollback, sqlinfo.Savepoint, sqlinfo.LoadData:
+	default:
+		if info.Kind != sqlinfo.Other || sqlinfo.FirstKeyword(sql) != "DO" {
+			c.hitDiag &^= diagFoundRows
+		}
+	}
+	if hidden || info.Kind == sqlinfo.Use || resp.Failed() || resp.Warnings > 0 || len(info.Reads) > 0 || len(info.Writes) > 0 {
+		c.hitDiag &^= diagWarnings
+	}
+	if hidden {
+		c.hitDiag = 0
+	}
+	if c.hitDiag == 0 {
+		c.lastHit = nil
+	}
+}
 
 // rerunLastHit runs the read last answered from the cache on the backend,
 // its answer going nowhere, so that what the session's previous statement
@@ -157,7 +212,7 @@ func (c *Session) Execute(p []byte, st *relay.Stmt) error {
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	p = relay.WithTypes(st, p)
-	if c.lastHit != nil && readsDiagnostics(st.SQL) {
+	if c.lastHit != nil && c.hitDiag&diagnosticsRead(st.SQL) != 0 {
 		if err := c.rerunLastHit(); err != nil {
 			return err
 		}
@@ -189,6 +244,7 @@ func (c *Session) read(p []byte, info *sqlinfo.Info, sql string, st *relay.Stmt)
 	err := c.cacheRead(p, info, sql, st)
 	if !c.hitServed {
 		c.ran(before, info)
+		c.ranSinceHit(info, sql, &c.s.Last)
 	}
 	return err
 }
@@ -334,7 +390,7 @@ func (c *Session) noteUntracked(sets []sqlinfo.SetVar, tracked map[string]string
 // after applies what a relayed statement did to the session and the cache.
 func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, before uint16, params []wire.Param, lastGTID string) {
 	ok := !resp.Failed()
-	c.lastHit = nil
+	c.ranSinceHit(info, sql, resp)
 	if len(info.Sets) > 0 {
 		// SET statements, alone or anywhere in a multi-statement text
 		// (where some may have run before one failed).
