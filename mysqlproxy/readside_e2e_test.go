@@ -1763,8 +1763,11 @@ var rsCases = []rsCase{
 		},
 	},
 	{
-		class: "transaction", name: "read-uncommitted-neither-fills-nor-hits", steps: 9,
-		setup: append([]string{"CREATE PROCEDURE rs_next_tx_ru() SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED"}, rsRows...),
+		class: "transaction", name: "read-uncommitted-neither-fills-nor-hits", steps: 13,
+		setup: append([]string{
+			"CREATE PROCEDURE rs_next_tx_ru() SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED",
+			"CREATE TABLE mi (id INT PRIMARY KEY) ENGINE=MyISAM", "INSERT INTO mi VALUES (1)",
+		}, rsRows...),
 		body: func(x *rsRun) {
 			for i, way := range []struct {
 				name  string
@@ -1781,6 +1784,12 @@ var rsCases = []rsCase{
 				{"next-transaction-after-a-ping", []string{"SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", "DO 1", "SELECT @@tx_isolation", "SHOW VARIABLES LIKE 'tx_isolation'"}},
 				{"next-transaction-in-execute-immediate", []string{"EXECUTE IMMEDIATE 'SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED'"}},
 				{"next-transaction-in-a-procedure", []string{"CALL rs_next_tx_ru()"}},
+				// Nor do statements that fail, or use no transactional
+				// table, or show metadata.
+				{"next-transaction-after-a-failed-read", []string{"SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", "SELECT * FROM rs_no_such_table"}},
+				{"next-transaction-after-a-myisam-read", []string{"SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", "SELECT * FROM mi", "SELECT * FROM mi"}},
+				{"next-transaction-after-show-create", []string{"SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", "SHOW CREATE TABLE t", "SHOW INDEX FROM t"}},
+				{"next-transaction-after-a-sequence-read", []string{"SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", "SELECT * FROM seq_1_to_3"}},
 			} {
 				id := i + 1
 				q := rsRow(id)

@@ -258,7 +258,7 @@ func (c *Session) ran(before uint16, info *sqlinfo.Info) {
 		c.endTransaction()
 	case isIn && !wasIn:
 		c.beginTransaction()
-	case !isIn && opensTables(info):
+	case !isIn && c.nextTxUnknown && c.endsOneShot(info, &c.s.Last):
 		// It ran as a transaction of its own, which took a one-shot
 		// isolation level.
 		c.nextTxUnknown = false
@@ -300,6 +300,40 @@ func opensTables(info *sqlinfo.Info) bool {
 	for _, ts := range [][]sqlinfo.Table{info.Reads, info.Writes} {
 		for _, t := range ts {
 			if !strings.EqualFold(t.DB, "information_schema") && !strings.EqualFold(t.DB, "performance_schema") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// endsOneShot reports whether a statement that ran on its own, outside a
+// transaction, was the transaction a one-shot isolation level is for:
+// one that succeeded, and read or wrote a table of a transactional
+// engine. One that failed, or used no such table (MyISAM, Aria, MEMORY
+// or SEQUENCE tables, information_schema), or showed metadata, leaves
+// the level for the next; so, to be safe, does one that used only a
+// view, a temporary table or a table not learned yet. Without the
+// backend's metadata, a statement that opens a table is taken to.
+func (c *Session) endsOneShot(info *sqlinfo.Info, resp *relay.Response) bool {
+	if resp.Failed() || !opensTables(info) {
+		return false
+	}
+	switch info.Kind {
+	case sqlinfo.Select, sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace, sqlinfo.LoadData:
+	default:
+		return false
+	}
+	m := c.e.meta()
+	if m == nil {
+		return true
+	}
+	for _, ts := range [][]sqlinfo.Table{info.Reads, info.Writes} {
+		for _, t := range sqlinfo.Qualify(ts, c.db) {
+			if _, temp := c.temps[t.String()]; temp {
+				continue
+			}
+			if tm := m.Known(c.e.namer().Table(t.DB, t.Name)); tm != nil && tm.Kind == meta.Base && tm.Transactional {
 				return true
 			}
 		}
@@ -535,7 +569,7 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 	} else if info.CallsRoutine && !c.refusedBeforeRunning(info, resp) {
 		c.routineRan(lastGTID)
 	}
-	c.transition(info, sql, before, ok)
+	c.transition(info, sql, before, resp)
 	if (info.CallsRoutine || info.ParseError) && c.s.InTransaction() {
 		// A stored function may have written: the transaction's reads
 		// must not store what it has not committed.
@@ -687,7 +721,8 @@ func unseenMatters(info *sqlinfo.Info) bool {
 // and begun anew within itself (a procedure, a multi-statement text,
 // EXECUTE of anything) bumps what the transaction wrote so far too,
 // without forgetting it.
-func (c *Session) transition(info *sqlinfo.Info, sql string, before uint16, ok bool) {
+func (c *Session) transition(info *sqlinfo.Info, sql string, before uint16, resp *relay.Response) {
+	ok := !resp.Failed()
 	wasIn := before&mysql.SERVER_STATUS_IN_TRANS != 0
 	isIn := c.s.InTransaction()
 	switch info.Kind {
@@ -709,7 +744,7 @@ func (c *Session) transition(info *sqlinfo.Info, sql string, before uint16, ok b
 		c.beginTransaction()
 	}
 	switch {
-	case !isIn && !wasIn && info.Kind != sqlinfo.Set && info.Kind != sqlinfo.Use && !runsHiddenStatements(info, sql) && opensTables(info):
+	case !isIn && !wasIn && c.nextTxUnknown && !runsHiddenStatements(info, sql) && c.endsOneShot(info, resp):
 		// A statement that ran as a transaction of its own took a
 		// one-shot isolation level.
 		c.nextTxUnknown = false
