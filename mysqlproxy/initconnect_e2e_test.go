@@ -1,8 +1,11 @@
 package mysqlproxy_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
+
+	mysqlc "github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/mycached/mycached/mysqlproxy"
 )
@@ -109,12 +112,64 @@ func TestInitConnectRunsUnseen(t *testing.T) {
 		}
 	})
 
-	id++
+	// What else init_connect leaves that no variable shows: the
+	// database, a temporary table, table locks, the session's clock.
+	// Each read was cached before, by the same account without it.
+	other := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+other+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+other+".t VALUES (1, 1001), (2, 1002), (3, 1003), (4, 1004)")
+	m.Exec(t, "GRANT ALL ON "+other+".* TO app@'%'")
+	m.Exec(t, "CREATE TABLE "+db+".tm (id INT PRIMARY KEY, tm TIME)")
+	m.Exec(t, "INSERT INTO "+db+".tm VALUES (1, '10:00:00')")
+	for _, c := range []struct{ name, initConnect, q string }{
+		{"use", "USE " + other, q(1)},
+		{"temporary-table", "CREATE TEMPORARY TABLE " + db + ".t (id INT PRIMARY KEY, v INT)", q(2)},
+		{"lock-tables", "LOCK TABLES " + db + ".tm READ", q(3)},
+		{"timestamp", "SET timestamp = 1000000000", "SELECT CAST(tm AS DATETIME) FROM tm WHERE id = 1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m.Exec(t, "SET GLOBAL init_connect = ''")
+			warm(c.q)
+			m.Exec(t, "SET GLOBAL init_connect = '"+c.initConnect+"'")
+			for range 2 {
+				got, want := readAll(t, p.addr, "app", "apppw", db, c.q), readAll(t, m.Addr, "app", "apppw", db, c.q)
+				if got != want {
+					t.Errorf("%s after init_connect %q: got %s, want %s as directly", c.q, c.initConnect, got, want)
+				}
+			}
+		})
+	}
+
 	t.Run("variables-only", func(t *testing.T) {
 		m.Exec(t, "SET GLOBAL init_connect = 'SET time_zone = ''+05:00'''")
 		if got := read(m.Addr, "SELECT @@time_zone"); got != "+05:00" {
 			t.Fatalf("init_connect did not run: time_zone %s", got)
 		}
-		warm(q(id))
+		warm(q(4))
 	})
+}
+
+// readAll logs user in at addr, runs q and returns its rows, or its
+// error, as text.
+func readAll(t *testing.T, addr, user, pass, db, q string) string {
+	t.Helper()
+	c := dialRaw(t, addr, user, pass, db, false)
+	defer c.Close()
+	r, err := c.Execute(q)
+	if err != nil {
+		var me *mysqlc.MyError
+		if errors.As(err, &me) {
+			return fmt.Sprintf("error %d", me.Code)
+		}
+		t.Fatalf("%s at %s: %v", q, addr, err)
+	}
+	out := ""
+	for i := range r.RowNumber() {
+		for j := range r.ColumnNumber() {
+			v, _ := r.GetString(i, j)
+			out += v + "|"
+		}
+		out += "\n"
+	}
+	return out
 }

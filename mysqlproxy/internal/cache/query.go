@@ -1270,8 +1270,8 @@ func (c *Session) Reset() {
 // is for the next transaction alone, a procedure it calls may run one,
 // and a transaction it opens may have taken its snapshot already.
 func (c *Session) loggedIn() {
-	if initConnectHides(c.s.Vars["init_connect"]) {
-		c.nextTxUnknown = true
+	if text := c.s.Vars["init_connect"]; text != "" {
+		c.initConnect(text)
 	}
 	if c.s.InTransaction() {
 		c.started = time.Now()
@@ -1280,14 +1280,37 @@ func (c *Session) loggedIn() {
 	}
 }
 
-// initConnectHides reports whether an init_connect text may set an
-// isolation level for the next transaction alone, or run statements it
-// does not show.
-func initConnectHides(text string) bool {
-	for _, w := range []string{"transaction", "call", "execute", "begin"} {
-		if sqlinfo.ContainsFold(text, w) {
-			return true
+// initConnect notes what the statements of an init_connect text may have
+// done to the session. The variables it set, the roles, the database
+// (relay.Session) and a transaction it opened are read from the server;
+// what no variable shows is taken from the text, to the safe side.
+func (c *Session) initConnect(text string) {
+	for _, stmt := range strings.Split(text, ";") {
+		if strings.TrimSpace(stmt) == "" {
+			continue
+		}
+		info := c.e.Analyzer.AnalyzeIn(stmt, c.dialect())
+		switch {
+		case info.ParseError || runsHiddenStatements(info, stmt):
+			// A procedure, EXECUTE or compound statement (or a text cut
+			// at a ';' in a string): it may have set the next
+			// transaction's isolation, or created temporary tables.
+			c.nextTxUnknown = true
+			c.tempsMayHide()
+		case info.LocksTables:
+			c.lockedTables = true
+		case info.Temporary || info.Kind == sqlinfo.DDL:
+			c.tempsMayHide()
+		}
+		for _, v := range info.Sets {
+			switch v.Name {
+			case "transaction":
+				c.nextTxUnknown = true
+			case "timestamp":
+				// The session's clock, which no start value shows, is
+				// what a TIME read as a date takes its day from.
+				c.tainted = true
+			}
 		}
 	}
-	return false
 }

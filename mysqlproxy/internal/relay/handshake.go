@@ -453,13 +453,16 @@ func (s *Session) finishAuth(okp []byte, seq byte) error {
 		return err
 	}
 	if perr == nil {
-		s.Status = o.Status
+		// The transaction's state is the server's now, after what
+		// init_connect ran; the rest is the login's.
+		const txBits = mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_STATUS_AUTOCOMMIT | mysql.SERVER_STATUS_IN_TRANS_READONLY
+		s.Status = o.Status&^txBits | s.Status&txBits
 		if o.State != nil {
 			var t Tracked
 			s.noteState(o.State, &t)
 		}
 	}
-	return nil
+	return s.readDBAfterInit()
 }
 
 // authExchange forwards first (the handshake response or COM_CHANGE_USER)

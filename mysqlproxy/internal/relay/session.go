@@ -612,6 +612,9 @@ func (s *Session) dispatch(p []byte) error {
 			if err := s.setupSession(TurnUnknown); err != nil {
 				return err
 			}
+			if err := s.readDBAfterInit(); err != nil {
+				return err
+			}
 			s.handler.Reset()
 		}
 		return nil
@@ -694,6 +697,9 @@ func (s *Session) changeUser(p []byte) error {
 		// first (variables, temporary tables, user variables), as for a
 		// change that succeeds.
 		if err := s.setupSession(TurnUnknown); err != nil {
+			return err
+		}
+		if err := s.readDBAfterInit(); err != nil {
 			return err
 		}
 		s.handler.Reset()

@@ -447,6 +447,41 @@ func (s *Session) setupSession(turn GrantsTurn) error {
 	return nil
 }
 
+// readDBAfterInit learns the session's database from the server when
+// init_connect may have changed it, after a login, a reset or a change of
+// user and their set-up: a USE there runs before the trackers are on
+// (and after the login's OK, which names the database the client asked
+// for), and only for an account without the privilege to skip it. A
+// SHOW of no rows names the database in its column; then ROW_COUNT() is
+// left at 0 again (see setupTail).
+func (s *Session) readDBAfterInit() error {
+	if !initConnectUses(s.Vars["init_connect"]) {
+		return nil
+	}
+	res, err := s.ownQueries("SHOW TABLES WHERE 0", "DO 0")
+	if err != nil {
+		return err
+	}
+	var oe ownError
+	switch r := res[0]; {
+	case r.err == nil && len(r.cols) == 1 && strings.HasPrefix(r.cols[0], "Tables_in_"):
+		s.Hello.DB = strings.TrimPrefix(r.cols[0], "Tables_in_")
+	case errors.As(r.err, &oe) && oe.code == mysql.ER_NO_DB_ERROR:
+		s.Hello.DB = ""
+	}
+	return nil
+}
+
+// initConnectUses reports whether an init_connect text may hold a USE.
+func initConnectUses(text string) bool {
+	for _, stmt := range strings.Split(text, ";") {
+		if sqlinfo.FirstKeyword(stmt) == "USE" {
+			return true
+		}
+	}
+	return false
+}
+
 // Statements of mycached's own that read variables run under the
 // session's limits, which may cut their answer short (sql_select_limit),
 // refuse it (max_join_size, max_statement_time) or hide it. On MariaDB
