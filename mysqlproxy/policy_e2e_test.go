@@ -732,3 +732,77 @@ func TestSharedScopeProofsKeepNames(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedScopeProofsEndWithDDL: an account's proof that it may read a
+// shape holds only while what the shape reads stays the same. DDL changes
+// it without a grant: SELECT * gains a column the account may not read,
+// an invoker's view comes to select one. Wherever the DDL runs (directly,
+// through the other sidecar, through this one), the account's next read
+// goes to the server, which refuses it, instead of hitting an entry
+// another account filled since.
+func TestSharedScopeProofsEndWithDDL(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	policy := writePolicy(t, t.TempDir(), "shared.lua", "function cache(q) return { ttl = 300, scope = \"shared\" } end\n")
+	f := startFleet(t, m, mysqlproxy.Config{Policy: []string{policy}})
+	db := f.name
+	lim, app := "lim_"+db, "app_"+db
+	for _, q := range []string{
+		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY 'pw'", lim),
+		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY 'pw'", app),
+		fmt.Sprintf("GRANT SELECT ON %s.* TO '%s'@'%%'", db, app),
+		"CREATE TABLE " + db + ".pub (id INT PRIMARY KEY, name VARCHAR(20), secret VARCHAR(20))",
+		"INSERT INTO " + db + ".pub VALUES (1, 'n1', 's1')",
+		fmt.Sprintf("GRANT SELECT (id, name) ON %s.pub TO '%s'@'%%'", db, lim),
+	} {
+		m.Exec(t, q)
+	}
+	via := map[string]*sql.DB{"directly": f.direct, "through the other sidecar": f.viaA, "through this sidecar": f.viaB}
+	for i, where := range []string{"directly", "through the other sidecar", "through this sidecar"} {
+		tab, view := fmt.Sprintf("ac%d", i), fmt.Sprintf("v%d", i)
+		for _, q := range []string{
+			"CREATE TABLE " + db + "." + tab + " (id INT PRIMARY KEY, a VARCHAR(20))",
+			"INSERT INTO " + db + "." + tab + " VALUES (1, 'a1')",
+			fmt.Sprintf("GRANT SELECT (id, a) ON %s.%s TO '%s'@'%%'", db, tab, lim),
+			"CREATE SQL SECURITY INVOKER VIEW " + db + "." + view + " AS SELECT id, name FROM " + db + ".pub",
+			fmt.Sprintf("GRANT SELECT ON %s.%s TO '%s'@'%%'", db, view, lim),
+		} {
+			m.Exec(t, q)
+		}
+		f.sync(t)
+		for _, c := range []struct{ read, ddl string }{
+			{"SELECT * FROM " + tab + " WHERE id = 1", "ALTER TABLE " + tab + " ADD COLUMN s VARCHAR(20) DEFAULT 'SECRET'"},
+			{"SELECT * FROM " + view + " WHERE id = 1", "CREATE OR REPLACE SQL SECURITY INVOKER VIEW " + view + " AS SELECT id, secret AS name FROM pub"},
+		} {
+			t.Run(where+"/"+c.ddl, func(t *testing.T) {
+				l := conn(t, openDB(t, testenv.DSNFor(f.b.addr, lim, "pw", db, "")))
+				for range 2 {
+					if _, err := queryDump(context.Background(), l, c.read); err != nil {
+						t.Fatalf("%s, %s before the DDL: %v", lim, c.read, err)
+					}
+				}
+				mustExec(t, via[where], c.ddl)
+				f.sync(t)
+				a := openDB(t, testenv.DSNFor(f.b.addr, app, "pw", db, ""))
+				for range 3 {
+					if _, err := queryDump(context.Background(), a, c.read); err != nil {
+						t.Fatalf("%s, %s: %v", app, c.read, err)
+					}
+				}
+				if _, n := counted(t, m, a, c.read); n != 0 {
+					t.Fatalf("%s: MariaDB executed %d SELECTs, want a hit", c.read, n)
+				}
+				_, want := queryDump(context.Background(), openDB(t, testenv.DSNFor(m.Addr, lim, "pw", db, "")), c.read)
+				if want == nil {
+					t.Fatalf("%s directly as %s succeeded; the test proves nothing", c.read, lim)
+				}
+				for _, s := range []*sql.Conn{l, conn(t, openDB(t, testenv.DSNFor(f.b.addr, lim, "pw", db, "")))} {
+					got, err := queryDump(context.Background(), s, c.read)
+					if err == nil || mysqlErr(t, err).Number != mysqlErr(t, want).Number {
+						t.Errorf("%s, %s after the DDL: got %s, %v; want %v as directly", lim, c.read, got, err, want)
+					}
+				}
+			})
+		}
+	}
+}

@@ -100,9 +100,12 @@ type Engine struct {
 	follower atomic.Pointer[Follower]
 	peers    atomic.Pointer[Peers]
 
-	flights  flight.Early
-	ghosts   ghosts
-	proven   provenSet // accounts' proofs for shared entries
+	flights flight.Early
+	ghosts  ghosts
+	proven  provenSet // accounts' proofs for shared entries
+	// ddlSeen counts the DDL this process relayed: with what the
+	// metadata forgot, it ends the proofs (see sharedProof).
+	ddlSeen  atomic.Uint64
 	replays  replaying // large responses being replayed, against fill
 	depsMemo depsMemo
 }

@@ -16,17 +16,21 @@ import (
 // on a table, on a column, a revoked grant) must not read them: a shared
 // entry is served to an account only once the server has answered that
 // account the same statement shape since the last change of the global
-// generation, which every GRANT, REVOKE and role change bumps. Until
-// then the read goes to the server, which decides.
+// generation, which every GRANT, REVOKE and role change bumps, and since
+// the last DDL this process relayed or its binlog follower applied (the
+// columns SELECT * reads, or what a view selects, may have changed: the
+// tables it forgot). Until then the read goes to the server, which
+// decides.
 
 // provenMax bounds the proofs kept; past it they are all dropped, and
 // each account proves its shapes again.
 const provenMax = 1 << 16
 
-// proof is an account, a statement shape and the global generation the
-// account's read of the shape was answered under.
+// proof is an account, a statement shape, and the global generation and
+// the count of DDL seen that the account's read of the shape was answered
+// under.
 type proof struct {
-	account, shape, global uint64
+	account, shape, global, schema uint64
 }
 
 // provenSet holds the proofs. Its methods are safe for concurrent use.
@@ -59,7 +63,7 @@ func (c *Session) sharedProof(shape string, ds []string, gens, local []uint64) p
 	_, _ = d.WriteString(shape)
 	_, _ = d.WriteString("\x00")
 	_, _ = d.WriteString(c.db)
-	p := proof{account: xxhash.Sum64String(c.scope()), shape: d.Sum64()}
+	p := proof{account: xxhash.Sum64String(c.scope()), shape: d.Sum64(), schema: c.e.metaGen() + c.e.ddlSeen.Load()}
 	for i, name := range ds {
 		if name != deps.Global {
 			continue

@@ -8,7 +8,7 @@ import (
 
 func TestProvenSet(t *testing.T) {
 	var s provenSet
-	a, b := proof{1, 2, 3}, proof{1, 2, 4}
+	a, b, c := proof{1, 2, 3, 0}, proof{1, 2, 4, 0}, proof{1, 2, 3, 1}
 	if s.has(a) {
 		t.Fatal("an empty set has a proof")
 	}
@@ -16,8 +16,11 @@ func TestProvenSet(t *testing.T) {
 	if !s.has(a) || s.has(b) {
 		t.Fatal("a proof of another global generation counts")
 	}
+	if s.has(c) {
+		t.Fatal("a proof from before DDL counts")
+	}
 	for i := range provenMax {
-		s.add(proof{uint64(i), 9, 9})
+		s.add(proof{uint64(i), 9, 9, 9})
 	}
 	if len(s.m) > provenMax {
 		t.Fatalf("%d proofs kept, want at most %d", len(s.m), provenMax)

@@ -457,6 +457,10 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		// ALTER TABLE tmp RENAME TO t, of a temporary table made unseen:
 		// what was found of a name may have changed.
 		clear(c.tempsChecked)
+		if ok && !info.Temporary {
+			// What a shape reads (SELECT *, a view) may have changed.
+			c.e.ddlSeen.Add(1)
+		}
 	}
 	if loadsRoutine(info, sql) {
 		// Read again before the next cacheable read, not now: a read of
