@@ -1569,3 +1569,32 @@ func TestMultiStatementsTrailingComment(t *testing.T) {
 		t.Errorf("MariaDB answered %s: the case proves nothing", want)
 	}
 }
+
+// TestQueryLimitedAccountIsNotCached: MAX_QUERIES_PER_HOUR has the server
+// count an account's every statement and refuse them past the limit
+// (error 1226). A hit, which the server never sees, would let the
+// account read past it: its reads are not served from the cache.
+func TestQueryLimitedAccountIsNotCached(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	user := "lq_" + db
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1)")
+	m.Exec(t, fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY 'pw' WITH MAX_QUERIES_PER_HOUR 40", user))
+	m.Exec(t, fmt.Sprintf("GRANT SELECT ON %s.* TO '%s'@'%%'", db, user))
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	c := conn(t, openDB(t, testenv.DSNFor(p.addr, user, "pw", db, "")))
+	refused := 0
+	for range 60 {
+		if _, err := queryDump(context.Background(), c, "SELECT v FROM t WHERE id = 1"); err != nil {
+			if mysqlErr(t, err).Number != 1226 {
+				t.Fatalf("got %v, want rows or error 1226", err)
+			}
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Error("60 reads of an account limited to 40 queries an hour all returned rows: hits went past the server's limit")
+	}
+}

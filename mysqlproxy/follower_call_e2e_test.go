@@ -37,6 +37,9 @@ func TestCallWrites(t *testing.T) {
 		"CREATE PROCEDURE rolls_back() BEGIN START TRANSACTION; UPDATE t SET v = v + 100 WHERE id = 1; ROLLBACK; END",
 		"CREATE PROCEDURE writes() BEGIN UPDATE t SET v = v + 1 WHERE id = 1; SELECT v FROM u WHERE id = 1; END",
 		"CREATE PROCEDURE writes_unlogged() BEGIN SET sql_log_bin = 0; UPDATE t SET v = v + 1 WHERE id = 1; SET sql_log_bin = 1; END",
+		// No tracker reports an unscoped SET in stored code.
+		"CREATE PROCEDURE log_off() SET @@sql_log_bin = 0",
+		"CREATE PROCEDURE log_on() SET @@sql_log_bin = 1",
 		"CREATE PROCEDURE writes_later() BEGIN START TRANSACTION; UPDATE t SET v = v + 1 WHERE id = 1; END",
 		"CREATE TABLE w (id INT PRIMARY KEY, v INT)", "INSERT INTO w VALUES (1, 1)",
 		"CREATE PROCEDURE writes_twice() BEGIN UPDATE t SET v = v + 1 WHERE id = 1; UPDATE w SET v = v + 1 WHERE id = 1; END",
@@ -94,9 +97,17 @@ func TestCallWrites(t *testing.T) {
 		{"CALL writes_unlogged()"},
 		// Off before the CALL: nothing it writes is logged.
 		{"SET sql_log_bin = 0", "CALL writes()", "SET sql_log_bin = 1"},
+		{"SET @@sql_log_bin = 0", "CALL writes()", "SET @@sql_log_bin = 1"},
+		{"SET @@session.sql_log_bin = 0; CALL writes()", "SET @@sql_log_bin = 1"},
 		{"SET STATEMENT sql_log_bin = 0 FOR CALL writes()"},
 		// Committed by the next statement, not by the CALL.
 		{"CALL writes_later()", "COMMIT"},
+		// Off by an earlier CALL, which the trackers do not show; and it
+		// stays off.
+		{"CALL log_off()", "CALL writes()"},
+		{"CALL writes()"},
+		{"UPDATE t SET v = v + 1 WHERE id = 1"},
+		{"CALL log_on()", "CALL writes()"},
 	} {
 		warm()
 		for _, s := range stmts {

@@ -1501,6 +1501,20 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		class: "session", name: "routine-sets-timestamp",
+		setup: []string{
+			"CREATE TABLE t (id INT PRIMARY KEY, tm TIME)", "INSERT INTO t VALUES (1, '10:00:00')",
+			"CREATE PROCEDURE pts() SET @@timestamp = 1000000000",
+			"CREATE FUNCTION fts() RETURNS INT BEGIN SET @@timestamp = 1000000000; RETURN 1; END",
+		},
+		body: func(x *rsRun) {
+			// A TIME read as a datetime takes the session's date.
+			q := "SELECT CAST(tm AS DATETIME) FROM t WHERE id = 1"
+			x.rsStateChanged([]string{q}, func(s *twin) { s.exec("CALL pts()") })
+			x.rsStateChanged([]string{q}, func(s *twin) { s.same("SELECT fts()") })
+		},
+	},
+	{
 		class: "session", name: "routine-sets-time_zone",
 		setup: append([]string{
 			"CREATE PROCEDURE ptz() SET time_zone = '+05:00'",
@@ -1763,7 +1777,7 @@ var rsCases = []rsCase{
 		},
 	},
 	{
-		class: "transaction", name: "read-uncommitted-neither-fills-nor-hits", steps: 13,
+		class: "transaction", name: "read-uncommitted-neither-fills-nor-hits", steps: 15,
 		setup: append([]string{
 			"CREATE PROCEDURE rs_next_tx_ru() SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED",
 			"CREATE TABLE mi (id INT PRIMARY KEY) ENGINE=MyISAM", "INSERT INTO mi VALUES (1)",
@@ -1790,6 +1804,9 @@ var rsCases = []rsCase{
 				{"next-transaction-after-a-myisam-read", []string{"SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", "SELECT * FROM mi", "SELECT * FROM mi"}},
 				{"next-transaction-after-show-create", []string{"SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", "SHOW CREATE TABLE t", "SHOW INDEX FROM t"}},
 				{"next-transaction-after-a-sequence-read", []string{"SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", "SELECT * FROM seq_1_to_3"}},
+				// A chained transaction keeps the ended one's level.
+				{"chained-transaction", []string{"SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", "BEGIN", "SELECT 1", "COMMIT AND CHAIN"}},
+				{"completion-type-chain", []string{"SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", "SET completion_type = 'CHAIN'", "BEGIN", "ROLLBACK"}},
 			} {
 				id := i + 1
 				q := rsRow(id)

@@ -634,6 +634,9 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 		return whySessionOff
 	case c.lockedTables:
 		return "lock-tables"
+	case c.s.QueryLimited:
+		// A hit would not count against the account's limit.
+		return "account-query-limit"
 	case c.tainted:
 		return whyTainted
 	case info.NoCacheHint:

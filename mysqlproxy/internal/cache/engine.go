@@ -267,6 +267,10 @@ type Session struct {
 	txUnknownIsolation, nextTxUnknown bool
 	// txIsolation is the open transaction's isolation level, as it began.
 	txIsolation string
+	// logBinUnseen says state changed unseen since sql_log_bin was last
+	// read (it may be off); logBinStale says the statement being handled
+	// began so.
+	logBinUnseen, logBinStale bool
 	// lockedTables says the session holds LOCK TABLES.
 	lockedTables bool
 	// txSnap says the open transaction may have taken its snapshot.

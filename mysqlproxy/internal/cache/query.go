@@ -360,6 +360,9 @@ func (c *Session) execute(p []byte, info *sqlinfo.Info, sql string) error {
 
 // executeParams is execute for a statement with bound parameters.
 func (c *Session) executeParams(p []byte, info *sqlinfo.Info, sql string, params []wire.Param) error {
+	if !slices.Contains(c.s.StaleVars, "sql_log_bin") {
+		c.logBinUnseen = false
+	}
 	before, lastGTID := c.s.Status, c.s.Vars["last_gtid"]
 	c.callFrom = nil
 	if f := c.e.follower.Load(); f != nil && (info.Kind == sqlinfo.Call || info.CallsRoutine || c.coWritesUnseen(info) ||
@@ -368,9 +371,20 @@ func (c *Session) executeParams(p []byte, info *sqlinfo.Info, sql string, params
 		// code, or may: see callWrites.
 		c.callFrom = (*f).AppliedSeqs()
 	}
-	if err := c.s.Forward(p); err != nil {
+	forward := c.s.Forward
+	if c.logBinUnseen && mayWrite(info) {
+		// A procedure or EXECUTE may have turned sql_log_bin off, which
+		// no tracker reports: whether the binlog will show this write is
+		// read right before it, in the same round trip.
+		forward = c.s.RefreshVarsAndForward
+	}
+	if err := forward(p); err != nil {
 		return err
 	}
+	if !slices.Contains(c.s.StaleVars, "sql_log_bin") {
+		c.logBinUnseen = false // read now
+	}
+	c.logBinStale = c.logBinUnseen
 	r := relay.Relayer{S: c.s, NoFlush: true}
 	err := r.Relay(relay.ModeResult)
 	c.s.Done(&r)
@@ -450,8 +464,13 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		c.hiddenCodeRan()
 	}
 	if runsHiddenStatements(info, sql) && !parsedNothing(resp) {
-		// It may have run SET TRANSACTION for the next transaction.
+		// It may have run SET TRANSACTION for the next transaction, or
+		// SET @@sql_log_bin (stored functions and triggers may not).
 		c.nextTxUnknown = true
+		if c.s.Track {
+			c.s.MarkVarsStale()
+			c.logBinUnseen = true
+		}
 	}
 	if info.Kind == sqlinfo.DDL {
 		// ALTER TABLE tmp RENAME TO t, of a temporary table made unseen:
@@ -731,6 +750,10 @@ func (c *Session) transition(info *sqlinfo.Info, sql string, before uint16, resp
 	isIn := c.s.InTransaction()
 	switch info.Kind {
 	case sqlinfo.Begin, sqlinfo.Commit, sqlinfo.Rollback:
+		if c.txUnknownIsolation && info.Kind != sqlinfo.Begin && c.chains(sql) {
+			// The chained transaction has the ended one's isolation.
+			c.nextTxUnknown = true
+		}
 		c.endTransaction()
 		wasIn = false
 		if info.Kind == sqlinfo.Begin && ok && sqlinfo.FirstKeyword(sql) == "XA" {
@@ -755,6 +778,27 @@ func (c *Session) transition(info *sqlinfo.Info, sql string, before uint16, resp
 	case isIn && takesSnapshot(info, sql):
 		c.txSnap = true
 	}
+}
+
+// mayWrite reports whether a statement may write a table: anything but
+// a read, a SET or a USE that calls no stored function.
+func mayWrite(info *sqlinfo.Info) bool {
+	switch info.Kind {
+	case sqlinfo.Select, sqlinfo.Show, sqlinfo.Set, sqlinfo.Use:
+		return info.CallsRoutine
+	}
+	return true
+}
+
+// chains reports whether a COMMIT or ROLLBACK starts a new transaction
+// with the same characteristics: AND CHAIN, or completion_type CHAIN
+// without AND NO CHAIN.
+func (c *Session) chains(sql string) bool {
+	if sqlinfo.ContainsFold(sql, "no chain") {
+		return false
+	}
+	ct := c.s.Vars["completion_type"]
+	return sqlinfo.ContainsFold(sql, "chain") || strings.EqualFold(ct, "CHAIN") || ct == "1"
 }
 
 // mayCommit reports whether a statement may commit a transaction and
@@ -935,7 +979,7 @@ func (c *Session) callWrites(info *sqlinfo.Info, sql string, resp *relay.Respons
 			return nil, false
 		}
 	}
-	if v, ok := c.s.Vars["sql_log_bin"]; ok && !strings.EqualFold(v, "ON") && v != "1" {
+	if c.logBinOff() {
 		return nil, false
 	}
 	cur := c.s.Vars["last_gtid"]
@@ -961,6 +1005,17 @@ func (c *Session) callWrites(info *sqlinfo.Info, sql string, resp *relay.Respons
 // deps.Unlogged.
 func (c *Session) unlogged(sql string, resp *relay.Response) bool {
 	if _, set := resp.Tracked.Vars["sql_log_bin"]; set || sqlinfo.ContainsFold(sql, "sql_log_bin") {
+		return true
+	}
+	return c.logBinOff()
+}
+
+// logBinOff reports whether the session's sql_log_bin may have been off
+// when its statement began: the server said so, or stored code or
+// EXECUTE may have set it unseen (relay.Session.MarkVarsStale), and it
+// could not be read since.
+func (c *Session) logBinOff() bool {
+	if c.logBinStale {
 		return true
 	}
 	v, ok := c.s.Vars["sql_log_bin"]

@@ -30,6 +30,8 @@ var digestFree = map[string]bool{
 	"slow_query_log": true, "log_slow_verbosity": true,
 	// What the server ran when the session began: its effects are read.
 	"init_connect": true,
+	// How COMMIT ends a transaction.
+	"completion_type": true,
 }
 
 // sessState is the part of a session's state that can change a read's

@@ -136,6 +136,9 @@ type Session struct {
 	// since (SET ROLE, or a change no tracker shows).
 	Identity      string
 	IdentityStale bool
+	// QueryLimited says the account has MAX_QUERIES_PER_HOUR: the
+	// server counts its every read, and refuses them past the limit.
+	QueryLimited bool
 	// StaleVars are session variables a statement set that no tracker
 	// reported (MariaDB reports SET @@x = ... without a scope only as
 	// "the state changed"): their values are read again before the next
@@ -501,6 +504,33 @@ func (s *Session) RefreshIdentity() error { return s.refreshIdentity() }
 // answered OK with no rows (USE, SET ROLE): it leaves ROW_COUNT() as
 // that statement did.
 func (s *Session) RefreshIdentityAfterOK() error { return s.refreshIdentity("DO 0") }
+
+// RefreshVarsAndForward reads again the session variables in StaleVars
+// and sends command p behind those statements, in one round trip: their
+// answers are read here, and p's is the caller's to relay.
+func (s *Session) RefreshVarsAndForward(p []byte) error {
+	q := s.staleVarsSQL()
+	if q == "" {
+		return s.Forward(p)
+	}
+	s.beforeOwnRead = func() error { return s.Forward(p) }
+	res, err := s.ownQueries(s.varsSQL(q)...)
+	if s.beforeOwnRead != nil {
+		s.beforeOwnRead = nil
+		if err == nil {
+			err = s.Forward(p)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if res[0].err != nil {
+		s.MarkVarsStale()
+		return nil
+	}
+	s.noteStartValues(res[0])
+	return nil
+}
 
 func (s *Session) refreshIdentity(tail ...string) error {
 	var qs []string

@@ -6,9 +6,11 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -174,15 +176,44 @@ func (s *Session) noteState(raw []byte, t *Tracked) []byte {
 }
 
 // setVar records a session variable's value as the server reports it.
+// A timestamp within a moment of the clock is the clock's: not set.
 func (s *Session) setVar(name, val string) {
 	if s.Vars == nil {
 		s.Vars = map[string]string{}
+	}
+	if name == "timestamp" && clockNow(val) {
+		if _, ok := s.Vars[name]; ok {
+			delete(s.Vars, name)
+			s.VarsGen++
+		}
+		return
 	}
 	if old, ok := s.Vars[name]; ok && old == val {
 		return
 	}
 	s.Vars[name] = val
 	s.VarsGen++
+}
+
+// limitIn returns the number that follows name in a row of SHOW GRANTS.
+func limitIn(row, name string) (int, bool) {
+	_, rest, ok := strings.Cut(row, name)
+	if !ok {
+		return 0, false
+	}
+	digits, _, _ := strings.Cut(rest, " ")
+	n, err := strconv.Atoi(digits)
+	return n, err == nil
+}
+
+// clockNow reports whether a value of @@timestamp is the clock's own, as
+// a session that did not set it reads it: within two seconds of now.
+func clockNow(val string) bool {
+	f, err := strconv.ParseFloat(val, 64)
+	if err != nil {
+		return false
+	}
+	return math.Abs(f-float64(time.Now().UnixMicro())/1e6) < 2
 }
 
 // ownResult is the response to one of mycached's own statements.
@@ -600,7 +631,8 @@ const (
 		"'optimizer_switch', 'in_predicate_conversion_threshold', " +
 		"'max_recursive_iterations', 'system_versioning_asof', 'block_encryption_mode', " +
 		"'character_set_collations', 'standard_compliant_cte', 'max_join_size', " +
-		"'sql_big_selects', 'old_passwords', 'sql_notes', 'init_connect'"
+		"'sql_big_selects', 'old_passwords', 'sql_notes', 'init_connect', " +
+		"'sql_log_bin', 'timestamp', 'completion_type'"
 )
 
 // MarkVarsStale has the session read again, before its next cacheable
@@ -726,8 +758,12 @@ func (s *Session) setIdentity(r ownResult) {
 	id := strings.TrimPrefix(r.cols[0], "Grants for ")
 	s.Account = id
 	rows := make([]string, 0, len(r.rows))
+	s.QueryLimited = false
 	for _, row := range r.rows {
 		rows = append(rows, strings.Join(row, "\x00"))
+		if n, ok := limitIn(rows[len(rows)-1], "MAX_QUERIES_PER_HOUR "); ok && n > 0 {
+			s.QueryLimited = true
+		}
 	}
 	slices.Sort(rows)
 	h := sha256.New()
