@@ -313,3 +313,59 @@ func TestStoredFunctionsNamedLikeBuiltins(t *testing.T) {
 	mustExec(t, f.viaA, "DO adddate (7, 1)")
 	f.fresh(t, qLog)
 }
+
+// TestNamesWithDots: a database or table name may hold a dot. The table b
+// of database x.a and the table a.b of database x are two tables, with
+// other keys; a write to one invalidates its own reads, whether the
+// sidecar learned the other first or not, and a view named like a table
+// of another database reads its own base table.
+func TestNamesWithDots(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	other := "`" + f.name + ".a`"
+	for _, q := range []string{
+		"CREATE DATABASE " + other,
+		"CREATE TABLE `a.b` (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO `a.b` VALUES (1, 10), (2, 20)",
+		"CREATE TABLE " + other + ".b (v INT, id INT, PRIMARY KEY (id))",
+		"INSERT INTO " + other + ".b VALUES (100, 1), (200, 2)",
+		"CREATE TABLE " + other + ".d (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO " + other + ".d VALUES (1, 1)",
+		"CREATE TABLE vx (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO vx VALUES (1, 100)",
+		"CREATE VIEW `a.d` AS SELECT id, v FROM vx",
+	} {
+		mustExec(t, f.direct, q)
+	}
+	f.sync(t)
+	reads := []string{
+		"SELECT * FROM `a.b` WHERE id = 2", "SELECT * FROM " + other + ".b WHERE id = 2",
+		"SELECT * FROM " + other + ".d", "SELECT * FROM `a.d`", "SELECT * FROM `a.d` WHERE id = 1",
+	}
+	for _, q := range reads {
+		f.warm(t, q)
+	}
+	for _, w := range []struct {
+		name string
+		run  func()
+	}{
+		{"direct write to x.a.b", func() { mustExec(t, f.direct, "UPDATE "+other+".b SET v = v + 1 WHERE id = 2") }},
+		{"write to x.a.b through A", func() { mustExec(t, f.viaA, "UPDATE "+other+".b SET v = v + 1 WHERE id = 2") }},
+		{"direct write to x.`a.b`", func() { mustExec(t, f.direct, "UPDATE `a.b` SET v = v + 1 WHERE id = 2") }},
+		{"direct write under the view", func() { mustExec(t, f.direct, "UPDATE vx SET v = v + 1 WHERE id = 1") }},
+		{"write under the view through A", func() { mustExec(t, f.viaA, "UPDATE vx SET v = v + 1 WHERE id = 1") }},
+	} {
+		t.Run(w.name, func(t *testing.T) {
+			for _, q := range reads {
+				dump(t, f.viaA, q)
+				dump(t, f.viaB, q)
+			}
+			w.run()
+			f.sync(t)
+			for _, q := range reads {
+				f.fresh(t, q)
+			}
+		})
+	}
+}

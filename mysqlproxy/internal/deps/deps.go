@@ -43,7 +43,7 @@ func (n Namer) Table(db, table string) string {
 	if n.Fold {
 		db, table = strings.ToLower(db), strings.ToLower(table)
 	}
-	return db + "." + table
+	return escape(db) + "." + escape(table)
 }
 
 // DB returns the database-wide generation's name of db.
@@ -51,7 +51,32 @@ func (n Namer) DB(db string) string {
 	if n.Fold {
 		db = strings.ToLower(db)
 	}
-	return db + ".*"
+	return escape(db) + ".*"
+}
+
+// special are the bytes that structure a generation's name. A database
+// or table name may hold any of them (`t1.a`.`b` is not `t1`.`a.b`), so
+// each is written in a name as % and its two hex digits, as % itself is.
+const special = ".%#!*"
+
+// escape returns a database or table name with its special bytes
+// escaped; most names have none, and are returned as they are.
+func escape(name string) string {
+	if !strings.ContainsAny(name, special) {
+		return name
+	}
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; strings.IndexByte(special, c) >= 0 {
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // NonKey returns the non-key generation's name of a table named by Table.
@@ -66,13 +91,3 @@ func Row(table string, key []string) string {
 
 // RowJoined is Row with the key values already joined by commas.
 func RowJoined(table, key string) string { return table + "#" + key }
-
-// Split returns the database and table of a range generation's name, or
-// false for any other name.
-func Split(name string) (db, table string, ok bool) {
-	if strings.ContainsAny(name, "#!*") {
-		return "", "", false
-	}
-	db, table, ok = strings.Cut(name, ".")
-	return db, table, ok
-}
