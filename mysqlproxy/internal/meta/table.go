@@ -110,7 +110,10 @@ func (m *Meta) table(ctx context.Context, db, name string, depth int) (*Table, e
 					if m.children[p] == nil {
 						m.children[p] = make(map[string]bool)
 					}
-					m.children[p][t.Dep] = true
+					if !m.children[p][t.Dep] {
+						m.children[p][t.Dep] = true
+						m.coVersion++ // saved with the co-writes
+					}
 				}
 			}
 		}
@@ -246,6 +249,11 @@ type CoWrites struct {
 	// Full says a writer was not noted for want of room: every table
 	// counts as seen.
 	Full bool `json:"full,omitempty"`
+	// Children are the foreign-key children known of each parent (see
+	// Children). A restart that resumes the binlog where it stopped
+	// must know them before it has learned the children again: a
+	// parent's write cascades to a child whose entries are cached.
+	Children map[string][]string `json:"children,omitempty"`
 }
 
 // CoWritesVersion returns a number that changes whenever what
@@ -274,6 +282,17 @@ func (m *Meta) SnapshotCoWrites() (CoWrites, uint64) {
 		slices.Sort(ts)
 		c.Writes[w] = ts
 	}
+	if len(m.children) > 0 {
+		c.Children = make(map[string][]string, len(m.children))
+		for p, set := range m.children {
+			cs := make([]string, 0, len(set))
+			for t := range set {
+				cs = append(cs, t)
+			}
+			slices.Sort(cs)
+			c.Children[p] = cs
+		}
+	}
 	return c, m.coVersion
 }
 
@@ -291,6 +310,14 @@ func (m *Meta) RestoreCoWrites(c CoWrites) {
 		m.noteCoWritesLocked([]string{w}, ts, false)
 	}
 	m.noteCoWritesLocked(c.Seen, nil, true)
+	for p, cs := range c.Children {
+		if m.children[p] == nil {
+			m.children[p] = make(map[string]bool)
+		}
+		for _, t := range cs {
+			m.children[p][t] = true
+		}
+	}
 	if c.Full && !m.coWritersFull {
 		m.coWritersFull = true
 		m.coVersion++
