@@ -369,3 +369,46 @@ func TestNamesWithDots(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateTableReadWithItsQuotes: what SHOW CREATE TABLE says of a
+// table (its engine, its foreign keys, a MERGE table's union, its
+// generated columns) is read outside quoted names and strings, which may
+// hold anything: a column `p)`, a comment ") ENGINE=InnoDB" or
+// "UNION=(x)", a name with a newline.
+func TestCreateTableReadWithItsQuotes(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	for _, q := range []string{
+		"CREATE TABLE fp (id INT PRIMARY KEY)",
+		"CREATE TABLE fc (id INT PRIMARY KEY, `p)` INT, FOREIGN KEY (`p)`) REFERENCES fp (id) ON DELETE CASCADE)",
+		"INSERT INTO fp VALUES (1), (2)", "INSERT INTO fc VALUES (10, 1), (20, 2)",
+		"CREATE TABLE ma (id INT, v INT) ENGINE=MyISAM", "INSERT INTO ma VALUES (1, 1)",
+		"CREATE TABLE me (id INT, v INT COMMENT ') ENGINE=InnoDB') ENGINE=MERGE UNION=(ma)",
+		"CREATE TABLE mu (id INT, v INT COMMENT 'UNION=(`mz`)') ENGINE=MERGE UNION=(ma)",
+		"CREATE TABLE gn (id INT PRIMARY KEY, `g\nx` DOUBLE AS (RAND()) VIRTUAL)", "INSERT INTO gn (id) VALUES (1)",
+	} {
+		mustExec(t, f.direct, q)
+	}
+	f.sync(t)
+	reads := []string{"SELECT * FROM fc", "SELECT * FROM fc WHERE id = 10", "SELECT * FROM me", "SELECT * FROM mu"}
+	for _, q := range reads {
+		f.warm(t, q)
+	}
+	mustExec(t, f.direct, "DELETE FROM fp WHERE id = 1")
+	mustExec(t, f.direct, "UPDATE ma SET v = v + 1")
+	f.sync(t)
+	for _, q := range reads {
+		f.fresh(t, q)
+	}
+	// Its values change at every read: never served from the cache.
+	for i, via := range []*sql.DB{f.viaA, f.viaB} {
+		before := hits(t, via)
+		for range 3 {
+			dump(t, via, "SELECT * FROM gn")
+		}
+		if hits(t, via) > before {
+			t.Errorf("SELECT * FROM gn, whose column is RAND(), was served from sidecar %c's cache", 'A'+i)
+		}
+	}
+}

@@ -498,31 +498,36 @@ func (m *Meta) learnTable(ctx context.Context, t *Table, qname string, depth int
 	if create == "" {
 		create = rows[0]["create sequence"]
 	}
-	if mm := engineRe.FindStringSubmatch(create); mm != nil {
-		t.Engine = mm[1]
+	// The patterns run on a copy of the text whose quoted strings and
+	// names cannot match them (a COMMENT ') ENGINE=InnoDB', a column
+	// `p)`, a name with a newline); what they find is read from the text.
+	mk := maskQuoted(create)
+	if ix := engineRe.FindStringSubmatchIndex(mk); ix != nil {
+		t.Engine = create[ix[2]:ix[3]]
 	}
 	t.Transactional = transactional(t.Engine)
 	if elsewhere(t.Engine) {
 		t.Uncacheable = "engine:" + strings.ToLower(t.Engine)
 	}
-	if why := generatedVaries(create); why != "" && t.Uncacheable == "" {
+	if why := generatedVaries(create, mk); why != "" && t.Uncacheable == "" {
 		t.Uncacheable = why
 	}
-	for _, line := range strings.Split(create, "\n") {
-		if mm := fkRe.FindStringSubmatch(line); mm != nil && changesChild(mm[3]) {
+	forLines(create, mk, func(line, ml string) {
+		if ix := fkRe.FindStringSubmatchIndex(ml); ix != nil && changesChild(line[ix[6]:ix[7]]) {
 			pdb := t.DB
-			if mm[1] != "" {
-				pdb = unquote(mm[1])
+			if ix[2] >= 0 {
+				pdb = unquote(line[ix[2]:ix[3]])
 			}
-			t.parents = append(t.parents, m.namer.Table(pdb, unquote(mm[2])))
+			t.parents = append(t.parents, m.namer.Table(pdb, unquote(line[ix[4]:ix[5]])))
 		}
-	}
+	})
 	if strings.HasPrefix(strings.ToUpper(t.Engine), "MRG_") {
-		if mm := unionRe.FindStringSubmatch(create); mm != nil {
-			for _, id := range identRe.FindAllStringSubmatch(mm[1], -1) {
-				udb, uname := t.DB, unquote(id[1])
-				if id[2] != "" {
-					udb, uname = unquote(id[1]), unquote(id[2])
+		if ix := unionRe.FindStringSubmatchIndex(mk); ix != nil {
+			list, ml := create[ix[2]:ix[3]], mk[ix[2]:ix[3]]
+			for _, id := range identRe.FindAllStringSubmatchIndex(ml, -1) {
+				udb, uname := t.DB, unquote(list[id[2]:id[3]])
+				if id[4] >= 0 {
+					udb, uname = unquote(list[id[2]:id[3]]), unquote(list[id[4]:id[5]])
 				}
 				t.Also = appendUniq(t.Also, m.namer.Table(udb, uname))
 				if !m.Facts().Logged(udb) {
@@ -560,21 +565,28 @@ func (m *Meta) learnTable(ctx context.Context, t *Table, qname string, depth int
 	// asks the engine for each index's cardinality, which makes InnoDB
 	// compute statistics that the optimizer would otherwise not have yet,
 	// and changes the plans (and EXPLAIN) of the application's queries.
-	for _, line := range strings.Split(create, "\n") {
-		mm := pkRe.FindStringSubmatch(line)
-		if mm == nil {
-			continue
+	var pkErr error
+	found := false
+	forLines(create, mk, func(line, ml string) {
+		ix := pkRe.FindStringSubmatchIndex(ml)
+		if ix == nil || found {
+			return
 		}
-		for _, id := range keyColRe.FindAllStringSubmatch(mm[1], -1) {
-			f := strings.ToLower(unquote(id[1]))
+		found = true
+		cols, mcols := line[ix[2]:ix[3]], ml[ix[2]:ix[3]]
+		for _, id := range keyColRe.FindAllStringSubmatchIndex(mcols, -1) {
+			f := strings.ToLower(unquote(cols[id[2]:id[3]]))
 			p, ok := pos[f]
 			if !ok {
-				return errors.New("meta: primary key column " + f + " of " + qname + " not among its columns")
+				pkErr = errors.New("meta: primary key column " + f + " of " + qname + " not among its columns")
+				return
 			}
 			typ := types[f]
 			t.PK = append(t.PK, Column{Name: f, Pos: p, Int: intType(typ), Unsigned: strings.Contains(typ, "unsigned")})
 		}
-		break
+	})
+	if pkErr != nil {
+		return pkErr
 	}
 	return nil
 }
@@ -587,25 +599,83 @@ const generatedAs = " GENERATED ALWAYS AS ("
 // lets a VIRTUAL column call NOW(), RAND(), CONNECTION_ID() or
 // CURRENT_USER(): its values change with no write to the table, so no
 // generation covers them.
-func generatedVaries(create string) string {
-	for _, line := range strings.Split(create, "\n") {
-		i := strings.Index(line, generatedAs)
-		if i < 0 || !strings.HasPrefix(strings.TrimSpace(line), "`") {
-			continue
+func generatedVaries(create, mk string) string {
+	why := ""
+	forLines(create, mk, func(line, ml string) {
+		i := strings.Index(ml, generatedAs)
+		if why != "" || i < 0 || !strings.HasPrefix(strings.TrimSpace(ml), "`") {
+			return
 		}
 		expr, ok := parenthesized(line[i+len(generatedAs)-1:])
 		if !ok {
-			return "generated-unreadable"
+			why = "generated-unreadable"
+			return
 		}
 		info := viewAnalyzer.Analyze("SELECT " + expr)
 		if info.ParseError || info.Unmapped {
-			return "generated-unreadable"
+			why = "generated-unreadable"
+			return
 		}
-		if ok, why := info.CacheableIn(""); !ok {
-			return "generated:" + why
+		if ok, w := info.CacheableIn(""); !ok {
+			why = "generated:" + w
+		}
+	})
+	return why
+}
+
+// maskQuoted returns create with what is inside its quoted strings, and
+// the bytes of its quoted names that the patterns read as structure,
+// replaced byte for byte: offsets into it are offsets into create.
+func maskQuoted(create string) string {
+	b := []byte(create)
+	for i := 0; i < len(b); i++ {
+		q := b[i]
+		if q != '\'' && q != '"' && q != '`' {
+			continue
+		}
+		for i++; i < len(b); i++ {
+			c := b[i]
+			if c == q {
+				if i+1 < len(b) && b[i+1] == q {
+					i++ // a doubled quote: one inside
+					if q != '`' {
+						b[i-1], b[i] = 'x', 'x'
+					}
+					continue
+				}
+				break
+			}
+			if c == '\\' && q != '`' && i+1 < len(b) {
+				b[i] = 'x'
+				i++
+				b[i] = 'x'
+				continue
+			}
+			switch {
+			case q != '`':
+				b[i] = 'x'
+			case strings.IndexByte("()=,.\n\r \t", c) >= 0:
+				b[i] = '_'
+			}
 		}
 	}
-	return ""
+	return string(b)
+}
+
+// forLines calls f with each line of create and the same line of its
+// masked copy mk, split where mk has a newline (never in a quoted name or
+// string).
+func forLines(create, mk string, f func(line, masked string)) {
+	for start := 0; start <= len(mk); {
+		end := strings.IndexByte(mk[start:], '\n')
+		if end < 0 {
+			end = len(mk)
+		} else {
+			end += start
+		}
+		f(create[start:end], mk[start:end])
+		start = end + 1
+	}
 }
 
 // parenthesized returns what is inside the parenthesis that s starts with,

@@ -18,8 +18,11 @@ func TestGeneratedVaries(t *testing.T) {
 		{"CREATE TABLE `t` (\n  `x` int GENERATED ALWAYS AS (1 +\n", "generated-unreadable"},
 		// A comment that reads like a generated column is not one.
 		{"CREATE TABLE `t` (\n  `a` int COMMENT '\n GENERATED ALWAYS AS (rand()) VIRTUAL'\n) ENGINE=InnoDB", ""},
+		// Nor does a name; and a name may hold a newline.
+		{"CREATE TABLE `t` (\n  `a\n GENERATED ALWAYS AS (rand()) VIRTUAL` int\n) ENGINE=InnoDB", ""},
+		{"CREATE TABLE `t` (\n  `g\nx` double GENERATED ALWAYS AS (rand()) VIRTUAL\n) ENGINE=InnoDB", "generated:nondeterministic:rand"},
 	} {
-		if got := generatedVaries(c.create); got != c.want {
+		if got := generatedVaries(c.create, maskQuoted(c.create)); got != c.want {
 			t.Errorf("generatedVaries(%q) = %q, want %q", c.create, got, c.want)
 		}
 	}
