@@ -2037,8 +2037,9 @@ var rsCases = []rsCase{
 	},
 	{
 		// A follower that is not current learns nothing: a write to a
-		// table it has not seen is left to it, and does not bump the
-		// table's database (its other tables' entries stay).
+		// table whose triggers' tables it has not seen (whether it has
+		// triggers is unknown: the follower's account lacks TRIGGER)
+		// bumps everything, since a trigger may write any database.
 		class: "write", name: "unseen-table-follower-behind", protos: []string{"text"},
 		tune: func(c *mysqlproxy.Config) { c.MaxStaleness = 200 * time.Millisecond },
 		setup: []string{
@@ -2056,8 +2057,8 @@ var rsCases = []rsCase{
 			x.rootVia(x.A()).write("INSERT INTO z VALUES (1)")
 			before := r.executed()
 			r.same(q)
-			if r.executed() != before {
-				x.t.Errorf("%s went to the server after a write to another table of its database\n%s", q, query(r.via, "text", "SHOW MYCACHED QUERIES"))
+			if r.executed() == before {
+				x.t.Errorf("%s was served from the cache after a first write, with the follower behind, to a table whose triggers are unknown\n%s", q, query(r.via, "text", "SHOW MYCACHED QUERIES"))
 			}
 		},
 	},

@@ -556,8 +556,8 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		routine, known := c.callWrites(info, sql, resp, lastGTID)
 		if !known && c.callFrom != nil && info.Kind != sqlinfo.Call && !info.CallsRoutine {
 			// A first write whose triggers' tables are unknown, and the
-			// follower late: they are most likely in its databases.
-			routine, known = c.writtenDBs(info), true
+			// follower late: a trigger may write any database.
+			routine, known = []string{deps.Global}, true
 		}
 		c.invalidate(info, sql, resp, params, routine, known)
 	}
@@ -861,12 +861,10 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 	if inTx {
 		c.txWrote = true
 		c.addTxDeps(ds)
-		if c.e.follower.Load() != nil && c.unseenCoWrites(info) {
-			for _, d := range c.writtenDBs(info) {
-				if !slices.Contains(c.txUnseen, d) {
-					c.txUnseen = append(c.txUnseen, d)
-				}
-			}
+		if c.e.follower.Load() != nil && c.unseenCoWrites(info) && !slices.Contains(c.txUnseen, deps.Global) {
+			// Unless the follower shows them by the COMMIT, what the
+			// triggers wrote may be in any database.
+			c.txUnseen = append(c.txUnseen, deps.Global)
 		}
 	}
 }
@@ -895,9 +893,10 @@ func (c *Session) coWritesUnseen(info *sqlinfo.Info) bool {
 }
 
 // unseenCoWrites reports a write to a table whose triggers' tables the
-// follower has not learned. A follower that is not current learns
-// nothing meanwhile: the writes are then left to it, as before it
-// learned anything, rather than bump their databases each time.
+// follower has not learned (a base table learned to have no trigger, by
+// an account that may see every trigger, has none). When the follower is late, such a write does not wait for it:
+// it bumps the global generation (see the caller), since a trigger may
+// write any database.
 func (c *Session) unseenCoWrites(info *sqlinfo.Info) bool {
 	switch info.Kind {
 	case sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace:
@@ -905,7 +904,7 @@ func (c *Session) unseenCoWrites(info *sqlinfo.Info) bool {
 		return false
 	}
 	m := c.e.meta()
-	if m == nil || !c.e.followerCurrent() {
+	if m == nil {
 		return false
 	}
 	for _, t := range sqlinfo.Qualify(info.Writes, c.db) {
@@ -914,6 +913,9 @@ func (c *Session) unseenCoWrites(info *sqlinfo.Info) bool {
 		}
 		name := c.e.namer().Table(t.DB, t.Name)
 		tm := m.Known(name)
+		if tm != nil && tm.Kind == meta.Base && !tm.RunsCode && m.Facts().SeesTriggers() {
+			continue // no trigger: what it writes with it are its children
+		}
 		// A view is never in the binlog: its base tables are.
 		if (tm == nil || tm.Kind != meta.View) && !m.CoWritesSeen(name) {
 			return true
@@ -927,18 +929,6 @@ func (c *Session) unseenCoWrites(info *sqlinfo.Info) bool {
 		}
 	}
 	return false
-}
-
-// writtenDBs returns the database-wide generations of the databases a
-// write names.
-func (c *Session) writtenDBs(info *sqlinfo.Info) []string {
-	var out []string
-	for _, t := range sqlinfo.Qualify(info.Writes, c.db) {
-		if d := c.e.namer().DB(t.DB); !slices.Contains(out, d) {
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 // callWrites returns what a CALL, or a statement that calls a stored

@@ -155,6 +155,13 @@ func (f Facts) Logged(db string) bool {
 	return len(f.BinlogDoDB) == 0 || slices.Contains(f.BinlogDoDB, db)
 }
 
+// SeesTriggers reports whether the account may list every table's
+// triggers (TRIGGER on *.*): without it, SHOW TRIGGERS leaves out those
+// it may not see, and a table that shows none may have some.
+func (f Facts) SeesTriggers() bool {
+	return f.Grants["TRIGGER"] || f.Grants["ALL PRIVILEGES"] || f.Grants["ALL"]
+}
+
 func isOn(v string) bool { return strings.EqualFold(v, "ON") || v == "1" }
 
 // parseGrant adds the privileges a "GRANT ... ON *.* TO ..." line gives.
