@@ -229,10 +229,35 @@ func TestMalformedPacketsAnswerAsServer(t *testing.T) {
 		// CLIENT_SSL, which neither offered: the server has no TLS here.
 		{"ssl request", append(binary.LittleEndian.AppendUint32(nil, 0x200|0x8000|0x800), make([]byte, 28)...), 1},
 	}
+	// Behind a TLS hop, mycached cannot pass a response it cannot read
+	// on to the server: it answers as the server does.
+	tdb := tlsMariaDB(t)
+	tp := startProxy(t, mysqlproxy.Config{Backend: tdb.Addr})
 	for _, h := range handshakes {
 		t.Run("handshake/"+h.name, func(t *testing.T) {
 			var got [2]string
 			for i, addr := range []string{db.Addr, p.addr} {
+				nc := dialGreeted(t, addr)
+				n := len(h.payload)
+				// The server may answer, and close, before it has read it
+				// all.
+				go nc.Write(append([]byte{byte(n), byte(n >> 8), byte(n >> 16), h.seq}, h.payload...))
+				got[i] = readUntilClosed(t, nc)
+			}
+			if got[0] != got[1] {
+				t.Errorf("mycached answered\n%q\nMariaDB answered\n%q", got[1], got[0])
+			}
+			if !strings.Contains(got[0], "\xff") {
+				t.Errorf("MariaDB answered %q: no error packet to compare", got[0])
+			}
+		})
+		if h.name == "pre-4.1" || h.name == "ssl request" {
+			// The server's answer names the user it read, or starts TLS.
+			continue
+		}
+		t.Run("tls-backend-handshake/"+h.name, func(t *testing.T) {
+			var got [2]string
+			for i, addr := range []string{tdb.Addr, tp.addr} {
 				nc := dialGreeted(t, addr)
 				n := len(h.payload)
 				// The server may answer, and close, before it has read it
@@ -259,6 +284,8 @@ func TestMalformedPacketsAnswerAsServer(t *testing.T) {
 			c.Sequence = 0 // the server's error starts over
 		}, true},
 		{"empty command", func(c *rawConn) { _ = c.command() }, false},
+		// MariaDB has no COM_TABLE_DUMP: an unknown command.
+		{"table dump", func(c *rawConn) { _ = c.command(0x13, 't', 'e', 's', 't', 1, 't') }, false},
 	}
 	for _, tc := range commands {
 		t.Run("command/"+tc.name, func(t *testing.T) {

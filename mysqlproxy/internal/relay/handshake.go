@@ -384,7 +384,21 @@ func (s *Session) refuseHandshake(resp []byte, cseq byte, plain bool) {
 	if s.askBackend(resp, cseq, plain) {
 		return
 	}
-	s.SendError(cseq+1, mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake", len(resp) >= 4 && binary.LittleEndian.Uint32(resp)&mysql.CLIENT_PROTOCOL_41 != 0)
+	s.SendError(cseq+1, mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake", says41(resp))
+}
+
+// says41 reports whether the server answers a handshake response with the
+// SQL state in its errors: it takes a response too short to hold the
+// client's capabilities as a 4.1 client's, and reads the first two bytes
+// of one too short for four.
+func says41(resp []byte) bool {
+	switch {
+	case len(resp) < 2:
+		return true
+	case len(resp) < 4:
+		return uint32(binary.LittleEndian.Uint16(resp))&mysql.CLIENT_PROTOCOL_41 != 0
+	}
+	return binary.LittleEndian.Uint32(resp)&mysql.CLIENT_PROTOCOL_41 != 0
 }
 
 // askBackend sends a handshake response the backend's way unread, and

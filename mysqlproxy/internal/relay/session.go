@@ -608,7 +608,7 @@ func (s *Session) dispatch(p []byte) error {
 		return s.RelayMode(p, ModeRows)
 	case mysql.COM_CHANGE_USER:
 		return s.changeUser(p)
-	case mysql.COM_BINLOG_DUMP, mysql.COM_BINLOG_DUMP_GTID, mysql.COM_REGISTER_SLAVE, mysql.COM_TABLE_DUMP:
+	case mysql.COM_BINLOG_DUMP, mysql.COM_BINLOG_DUMP_GTID, mysql.COM_REGISTER_SLAVE:
 		s.SendError(1, mysql.ER_NOT_SUPPORTED_YET, "42000", "mycached: replication commands are not relayed; connect a replica to the server directly", true)
 		return nil
 	case mysql.COM_INIT_DB:
