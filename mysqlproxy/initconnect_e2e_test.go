@@ -140,6 +140,23 @@ func TestInitConnectRunsUnseen(t *testing.T) {
 		})
 	}
 
+	// An init_connect that fails ends the session: its first statement
+	// gets the server's error 1184, and the next finds it closed.
+	t.Run("fails", func(t *testing.T) {
+		m.Exec(t, "SET GLOBAL init_connect = 'SET @@session.no_such_variable = 1'")
+		for _, addr := range []string{m.Addr, p.addr} {
+			c := dialRaw(t, addr, "app", "apppw", db, false)
+			_, err := c.Execute(q(4))
+			var me *mysqlc.MyError
+			if !errors.As(err, &me) || me.Code != 1184 {
+				t.Errorf("at %s: the first statement got %v, want error 1184", addr, err)
+			}
+			if _, err := c.Execute(q(4)); err == nil {
+				t.Errorf("at %s: the session went on after init_connect failed", addr)
+			}
+		}
+	})
+
 	t.Run("variables-only", func(t *testing.T) {
 		m.Exec(t, "SET GLOBAL init_connect = 'SET time_zone = ''+05:00'''")
 		if got := read(m.Addr, "SELECT @@time_zone"); got != "+05:00" {

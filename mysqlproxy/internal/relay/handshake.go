@@ -463,6 +463,13 @@ func (s *Session) finishAuth(okp []byte, seq byte) error {
 			err = ferr
 		}
 	}
+	var aborted sessionAborted
+	if errors.As(err, &aborted) {
+		// The client's first command gets the server's error, as it
+		// would directly, and the session ends.
+		s.abortWith = aborted.packet
+		return nil
+	}
 	if err != nil {
 		return err
 	}

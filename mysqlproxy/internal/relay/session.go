@@ -136,6 +136,9 @@ type Session struct {
 	// since (SET ROLE, or a change no tracker shows).
 	Identity      string
 	IdentityStale bool
+	// abortWith is the server's error for the client's first command,
+	// when the server ended the session before it (init_connect failed).
+	abortWith []byte
 	// QueryLimited says the account has MAX_QUERIES_PER_HOUR: the
 	// server counts its every read, and refuses them past the limit.
 	QueryLimited bool
@@ -372,7 +375,7 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 			s.endDead()
 			return
 		}
-		if s.Backend != nil {
+		if s.Backend != nil && s.abortWith == nil {
 			s.backendWatch.arm()
 		}
 		waitStart := time.Now()
@@ -391,6 +394,13 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 				s.SendError(0, mysql.ER_NET_PACKETS_OUT_OF_ORDER, "08S01", "Got packets out of order", true)
 			}
 			s.LogEnd("client read", err)
+			return
+		}
+		if s.abortWith != nil {
+			if _, err := s.Client.WritePacket(s.abortWith, seq+1); err == nil {
+				_ = s.Client.W.Flush()
+			}
+			s.LogEnd("backend", errors.New("the server aborted the session: init_connect failed"))
 			return
 		}
 		if seq != 0 {

@@ -230,6 +230,15 @@ type ownResult struct {
 	limitsLifted bool
 }
 
+// sessionAborted is the server's error ending a session whose
+// init_connect failed, which it sends in answer to the session's first
+// statement, mycached's own.
+type sessionAborted struct{ packet []byte }
+
+func (e sessionAborted) Error() string {
+	return "relay: the server aborted the session (init_connect failed)"
+}
+
 // errOwn means a statement of mycached's own failed on the backend.
 var errOwn = errors.New("relay: statement failed")
 
@@ -288,6 +297,10 @@ func (s *Session) ownQueries(qs ...string) ([]ownResult, error) {
 			continue
 		case mysql.ERR_HEADER:
 			code, _, msg := wire.ParseErr(p)
+			if code == mysql.ER_NEW_ABORTING_CONNECTION {
+				// init_connect failed: the server ends the session.
+				return nil, sessionAborted{packet: slices.Clone(p)}
+			}
 			out[i].err = errorf(code, msg)
 			continue
 		}
