@@ -291,7 +291,7 @@ func (f *Follower) forgetTables() {
 // from the last applied position, until Close.
 func (f *Follower) run() {
 	defer close(f.done)
-	backoff := 100 * time.Millisecond
+	backoff := minRetry
 	// failedAt is the applied position an unreadable event followed, and
 	// failures how many streams in a row failed on it.
 	failedAt, failures := "", 0
@@ -303,12 +303,13 @@ func (f *Follower) run() {
 			// it read is recorded after this.
 			f.applied, f.resetTo, f.at = reset, nil, binlogAt{}
 			f.resetRecentLocked()
-			backoff = 100 * time.Millisecond
+			backoff = minRetry
 		}
 		f.mu.Unlock()
 		if reset != nil {
 			f.save()
 		}
+		began := time.Now()
 		err := f.checkSaved()
 		if err == nil {
 			err = f.follow()
@@ -317,6 +318,7 @@ func (f *Follower) run() {
 			return
 		}
 		f.mu.Lock()
+		backoff = retryAfter(backoff, f.running, time.Since(began))
 		f.running = false
 		f.lastErr = err.Error()
 		f.mu.Unlock()
@@ -358,8 +360,30 @@ func (f *Follower) run() {
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 5*time.Second)
+		backoff = min(max(2*backoff, minRetry), maxRetry)
 	}
+}
+
+// The follower connects again at once after a stream that had followed
+// for a while (a killed connection, a server restart: the writes made
+// meanwhile are unseen until it does), then after minRetry, doubling up
+// to maxRetry while it keeps failing.
+const (
+	minRetry = 100 * time.Millisecond
+	maxRetry = 5 * time.Second
+	// streamedLong is how long a stream must have followed for its end
+	// to count as a first failure.
+	streamedLong = time.Second
+)
+
+// retryAfter returns how long to wait before connecting again, after a
+// stream that ended: prev is the last wait, streamed says the stream got
+// as far as following, and ran how long the attempt lasted.
+func retryAfter(prev time.Duration, streamed bool, ran time.Duration) time.Duration {
+	if streamed && ran >= streamedLong {
+		return 0
+	}
+	return prev
 }
 
 // followFromServer follows on from the server's current position, after
