@@ -223,7 +223,7 @@ func (w *unloggedWatch) poll() {
 	g, err := w.store.SharedGen(ctx, deps.Unlogged)
 	cancel()
 	if err != nil {
-		return // not fresh: bounded hits are checked as strict meanwhile
+		return // not fresh: past the bound, bounded reads go to the server
 	}
 	if !w.seen || g != w.gen {
 		// The first poll too: what was written before it is unknown.

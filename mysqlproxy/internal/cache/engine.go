@@ -198,8 +198,11 @@ func (e *Engine) mode(c Consistency) (store.Mode, bool) {
 		return store.Strict, true
 	}
 	if !e.followerCurrent() {
+		// The follower is further behind than the bound: so, most
+		// likely, are the others, whose bumps a strict check reads. The
+		// read goes to the server.
 		e.Stats.fallbacks.Inc()
-		return store.Strict, e.Store.Shared()
+		return store.Strict, false
 	}
 	return store.Bounded, true
 }

@@ -43,7 +43,7 @@ func NewStats(reg *metrics.Registry, st *store.Store, sessions func() int) *Stat
 		shared:        reg.Counter("mycached_cache_singleflight_shared_total", "Misses answered by another client's concurrent fill."),
 		refreshes:     reg.Counter("mycached_cache_refreshes_total", "Reads that refreshed an entry past its soft ttl (read afresh while others were served the entry)."),
 		invalidations: reg.Counter("mycached_invalidations_total", "Generation bumps requested by writes."),
-		fallbacks:     reg.Counter("mycached_bounded_fallbacks_total", "Bounded reads checked as strict (or not cached) because the binlog follower was not current."),
+		fallbacks:     reg.Counter("mycached_bounded_fallbacks_total", "Bounded reads sent to the server because the binlog follower was not current."),
 		peerChecked:   reg.Counter("mycached_strict_local_checks_total", "Strict reads checked against the local view because every peer was linked."),
 		hitLatency:    reg.Histogram("mycached_hit_latency_seconds", "Time from lookup to replay of a hit.", metrics.DefaultLatencyBuckets()),
 		missLatency:   reg.Histogram("mycached_miss_latency_seconds", "Time from lookup to stored response of a miss.", metrics.DefaultLatencyBuckets()),
