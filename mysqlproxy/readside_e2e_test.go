@@ -1606,6 +1606,23 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// After stored code, mycached reads the session's variables again
+		// before the next statement it may cache; not before one that
+		// reads what the code left (prepared, as PDO and mysqli do).
+		class: "session", name: "diagnostics-after-stored-code",
+		setup: append([]string{"CREATE PROCEDURE pw() DO CAST('9z' AS SIGNED)"}, rsRows...),
+		body: func(x *rsRun) {
+			s := x.rootVia(x.B())
+			for _, code := range []string{"CALL pw()", "EXECUTE IMMEDIATE 'DO CAST(''3z'' AS SIGNED)'", "SET @x = CAST('4z' AS SIGNED)", "SELECT 1; DO CAST('5z' AS SIGNED)"} {
+				for _, diag := range []string{"SELECT FOUND_ROWS()", "SHOW WARNINGS", "SELECT @@warning_count", "SELECT ROW_COUNT()"} {
+					s.sameIn("text", "SELECT SQL_NO_CACHE id FROM t")
+					s.exec(code)
+					s.same(diag)
+				}
+			}
+		},
+	},
+	{
 		class: "session", name: "set-statement-for",
 		setup: append([]string{"CREATE TABLE n (id INT PRIMARY KEY)", "INSERT INTO n VALUES (1), (2), (3)"}, rsStateTab...),
 		body: func(x *rsRun) {

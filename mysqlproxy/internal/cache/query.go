@@ -178,18 +178,24 @@ func (c *Session) rerunLastHit() error {
 // Prepare relays a COM_STMT_PREPARE and notes the statement's analysis on
 // it. It returns the statement, or nil when the backend refused it.
 func (c *Session) Prepare(p []byte) (*relay.Stmt, error) {
-	if len(c.s.StaleVars) > 0 {
+	if len(c.s.StaleVars) > 0 && len(p) > 1 {
 		// The statement's key keeps the state it is parsed under: read
-		// it first. A PREPARE resets the diagnostics anyway.
-		if err := c.s.RefreshIdentity(); err != nil {
-			return nil, err
+		// it first, for a statement that may be cached. The reading
+		// changes the diagnostics, which a statement that is not cached,
+		// such as SHOW WARNINGS or SELECT FOUND_ROWS(), may read: it is
+		// prepared as it comes, and keeps no key.
+		if info := c.e.Analyzer.AnalyzeIn(string(p[1:]), c.dialect()); info.Kind == sqlinfo.Select && info.Cacheable {
+			if err := c.s.RefreshIdentity(); err != nil {
+				return nil, err
+			}
 		}
 	}
+	known := !c.tainted && len(c.s.StaleVars) == 0
 	st, err := c.s.Prepare(p)
 	if st != nil {
 		st.Ext = &stmtNote{
 			info: c.e.Analyzer.AnalyzeIn(st.SQL, c.dialect()), db: c.s.Hello.DB,
-			state: c.state.digestOf(c.s), known: !c.tainted,
+			state: c.state.digestOf(c.s), known: known,
 		}
 	}
 	return st, err
@@ -894,9 +900,9 @@ func (c *Session) coWritesUnseen(info *sqlinfo.Info) bool {
 
 // unseenCoWrites reports a write to a table whose triggers' tables the
 // follower has not learned (a base table learned to have no trigger, by
-// an account that may see every trigger, has none). When the follower is late, such a write does not wait for it:
-// it bumps the global generation (see the caller), since a trigger may
-// write any database.
+// an account that may see every trigger, has none). When the follower is
+// late, such a write does not wait for it: it bumps the global
+// generation (see the caller), since a trigger may write any database.
 func (c *Session) unseenCoWrites(info *sqlinfo.Info) bool {
 	switch info.Kind {
 	case sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace:
