@@ -273,6 +273,23 @@ func TestMalformedPacketsAnswerAsServer(t *testing.T) {
 			}
 		})
 	}
+	// A client that asks for TLS and then sends something else.
+	serverTLS, _ := selfSignedTLS(t)
+	tlsp := startProxy(t, mysqlproxy.Config{Backend: tdb.Addr, TLS: serverTLS})
+	for _, junk := range []string{"GET / HTTP/1.0\r\n\r\n", strings.Repeat("\x00", 100)} {
+		t.Run(fmt.Sprintf("not-tls-after-ssl-request/%q", junk[:4]), func(t *testing.T) {
+			var got [2]string
+			for i, addr := range []string{tdb.Addr, tlsp.addr} {
+				nc := dialGreeted(t, addr)
+				req := append(binary.LittleEndian.AppendUint32(nil, 0x200|0x8000|0x800), make([]byte, 28)...)
+				go nc.Write(append(append([]byte{byte(len(req)), 0, 0, 1}, req...), junk...))
+				got[i] = readUntilClosed(t, nc)
+			}
+			if got[0] != got[1] {
+				t.Errorf("mycached answered\n%q\nMariaDB answered\n%q", got[1], got[0])
+			}
+		})
+	}
 	commands := []struct {
 		name   string
 		send   func(c *rawConn)

@@ -277,7 +277,16 @@ func (s *Session) handshake() (bool, error) {
 			return false, errBadHandshake
 		}
 		s.Client.Upgrade(func(c net.Conn) net.Conn { return tls.Server(c, s.opts.ClientTLS) })
-		if err := s.Client.NetConn.(*tls.Conn).Handshake(); err != nil {
+		tc := s.Client.NetConn.(*tls.Conn)
+		if err := tc.Handshake(); err != nil {
+			var rh tls.RecordHeaderError
+			if errors.As(err, &rh) && rh.Conn != nil {
+				// Not TLS at all: the server's answer, in the clear.
+				b := wire.AppendErr(make([]byte, 4, 64), mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake", true)
+				n := len(b) - 4
+				b[0], b[1], b[2], b[3] = byte(n), byte(n>>8), byte(n>>16), cseq+1
+				_, _ = rh.Conn.Write(b)
+			}
 			return false, ClientError{err}
 		}
 		clientTLS = true
