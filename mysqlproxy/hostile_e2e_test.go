@@ -235,42 +235,14 @@ func TestMalformedPacketsAnswerAsServer(t *testing.T) {
 	tp := startProxy(t, mysqlproxy.Config{Backend: tdb.Addr})
 	for _, h := range handshakes {
 		t.Run("handshake/"+h.name, func(t *testing.T) {
-			var got [2]string
-			for i, addr := range []string{db.Addr, p.addr} {
-				nc := dialGreeted(t, addr)
-				n := len(h.payload)
-				// The server may answer, and close, before it has read it
-				// all.
-				go nc.Write(append([]byte{byte(n), byte(n >> 8), byte(n >> 16), h.seq}, h.payload...))
-				got[i] = readUntilClosed(t, nc)
-			}
-			if got[0] != got[1] {
-				t.Errorf("mycached answered\n%q\nMariaDB answered\n%q", got[1], got[0])
-			}
-			if !strings.Contains(got[0], "\xff") {
-				t.Errorf("MariaDB answered %q: no error packet to compare", got[0])
-			}
+			sameAnswer(t, h.payload, h.seq, db.Addr, p.addr)
 		})
 		if h.name == "pre-4.1" || h.name == "ssl request" {
 			// The server's answer names the user it read, or starts TLS.
 			continue
 		}
 		t.Run("tls-backend-handshake/"+h.name, func(t *testing.T) {
-			var got [2]string
-			for i, addr := range []string{tdb.Addr, tp.addr} {
-				nc := dialGreeted(t, addr)
-				n := len(h.payload)
-				// The server may answer, and close, before it has read it
-				// all.
-				go nc.Write(append([]byte{byte(n), byte(n >> 8), byte(n >> 16), h.seq}, h.payload...))
-				got[i] = readUntilClosed(t, nc)
-			}
-			if got[0] != got[1] {
-				t.Errorf("mycached answered\n%q\nMariaDB answered\n%q", got[1], got[0])
-			}
-			if !strings.Contains(got[0], "\xff") {
-				t.Errorf("MariaDB answered %q: no error packet to compare", got[0])
-			}
+			sameAnswer(t, h.payload, h.seq, tdb.Addr, tp.addr)
 		})
 	}
 	// A client that asks for TLS and then sends something else.
@@ -328,6 +300,27 @@ func TestMalformedPacketsAnswerAsServer(t *testing.T) {
 				t.Errorf("mycached answered %q, MariaDB %q", got[1], got[0])
 			}
 		})
+	}
+}
+
+// sameAnswer sends payload as the handshake response (sequence id seq)
+// to MariaDB at direct and to mycached at proxied, and checks that both
+// answer it with the same error packet, and close.
+func sameAnswer(t *testing.T, payload []byte, seq byte, direct, proxied string) {
+	t.Helper()
+	var got [2]string
+	for i, addr := range []string{direct, proxied} {
+		nc := dialGreeted(t, addr)
+		n := len(payload)
+		// The server may answer, and close, before it has read it all.
+		go nc.Write(append([]byte{byte(n), byte(n >> 8), byte(n >> 16), seq}, payload...))
+		got[i] = readUntilClosed(t, nc)
+	}
+	if got[0] != got[1] {
+		t.Errorf("mycached answered\n%q\nMariaDB answered\n%q", got[1], got[0])
+	}
+	if !strings.Contains(got[0], "\xff") {
+		t.Errorf("MariaDB answered %q: no error packet to compare", got[0])
 	}
 }
 

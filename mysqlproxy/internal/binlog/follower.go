@@ -360,9 +360,12 @@ func (f *Follower) run() {
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(max(2*backoff, minRetry), maxRetry)
+		backoff = nextRetry(backoff)
 	}
 }
+
+// nextRetry returns the wait after one of prev that failed again.
+func nextRetry(prev time.Duration) time.Duration { return min(max(2*prev, minRetry), maxRetry) }
 
 // The follower connects again at once after a stream that had followed
 // for a while (a killed connection, a server restart: the writes made

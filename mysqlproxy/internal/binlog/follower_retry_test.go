@@ -15,7 +15,7 @@ func TestRetryAfter(t *testing.T) {
 	next := func(streamed bool, ran time.Duration) {
 		wait = retryAfter(wait, streamed, ran)
 		waits = append(waits, wait)
-		wait = min(max(2*wait, minRetry), maxRetry)
+		wait = nextRetry(wait)
 	}
 	next(true, time.Minute)  // killed after a long stream
 	next(false, time.Second) // refused

@@ -3,6 +3,7 @@ package meta
 import (
 	"context"
 	"errors"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -269,28 +270,14 @@ func (m *Meta) CoWritesVersion() uint64 {
 func (m *Meta) SnapshotCoWrites() (CoWrites, uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := CoWrites{Seen: make([]string, 0, len(m.coSeen)), Writes: make(map[string][]string, len(m.coWrites)), Full: m.coWritersFull}
-	for t := range m.coSeen {
-		c.Seen = append(c.Seen, t)
-	}
-	slices.Sort(c.Seen)
+	c := CoWrites{Seen: slices.Sorted(maps.Keys(m.coSeen)), Writes: make(map[string][]string, len(m.coWrites)), Full: m.coWritersFull}
 	for w, set := range m.coWrites {
-		ts := make([]string, 0, len(set))
-		for t := range set {
-			ts = append(ts, t)
-		}
-		slices.Sort(ts)
-		c.Writes[w] = ts
+		c.Writes[w] = slices.Sorted(maps.Keys(set))
 	}
 	if len(m.children) > 0 {
 		c.Children = make(map[string][]string, len(m.children))
 		for p, set := range m.children {
-			cs := make([]string, 0, len(set))
-			for t := range set {
-				cs = append(cs, t)
-			}
-			slices.Sort(cs)
-			c.Children[p] = cs
+			c.Children[p] = slices.Sorted(maps.Keys(set))
 		}
 	}
 	return c, m.coVersion

@@ -534,12 +534,19 @@ func (s *Session) RefreshVarsAndForward(p []byte) error {
 	if err != nil {
 		return err
 	}
-	if res[0].err != nil {
-		s.MarkVarsStale()
-		return nil
-	}
-	s.noteStartValues(res[0])
+	s.noteVarsRead(res[0])
 	return nil
+}
+
+// noteVarsRead notes the answer to a reading of the variables in
+// StaleVars; one that failed leaves every variable unknown, and the
+// session's reads bypass the cache until a later reading succeeds.
+func (s *Session) noteVarsRead(r ownResult) {
+	if r.err != nil {
+		s.MarkVarsStale()
+		return
+	}
+	s.noteStartValues(r)
 }
 
 func (s *Session) refreshIdentity(tail ...string) error {
@@ -565,13 +572,7 @@ func (s *Session) refreshIdentity(tail ...string) error {
 		res = res[:len(res)-1]
 	}
 	if len(res) > 0 {
-		if res[0].err != nil {
-			// The values are unknown: the session's reads bypass the
-			// cache until a later read of them succeeds.
-			s.MarkVarsStale()
-			return nil
-		}
-		s.noteStartValues(res[0])
+		s.noteVarsRead(res[0])
 	}
 	return nil
 }
