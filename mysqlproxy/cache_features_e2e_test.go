@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -1597,4 +1599,95 @@ func TestQueryLimitedAccountIsNotCached(t *testing.T) {
 	if refused == 0 {
 		t.Error("60 reads of an account limited to 40 queries an hour all returned rows: hits went past the server's limit")
 	}
+}
+
+// TestNoSchemaClientNamesItsOwnDatabase: a client that sets
+// CLIENT_NO_SCHEMA has the server read db.t as t in the session's
+// database. Its reads must not be cached under the table its text names,
+// nor answer another client's same text; its writes must invalidate the
+// table the server wrote.
+func TestNoSchemaClientNamesItsOwnDatabase(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	d1, d2 := m.NewDatabase(t), m.NewDatabase(t)
+	for i, d := range []string{d1, d2} {
+		m.Exec(t, "CREATE TABLE "+d+".pub (id INT PRIMARY KEY, v INT)")
+		m.Exec(t, fmt.Sprintf("INSERT INTO %s.pub VALUES (1, %d)", d, 10*(i+1)))
+	}
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	noSchema, err := client.ConnectWithDialer(context.Background(), "tcp", p.addr, "root", rootPass, d1,
+		dialWithCaps(mysqlc.CLIENT_NO_SCHEMA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer noSchema.Close()
+	read := func(q string) string {
+		t.Helper()
+		r, err := noSchema.Execute(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		v, _ := r.GetInt(0, 0)
+		return strconv.FormatInt(v, 10)
+	}
+	pdb := openDB(t, rootDSN(p.addr, d1, ""))
+	plain := conn(t, pdb)
+	other := "SELECT v FROM " + d2 + ".pub WHERE id = 1"
+	own := "SELECT v FROM " + d1 + ".pub WHERE id = 1"
+	warmOn(t, pdb, plain, own)
+
+	// The server reads d1.pub for the client's d2.pub.
+	for range 3 {
+		if got := read(other); got != "10" {
+			t.Fatalf("%s without schemas: got %s, want d1's 10", other, got)
+		}
+	}
+	// Another client's same text reads d2.pub.
+	if got, want := dumpOn(t, plain, other), dump(t, m.AdminDB(), other); got != want {
+		t.Fatalf("%s from a client with schemas: got %s, want d2's %s", other, got, want)
+	}
+	// A write to d1.pub invalidates what the client read.
+	execOn(t, plain, "UPDATE "+d1+".pub SET v = 11 WHERE id = 1")
+	if got := read(other); got != "11" {
+		t.Fatalf("%s after d1.pub changed: got %s, want 11", other, got)
+	}
+	// The client's write to "d2.pub" is a write to d1.pub.
+	warmOn(t, pdb, plain, own)
+	if _, err := noSchema.Execute("UPDATE " + d2 + ".pub SET v = 12 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := dumpOn(t, plain, own), dump(t, m.AdminDB(), own); got != want || !strings.Contains(want, "12") {
+		t.Fatalf("%s after the client without schemas wrote it: got %s, want %s with 12", own, got, want)
+	}
+	if got := m.QueryString(t, "SELECT v FROM "+d2+".pub WHERE id = 1"); got != "20" {
+		t.Fatalf("d2.pub changed: %s", got)
+	}
+}
+
+// dialWithCaps returns a dialer whose connection adds caps to the
+// capabilities of the client's handshake response, its first write: for
+// flags go-mysql's client does not set.
+func dialWithCaps(caps uint32) client.Dialer {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		return &capsConn{Conn: c, caps: caps}, nil
+	}
+}
+
+type capsConn struct {
+	net.Conn
+	caps uint32
+	sent bool
+}
+
+func (c *capsConn) Write(b []byte) (int, error) {
+	if !c.sent && len(b) >= 8 {
+		c.sent = true
+		b = bytes.Clone(b)
+		binary.LittleEndian.PutUint32(b[4:], binary.LittleEndian.Uint32(b[4:])|c.caps)
+	}
+	return c.Conn.Write(b)
 }

@@ -317,6 +317,7 @@ func (c *Session) dialect() sqlinfo.Dialect {
 		}
 	}
 	c.dia, c.diaGen, c.diaState, c.diaSet = sqlinfo.DialectOf(mode, cs), c.s.VarsGen, c.state.digest, true
+	c.dia.NoSchema = c.s.NoSchema()
 	return c.dia
 }
 

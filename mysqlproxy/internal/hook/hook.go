@@ -27,7 +27,9 @@ func (h *Hook) Active() bool { return h != nil && h.Engine != nil && h.Engine.Ha
 // using q as scratch. It returns the command to go on with, which the
 // hook may have rewritten, or handled when the hook answered it.
 func (h *Hook) Run(s *relay.Session, q *cachepolicy.Query, p []byte, sql string) ([]byte, string, bool, error) {
-	info := h.Analyzer.AnalyzeIn(sql, sqlinfo.DialectOf(s.Vars["sql_mode"], s.Vars["character_set_client"]))
+	d := sqlinfo.DialectOf(s.Vars["sql_mode"], s.Vars["character_set_client"])
+	d.NoSchema = s.NoSchema()
+	info := h.Analyzer.AnalyzeIn(sql, d)
 	*q = cachepolicy.Query{
 		SQL: sql, Digest: info.Digest, Kind: info.Kind.String(), DB: s.Hello.DB, User: s.Hello.User,
 		ClientAddr: s.ClientAddr, InTransaction: s.InTransaction(),

@@ -822,3 +822,8 @@ const (
 	// TurnUse: USE, which fixes the privileges on the database.
 	TurnUse
 )
+
+// NoSchema reports whether the client set CLIENT_NO_SCHEMA: the server
+// then reads a qualified table name, db.t, as t in the session's
+// database.
+func (s *Session) NoSchema() bool { return s.Caps&mysql.CLIENT_NO_SCHEMA != 0 }

@@ -29,6 +29,10 @@ type Dialect struct {
 	// Unknown: the sql_mode and charset are not known. Only texts that
 	// read alike in every dialect are analysed.
 	Unknown bool
+	// NoSchema: the client set CLIENT_NO_SCHEMA, and the server reads
+	// db.t as t in the session's database. A text that may qualify a
+	// name (one with a '.') is not analysed.
+	NoSchema bool
 }
 
 // DialectOf returns the dialect of a session whose sql_mode and
@@ -191,6 +195,9 @@ func newModeParser(i int) *parser.Parser {
 // cannot read, is analysed as unreadable: never cached, and a write that
 // may touch anything.
 func (a *Analyzer) AnalyzeIn(sql string, d Dialect) (info *Info) {
+	if d.NoSchema && strings.IndexByte(sql, '.') >= 0 {
+		return unreadable(sql, "no-schema")
+	}
 	if d.plainFor(sql) {
 		return a.Analyze(sql)
 	}

@@ -91,3 +91,20 @@ func TestDialectOf(t *testing.T) {
 		}
 	}
 }
+
+// TestNoSchemaDialect: for a client with CLIENT_NO_SCHEMA, a text that
+// may qualify a name is neither cached nor mapped to the tables it names;
+// one that cannot reads as usual.
+func TestNoSchemaDialect(t *testing.T) {
+	a := NewAnalyzer(Options{})
+	d := Dialect{NoSchema: true}
+	if info := a.AnalyzeIn("SELECT v FROM d2.t WHERE id = 1", d); info.Cacheable {
+		t.Errorf("qualified read is cacheable: %+v", info)
+	}
+	if info := a.AnalyzeIn("UPDATE d2.t SET v = 1 WHERE id = 1", d); !info.Global {
+		t.Errorf("qualified write does not invalidate everything: %+v", info)
+	}
+	if info := a.AnalyzeIn("SELECT v FROM t WHERE id = 1", d); !info.Cacheable || len(info.Reads) != 1 {
+		t.Errorf("unqualified read: %+v", info)
+	}
+}
