@@ -1662,6 +1662,24 @@ func TestNoSchemaClientNamesItsOwnDatabase(t *testing.T) {
 	if got := m.QueryString(t, "SELECT v FROM "+d2+".pub WHERE id = 1"); got != "20" {
 		t.Fatalf("d2.pub changed: %s", got)
 	}
+
+	// State the client changes unseen is read back on its session too.
+	const div = "SELECT v / 7 FROM pub WHERE id = 1"
+	for range 3 {
+		if _, err := noSchema.Execute(div); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := noSchema.Execute("SET @@div_precision_increment = 9"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := noSchema.Execute(div)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.GetString(0, 0); got != "1.714285714" {
+		t.Fatalf("%s at div_precision_increment 9: got %s, want 1.714285714", div, got)
+	}
 }
 
 // dialWithCaps returns a dialer whose connection adds caps to the

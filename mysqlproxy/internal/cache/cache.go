@@ -78,8 +78,10 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		// Nothing is answered on a session the server has closed.
 		return relay.ErrBackendGone
 	}
-	if err := c.s.RefreshIdentity(); err != nil {
-		return err
+	if !c.s.NoSchema() {
+		if err := c.s.RefreshIdentity(); err != nil {
+			return err
+		}
 	}
 	qs := e.Queries.stat(info.Digest)
 	if why := c.bypassReason(info, st, p); why != "" {
@@ -637,7 +639,11 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 	case c.s.QueryLimited:
 		// A hit would not count against the account's limit.
 		return "account-query-limit"
-	case c.tainted:
+	case c.tainted, len(c.s.StaleVars) > 0, c.s.NoSchema():
+		// The state the read runs in is not known: a reading of it
+		// failed, or cannot be made (for a client with CLIENT_NO_SCHEMA,
+		// the server looks for the tables behind SHOW in the session's
+		// database).
 		return whyTainted
 	case info.NoCacheHint:
 		return whyHint

@@ -178,7 +178,7 @@ func (c *Session) rerunLastHit() error {
 // Prepare relays a COM_STMT_PREPARE and notes the statement's analysis on
 // it. It returns the statement, or nil when the backend refused it.
 func (c *Session) Prepare(p []byte) (*relay.Stmt, error) {
-	if len(c.s.StaleVars) > 0 && len(p) > 1 {
+	if len(c.s.StaleVars) > 0 && len(p) > 1 && !c.s.NoSchema() {
 		// The statement's key keeps the state it is parsed under: read
 		// it first, for a statement that may be cached. The reading
 		// changes the diagnostics, which a statement that is not cached,
