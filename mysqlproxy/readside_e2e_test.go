@@ -1606,6 +1606,27 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// A procedure may read the diagnostics its caller's last
+		// statement left, which after a hit are the hit's to make.
+		class: "session", name: "diagnostics-read-by-a-procedure-after-a-hit",
+		setup: append([]string{
+			"CREATE PROCEDURE p_sw() SHOW WARNINGS",
+			"CREATE PROCEDURE p_gd() BEGIN DECLARE n INT; GET DIAGNOSTICS n = NUMBER; SELECT n; END",
+		}, rsStateTab...),
+		body: func(x *rsRun) {
+			for _, proto := range []string{"text", "prepared"} {
+				for _, call := range []string{"CALL p_sw()", "CALL p_gd()"} {
+					// A session that has run no stored code yet.
+					s := x.rootVia(x.B())
+					s.warm(rsStr)
+					s.sameIn("text", "SELECT CAST('1x' AS SIGNED)")
+					s.same(rsStr)
+					s.sameIn(proto, call)
+				}
+			}
+		},
+	},
+	{
 		// After stored code, mycached reads the session's variables again
 		// before the next statement it may cache; not before one that
 		// reads what the code left (prepared, as PDO and mysqli do).

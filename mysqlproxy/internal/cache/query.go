@@ -37,7 +37,9 @@ func (c *Session) Query(p []byte, sql string) error {
 		c.e.Queries.note(info.Digest, info.WhyNot, 0)
 	}
 	execDiag := c.notePrepared(sql)
-	if c.lastHit != nil && (c.hitDiag&diagnosticsRead(sql) != 0 || execDiag) {
+	// Stored code, or statements the text does not show, may read the
+	// diagnostics (SHOW WARNINGS, GET DIAGNOSTICS in a procedure).
+	if c.lastHit != nil && (c.hitDiag&diagnosticsRead(sql) != 0 || execDiag || runsHiddenStatements(info, sql)) {
 		if err := c.rerunLastHit(); err != nil {
 			return err
 		}
@@ -218,7 +220,7 @@ func (c *Session) Execute(p []byte, st *relay.Stmt) error {
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	p = relay.WithTypes(st, p)
-	if c.lastHit != nil && c.hitDiag&diagnosticsRead(st.SQL) != 0 {
+	if c.lastHit != nil && (c.hitDiag&diagnosticsRead(st.SQL) != 0 || runsHiddenStatements(info, st.SQL)) {
 		if err := c.rerunLastHit(); err != nil {
 			return err
 		}
