@@ -91,6 +91,18 @@ func TestCallWrites(t *testing.T) {
 			t.Errorf("after %s, which did not write u, %s went to the server (%s): it invalidated more than it wrote", stmt, qu, got)
 		}
 	}
+	// A client on classic EOF packets, whose result's end carries no
+	// state changes.
+	classic := dialRaw(t, f.a.addr, "root", rootPass, f.name, false)
+	for _, stmt := range []string{"SELECT writes_f()", "SELECT writes_f() FROM u"} {
+		warm()
+		if _, err := classic.Execute(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+		if got, want := connDump(other, q), dump(t, f.direct, q); got != want {
+			t.Errorf("right after %s from a client on classic EOF, another session read %s, want %s (stale)", stmt, got, want)
+		}
+	}
 
 	for _, stmts := range [][]string{
 		{"CALL writes()"},
@@ -313,6 +325,43 @@ func TestTriggerWritesWithFollowerLate(t *testing.T) {
 		}
 		for _, s := range stmts {
 			execOn(t, w, s)
+		}
+		f.fresh(t, q)
+	}
+}
+
+// TestRoutineWritesWithFollowerLate: a statement whose stored function
+// wrote, run while the follower is too far behind to say in time what it
+// wrote, bumps the global generation, as a CALL does, in autocommit and
+// in a transaction alike. No session reads what the function wrote stale.
+func TestRoutineWritesWithFollowerLate(t *testing.T) {
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{MaxStaleness: 100 * time.Millisecond})
+	for _, s := range []string{
+		"CREATE TABLE filler (id INT PRIMARY KEY, pad CHAR(200))",
+		"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 0)",
+		"CREATE FUNCTION bump() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN UPDATE t SET v = v + 1 WHERE id = 1; RETURN 1; END",
+	} {
+		mustExec(t, f.direct, s)
+	}
+	f.sync(t)
+	const q = "SELECT v FROM t WHERE id = 1"
+	next := 0
+	for _, stmts := range [][]string{
+		{"SELECT bump()"},
+		{"DO bump()"},
+		{"SELECT bump() FROM filler WHERE id = 1"},
+		{"START TRANSACTION", "SELECT bump()", "COMMIT"},
+	} {
+		f.warm(t, q)
+		// A transaction large enough to keep the followers busy.
+		mustExec(t, f.direct, fmt.Sprintf("INSERT INTO filler SELECT seq, 'x' FROM seq_%d_to_%d", next+1, next+300000))
+		next += 300000
+		w := conn(t, f.viaA)
+		for _, s := range stmts {
+			if _, err := queryDump(context.Background(), w, s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
 		}
 		f.fresh(t, q)
 	}

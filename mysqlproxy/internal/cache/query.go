@@ -593,12 +593,26 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 				c.e.Store.Bump(context.Background(), ds)
 				c.e.Stats.invalidations.Add(uint64(len(ds)))
 			}
+		} else if !ok && !c.refusedBeforeRunning(info, resp) {
+			// The follower could not say in time what it wrote (it is
+			// late, the state was not seen, or the writes are not
+			// committed yet).
+			if c.s.InTransaction() {
+				// The COMMIT waits for the follower, and bumps what
+				// it applied, or else everything.
+				if !slices.Contains(c.txUnseen, deps.Global) {
+					c.txUnseen = append(c.txUnseen, deps.Global)
+				}
+			} else {
+				// Bumped as with no follower, as a CALL's would be.
+				c.routineRan(lastGTID, resp.Tracked.Unseen)
+			}
 		}
 	}
 	if c.e.follower.Load() != nil && !c.refusedBeforeRunning(info, resp) {
 		c.noteOwnWrite(lastGTID, info, sql)
 	} else if info.CallsRoutine && !c.refusedBeforeRunning(info, resp) {
-		c.routineRan(lastGTID)
+		c.routineRan(lastGTID, resp.Tracked.Unseen)
 	}
 	c.transition(info, sql, before, resp)
 	if (info.CallsRoutine || info.ParseError) && c.s.InTransaction() {
@@ -1027,21 +1041,23 @@ const callApplyWait = 250 * time.Millisecond
 
 // routineRan handles a statement that ran a stored function (SELECT f(),
 // DO f(), INSERT ... VALUES (f())) on a sidecar with no follower, which
-// would otherwise apply what the function wrote: its text cannot say, so
+// would otherwise apply what the function wrote, or whose follower could
+// not say in time (unseen: the state changed in ways no tracker showed):
+// its text cannot say, so
 // the global generation is bumped once the writes are committed. The
 // server tells whether they were where it reports @@last_gtid (prev is its
 // value before the statement), which changes with each transaction the
 // session commits to the binlog: a function that only reads costs
 // nothing. With no trackers, or in a transaction (bumped when it ends,
 // if it committed anything), it is bumped all the same.
-func (c *Session) routineRan(prev string) {
+func (c *Session) routineRan(prev string, unseen bool) {
 	if c.s.InTransaction() {
 		if !c.txRoutine {
 			c.txRoutine, c.txRoutineGTID = true, prev
 		}
 		return
 	}
-	if !c.s.Track || c.s.Vars["last_gtid"] != prev {
+	if !c.s.Track || unseen || c.s.Vars["last_gtid"] != prev {
 		c.e.Store.Bump(context.Background(), []string{deps.Global})
 		c.e.Stats.invalidations.Inc()
 	}
