@@ -1612,14 +1612,17 @@ var rsCases = []rsCase{
 		setup: append([]string{
 			"CREATE PROCEDURE p_sw() SHOW WARNINGS",
 			"CREATE PROCEDURE p_gd() BEGIN DECLARE n INT; GET DIAGNOSTICS n = NUMBER; SELECT n; END",
+			"CREATE FUNCTION f_fr() RETURNS INT READS SQL DATA RETURN FOUND_ROWS()",
+			"CREATE FUNCTION f_wc() RETURNS INT READS SQL DATA RETURN @@warning_count",
 		}, rsStateTab...),
 		body: func(x *rsRun) {
 			for _, proto := range []string{"text", "prepared"} {
-				for _, call := range []string{"CALL p_sw()", "CALL p_gd()"} {
+				for _, call := range []string{"CALL p_sw()", "CALL p_gd()", "SELECT f_fr()", "SELECT f_wc()",
+					"EXECUTE IMMEDIATE CONCAT('SELECT FOUND', '_ROWS()')"} {
 					// A session that has run no stored code yet.
 					s := x.rootVia(x.B())
 					s.warm(rsStr)
-					s.sameIn("text", "SELECT CAST('1x' AS SIGNED)")
+					s.sameIn("text", "SELECT CAST('1x' AS SIGNED) FROM seq_1_to_3")
 					s.same(rsStr)
 					s.sameIn(proto, call)
 				}

@@ -38,8 +38,9 @@ func (c *Session) Query(p []byte, sql string) error {
 	}
 	execDiag := c.notePrepared(sql)
 	// Stored code, or statements the text does not show, may read the
-	// diagnostics (SHOW WARNINGS, GET DIAGNOSTICS in a procedure).
-	if c.lastHit != nil && (c.hitDiag&diagnosticsRead(sql) != 0 || execDiag || runsHiddenStatements(info, sql)) {
+	// diagnostics (SHOW WARNINGS, GET DIAGNOSTICS in a procedure,
+	// FOUND_ROWS() in a function).
+	if c.lastHit != nil && (c.hitDiag&diagnosticsRead(sql) != 0 || execDiag || runsHiddenStatements(info, sql) || info.CallsRoutine) {
 		if err := c.rerunLastHit(); err != nil {
 			return err
 		}
@@ -220,7 +221,7 @@ func (c *Session) Execute(p []byte, st *relay.Stmt) error {
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	p = relay.WithTypes(st, p)
-	if c.lastHit != nil && (c.hitDiag&diagnosticsRead(st.SQL) != 0 || runsHiddenStatements(info, st.SQL)) {
+	if c.lastHit != nil && (c.hitDiag&diagnosticsRead(st.SQL) != 0 || runsHiddenStatements(info, st.SQL) || info.CallsRoutine) {
 		if err := c.rerunLastHit(); err != nil {
 			return err
 		}
