@@ -1606,6 +1606,32 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// A session whose variables mycached cannot read again (the
+		// server refuses its SHOW VARIABLES over a memory cap) reads
+		// from the server until it can.
+		class: "session", name: "variables-unreadable",
+		setup: rsRows,
+		body: func(x *rsRun) {
+			const q = "SELECT id / 7 FROM t WHERE id = 1"
+			const capped = "SET SESSION max_session_mem_used = 8192"
+			for _, p := range []*proxy{x.A(), x.B()} {
+				// Filled under the same cap (which is in the key), by a
+				// session whose variables were read before it.
+				w := x.rootVia(p)
+				w.exec(capped)
+				for range 3 {
+					w.same(q)
+				}
+				s := x.rootVia(p)
+				s.exec(capped)
+				// Unscoped: no tracker reports it, and its reading fails.
+				s.exec("SET @@div_precision_increment = 9")
+				s.same(q)
+				s.same(q)
+			}
+		},
+	},
+	{
 		// A procedure may read the diagnostics its caller's last
 		// statement left, which after a hit are the hit's to make.
 		class: "session", name: "diagnostics-read-by-a-procedure-after-a-hit",
