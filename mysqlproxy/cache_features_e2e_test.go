@@ -1709,3 +1709,121 @@ func (c *capsConn) Write(b []byte) (int, error) {
 	}
 	return c.Conn.Write(b)
 }
+
+// TestPreparedBeforeDDLSeesNewColumns: the server prepares a statement
+// again when what it reads changed, and says so in the execute's status
+// (METADATA_CHANGED), so that the client reads the new columns with the
+// rows. An execute of a statement prepared before DDL is not answered
+// from an entry that another statement, prepared after it, filled.
+func TestPreparedBeforeDDLSeesNewColumns(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	const q = "SELECT * FROM mc WHERE id = ?"
+	// prepare and execute speak the binary protocol with no cursor, as
+	// the MariaDB C library does.
+	prepare := func(c *rawConn) uint32 {
+		t.Helper()
+		if err := c.command(append([]byte{mysqlc.COM_STMT_PREPARE}, q...)...); err != nil {
+			t.Fatal(err)
+		}
+		ok, err := c.ReadPacket()
+		if err != nil || len(ok) < 12 || ok[0] != 0 {
+			t.Fatalf("prepare %s: %x %v", q, ok, err)
+		}
+		cols, params := binary.LittleEndian.Uint16(ok[5:]), binary.LittleEndian.Uint16(ok[7:])
+		for _, n := range []uint16{params, cols} {
+			if n == 0 {
+				continue
+			}
+			for range int(n) + 1 { // the definitions and their EOF
+				if _, err := c.ReadPacket(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return binary.LittleEndian.Uint32(ok[1:])
+	}
+	execute := func(c *rawConn, id uint32) (status uint16, columns int) {
+		t.Helper()
+		pkt := []byte{mysqlc.COM_STMT_EXECUTE, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, mysqlc.MYSQL_TYPE_LONGLONG, 0, 1, 0, 0, 0, 0, 0, 0, 0}
+		binary.LittleEndian.PutUint32(pkt[1:], id)
+		pkts, last := c.exchange(t, pkt...)
+		first, _ := hex.DecodeString(pkts[0])
+		return c.endStatus(last), int(first[0])
+	}
+	flags := func(addr string) (before, after uint16) {
+		db := m.NewDatabase(t)
+		m.Exec(t, "CREATE TABLE "+db+".mc (id INT PRIMARY KEY, a INT)")
+		m.Exec(t, "INSERT INTO "+db+".mc VALUES (1, 10)")
+		x, y := dialRaw(t, addr, "root", rootPass, db, false), dialRaw(t, addr, "root", rootPass, db, false)
+		old := prepare(x)
+		before, _ = execute(x, old)
+		if _, err := y.Execute("ALTER TABLE mc ADD COLUMN c INT DEFAULT 7"); err != nil {
+			t.Fatal(err)
+		}
+		fresh := prepare(y)
+		for range 3 {
+			execute(y, fresh)
+		}
+		after, cols := execute(x, old)
+		if cols != 3 {
+			t.Fatalf("%s after ADD COLUMN: %d columns, want 3", q, cols)
+		}
+		return before, after
+	}
+	db0, db1 := flags(m.Addr)
+	if db1&mysqlc.SERVER_STATUS_METADATA_CHANGED == 0 {
+		t.Fatalf("MariaDB did not flag the changed metadata: %#x", db1)
+	}
+	p0, p1 := flags(p.addr)
+	if p0 != db0 || p1 != db1 {
+		t.Fatalf("status through mycached %#x then %#x, directly %#x then %#x", p0, p1, db0, db1)
+	}
+}
+
+// TestHitQueryWasSlowIsTheSessions: the server flags a read that took
+// longer than the session's long_query_time (SERVER_QUERY_WAS_SLOW). A
+// hit's flag is the reading session's, whoever filled the entry.
+func TestHitQueryWasSlowIsTheSessions(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".s (id INT PRIMARY KEY)")
+	m.Exec(t, "INSERT INTO "+db+".s VALUES (1)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	// status reads q three times on a new session that first ran set,
+	// and returns the status of the last answer.
+	status := func(addr, set, q string) uint16 {
+		t.Helper()
+		c := dialRaw(t, addr, "root", rootPass, db, false)
+		if set != "" {
+			if _, err := c.Execute(set); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var st uint16
+		for range 3 {
+			_, last := c.exchange(t, append([]byte{mysqlc.COM_QUERY}, q...)...)
+			st = c.endStatus(last)
+		}
+		return st
+	}
+	pdb := openDB(t, rootDSN(p.addr, db, ""))
+	for i, c := range []struct{ filler, reader string }{
+		{"SET long_query_time = 0", ""},
+		{"", "SET long_query_time = 0"},
+		{"", "SET log_slow_query_time = 0"}, // its other name
+	} {
+		q := fmt.Sprintf("SELECT id FROM s WHERE id = %d", i+1)
+		status(p.addr, c.filler, q)
+		before := hits(t, pdb)
+		got, want := status(p.addr, c.reader, q), status(m.Addr, c.reader, q)
+		if hits(t, pdb) == before {
+			t.Fatalf("%s was not served from the cache", q)
+		}
+		if got != want {
+			t.Errorf("%s filled after %q, read after %q: status %#x, directly %#x", q, c.filler, c.reader, got, want)
+		}
+	}
+}

@@ -21,34 +21,35 @@ import (
 
 // Bypass reasons, as counted in metrics and shown by SHOW MYCACHED QUERIES.
 const (
-	whyNotCacheable   = "not-cacheable"
-	whyWriteTx        = "in-write-transaction"
-	whyTx             = "in-transaction"
-	whyTooLarge       = "too-large"
-	whyFillMemory     = "fill-memory-full"
-	whyPolicy         = "policy"
-	whyCacheError     = "cache-error"
-	whyPending        = "pending-invalidation"
-	whySessionOff     = "session-off"
-	whyHint           = "no-cache-hint"
-	whyTemporary      = "temporary-table"
-	whyCursor         = "cursor"
-	whyLongData       = "long-data"
-	whyTainted        = "session-state-unknown"
-	whyNotStored      = "not-stored"
-	whyUnknownTable   = "unknown-table"
-	whyNoMetadata     = "metadata-unavailable"
-	whyFollowerBehind = "binlog-follower-behind"
-	whyNotPaying      = "admission-rejected"
-	whyTxStart        = "starts-transaction"
-	whyTxSnapshot     = "takes-snapshot"
-	whyTxTracked      = "transaction-tracked"
-	whyUncommitted    = "read-uncommitted"
-	whyOwnWrite       = "own-write-unapplied"
-	whyLockingRead    = "serializable-locks"
-	whyStmtUnsure     = "statement-unsure"
-	whySharedUnproven = "shared-unproven"
-	whyHitDiagnostics = "after-a-hit-diagnostics"
+	whyNotCacheable      = "not-cacheable"
+	whyWriteTx           = "in-write-transaction"
+	whyTx                = "in-transaction"
+	whyTooLarge          = "too-large"
+	whyFillMemory        = "fill-memory-full"
+	whyPolicy            = "policy"
+	whyCacheError        = "cache-error"
+	whyPending           = "pending-invalidation"
+	whySessionOff        = "session-off"
+	whyHint              = "no-cache-hint"
+	whyTemporary         = "temporary-table"
+	whyCursor            = "cursor"
+	whyLongData          = "long-data"
+	whyTainted           = "session-state-unknown"
+	whyNotStored         = "not-stored"
+	whyUnknownTable      = "unknown-table"
+	whyNoMetadata        = "metadata-unavailable"
+	whyFollowerBehind    = "binlog-follower-behind"
+	whyNotPaying         = "admission-rejected"
+	whyTxStart           = "starts-transaction"
+	whyTxSnapshot        = "takes-snapshot"
+	whyTxTracked         = "transaction-tracked"
+	whyUncommitted       = "read-uncommitted"
+	whyOwnWrite          = "own-write-unapplied"
+	whyLockingRead       = "serializable-locks"
+	whyStmtUnsure        = "statement-unsure"
+	whySharedUnproven    = "shared-unproven"
+	whyHitDiagnostics    = "after-a-hit-diagnostics"
+	whyPreparedBeforeDDL = "prepared-before-ddl"
 )
 
 // bypassReasons returns the reasons above, which NewStats shows on
@@ -59,7 +60,7 @@ func bypassReasons() []string {
 		whyPending, whySessionOff, whyHint, whyTemporary, whyCursor, whyLongData,
 		whyTainted, whyNotStored, whyUnknownTable, whyNoMetadata, whyFollowerBehind,
 		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyUncommitted, whyOwnWrite,
-		whyLockingRead, whyStmtUnsure, whyFillMemory, whySharedUnproven,
+		whyLockingRead, whyStmtUnsure, whyFillMemory, whySharedUnproven, whyPreparedBeforeDDL,
 	}
 }
 
@@ -613,7 +614,12 @@ func (c *Session) replay(payload, p []byte) error {
 		}
 		// METADATA_CHANGED says the server prepared the statement again
 		// for the execute that filled the entry: a hit prepares nothing.
-		st := binary.LittleEndian.Uint16(raw[off:])&^(statusMask|mysql.SERVER_STATUS_METADATA_CHANGED) | c.s.Status&statusMask
+		// QUERY_WAS_SLOW says the filler's read took longer than its
+		// long_query_time; the hit's is this session's.
+		st := binary.LittleEndian.Uint16(raw[off:])&^(statusMask|mysql.SERVER_STATUS_METADATA_CHANGED|mysql.SERVER_QUERY_WAS_SLOW) | c.s.Status&statusMask
+		if i == n-1 && c.s.QueryWasSlow(time.Since(c.started)) {
+			st |= mysql.SERVER_QUERY_WAS_SLOW
+		}
 		var b [2]byte
 		binary.LittleEndian.PutUint16(b[:], st)
 		if _, err := w.Write(b[:]); err != nil {

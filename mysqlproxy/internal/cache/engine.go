@@ -330,6 +330,9 @@ type stmtNote struct {
 	// execute; known says whether mycached knew it then.
 	state uint64
 	known bool
+	// schema is the engine's schemaGen when the server last prepared
+	// the statement, at PREPARE or at an execute it ran.
+	schema uint64
 }
 
 // user is the session's user name as policies see it: the account's.

@@ -63,7 +63,7 @@ func (c *Session) sharedProof(shape string, ds []string, gens, local []uint64) p
 	_, _ = d.WriteString(shape)
 	_, _ = d.WriteString("\x00")
 	_, _ = d.WriteString(c.db)
-	p := proof{account: xxhash.Sum64String(c.scope()), shape: d.Sum64(), schema: c.e.metaGen() + c.e.ddlSeen.Load()}
+	p := proof{account: xxhash.Sum64String(c.scope()), shape: d.Sum64(), schema: c.e.schemaGen()}
 	for i, name := range ds {
 		if name != deps.Global {
 			continue

@@ -198,7 +198,7 @@ func (c *Session) Prepare(p []byte) (*relay.Stmt, error) {
 	if st != nil {
 		st.Ext = &stmtNote{
 			info: c.e.Analyzer.AnalyzeIn(st.SQL, c.dialect()), db: c.s.Hello.DB,
-			state: c.state.digestOf(c.s), known: known,
+			state: c.state.digestOf(c.s), known: known, schema: c.e.schemaGen(),
 		}
 	}
 	return st, err
@@ -234,6 +234,20 @@ func (c *Session) Execute(p []byte, st *relay.Stmt) error {
 			before := c.s.Status
 			err := c.s.RelayMode(p, relay.ModeResult)
 			c.ran(before, info)
+			return err
+		}
+		if gen := c.e.schemaGen(); note.schema != gen {
+			// DDL since the server prepared it: the server prepares it
+			// again for this execute if what it reads changed, and says
+			// so (METADATA_CHANGED), so that the client reads the new
+			// columns. A hit would not.
+			c.e.Stats.bypass(whyPreparedBeforeDDL)
+			before := c.s.Status
+			err := c.s.RelayMode(p, relay.ModeResult)
+			c.ran(before, info)
+			if err == nil {
+				note.schema = gen
+			}
 			return err
 		}
 		return c.read(p, info, st.SQL, st)

@@ -62,6 +62,10 @@ type depsKey struct {
 
 const maxDepsMemo = 20000
 
+// schemaGen counts the DDL the engine has seen, relayed or applied by
+// the follower: what a shape reads may have changed since.
+func (e *Engine) schemaGen() uint64 { return e.metaGen() + e.ddlSeen.Load() }
+
 func (e *Engine) metaGen() uint64 {
 	if e.meta() == nil {
 		return 0

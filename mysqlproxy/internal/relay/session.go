@@ -147,6 +147,12 @@ type Session struct {
 	// "the state changed"): their values are read again before the next
 	// read that the cache may answer.
 	StaleVars []string
+	// slow is long_query_time as of VarsGen+1 = gen (QueryWasSlow).
+	slow struct {
+		gen   uint64
+		after time.Duration
+		known bool
+	}
 	// Account is the account alone ("user@host"), "" when not known.
 	Account string
 	// GrantsTurn says why the grants are read next (see setIdentity);

@@ -188,11 +188,28 @@ func (s *Session) setVar(name, val string) {
 		}
 		return
 	}
+	if name == "log_slow_query_time" {
+		name = "long_query_time" // its other name
+	}
 	if old, ok := s.Vars[name]; ok && old == val {
 		return
 	}
 	s.Vars[name] = val
 	s.VarsGen++
+}
+
+// QueryWasSlow reports whether the server would have flagged a statement
+// that took elapsed as slow (SERVER_QUERY_WAS_SLOW): longer than the
+// session's long_query_time.
+func (s *Session) QueryWasSlow(elapsed time.Duration) bool {
+	if s.slow.gen != s.VarsGen+1 {
+		s.slow.gen, s.slow.known = s.VarsGen+1, false
+		if v, ok := s.Vars["long_query_time"]; ok {
+			lqt, err := strconv.ParseFloat(v, 64)
+			s.slow.after, s.slow.known = time.Duration(lqt*float64(time.Second)), err == nil
+		}
+	}
+	return s.slow.known && elapsed > s.slow.after
 }
 
 // limitIn returns the number that follows name in a row of SHOW GRANTS.
@@ -645,7 +662,7 @@ const (
 		"'max_recursive_iterations', 'system_versioning_asof', 'block_encryption_mode', " +
 		"'character_set_collations', 'standard_compliant_cte', 'max_join_size', " +
 		"'sql_big_selects', 'old_passwords', 'sql_notes', 'init_connect', " +
-		"'sql_log_bin', 'timestamp', 'completion_type'"
+		"'sql_log_bin', 'timestamp', 'completion_type', 'long_query_time'"
 )
 
 // MarkVarsStale has the session read again, before its next cacheable
