@@ -35,6 +35,8 @@ type txn struct {
 	// table maps name them.
 	annotate string
 	mapped   []sqlinfo.Table
+	// events are the kinds of rows events each mapped table got.
+	events map[sqlinfo.Table]meta.CoEvent
 }
 
 func (t *txn) start(g mysql.MariadbGTID, ts uint32, standalone bool) {
@@ -42,6 +44,32 @@ func (t *txn) start(g mysql.MariadbGTID, ts uint32, standalone bool) {
 	clear(t.deps)
 	clear(t.rows)
 	t.annotate, t.mapped = "", t.mapped[:0]
+	clear(t.events)
+}
+
+// rowsEvent notes the kind of a rows event on a table.
+func (t *txn) rowsEvent(typ replication.EventType, e *replication.RowsEvent) {
+	if e.Table == nil {
+		return
+	}
+	var ev meta.CoEvent
+	switch typ {
+	case replication.WRITE_ROWS_EVENTv0, replication.WRITE_ROWS_EVENTv1, replication.WRITE_ROWS_EVENTv2,
+		replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1:
+		ev = meta.CoInsert
+	case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2,
+		replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1, replication.PARTIAL_UPDATE_ROWS_EVENT:
+		ev = meta.CoUpdate
+	case replication.DELETE_ROWS_EVENTv0, replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2,
+		replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
+		ev = meta.CoDelete
+	default:
+		return
+	}
+	if t.events == nil {
+		t.events = make(map[sqlinfo.Table]meta.CoEvent)
+	}
+	t.events[sqlinfo.Table{DB: string(e.Table.Schema), Name: string(e.Table.Table)}] |= ev
 }
 
 func (t *txn) add(ds ...string) {
@@ -99,6 +127,7 @@ func (f *Follower) handle(t *txn, ev *replication.BinlogEvent) {
 			t.mapped = append(t.mapped, tb)
 		}
 	case *replication.RowsEvent:
+		t.rowsEvent(ev.Header.EventType, e)
 		f.rows(t, ev.Header.EventType, e)
 		if e.Flags&replication.RowsEventStmtEndFlag != 0 {
 			f.statementEnd(t)
@@ -239,21 +268,34 @@ func (f *Follower) rows(t *txn, typ replication.EventType, e *replication.RowsEv
 // to non-transactional tables is logged apart, with the annotation again
 // and only those tables mapped: they are taken to be written by the
 // tables the annotation names, in the database it names or in theirs.
+//
+// A statement maps the tables of the triggers of its own events only (an
+// UPDATE those of UPDATE triggers): what it teaches is for the events a
+// writer's rows showed (see meta.CoKeys). A table that got rows of an
+// event in the statement had that event's triggers mapped with it,
+// whether the statement or a trigger wrote it.
 func (f *Follower) statementEnd(t *txn) {
-	mapped, annotate := t.mapped, t.annotate
+	mapped, annotate, events := t.mapped, t.annotate, t.events
 	t.annotate, t.mapped = "", t.mapped[:0]
+	defer clear(t.events)
 	if len(mapped) == 0 {
 		return
+	}
+	keys := func(tb sqlinfo.Table, ev meta.CoEvent) []string {
+		return meta.CoKeys(f.name(tb), ev)
 	}
 	if len(mapped) == 1 && (annotate == "" || nearStart(annotate, mapped[0].Name)) {
 		// One table, which the statement most likely names: seen to
 		// write no other.
-		f.opts.Meta.NoteCoWrites([]string{f.name(mapped[0])}, nil)
+		f.opts.Meta.NoteCoWrites(keys(mapped[0], events[mapped[0]]), nil)
 		return
 	}
 	var writes []sqlinfo.Table
+	var stmtEvents meta.CoEvent
 	if annotate != "" {
-		writes = statementAnalyzer.AnalyzeIn(annotate, sqlinfo.Dialect{Unknown: true}).Writes
+		info := statementAnalyzer.AnalyzeIn(annotate, sqlinfo.Dialect{Unknown: true})
+		writes = info.Writes
+		stmtEvents = annotatedEvents(info)
 	}
 	named := make([]bool, len(mapped))
 	anyNamed := false
@@ -271,31 +313,55 @@ func (f *Follower) statementEnd(t *txn) {
 	case anyNamed:
 		for i, tb := range mapped {
 			if named[i] {
-				writers = append(writers, f.name(tb))
+				writers = append(writers, keys(tb, events[tb])...)
 			} else {
 				written = append(written, f.name(tb))
 			}
 		}
 	case len(writes) > 0:
+		// Named tables that are not mapped (a view's): the events are
+		// the statement's.
 		for _, tb := range mapped {
 			written = append(written, f.name(tb))
 		}
 		for _, w := range writes {
 			if w.DB != "" {
-				writers = append(writers, f.name(w))
+				writers = append(writers, keys(w, stmtEvents)...)
 				continue
 			}
 			for _, tb := range mapped {
-				writers = append(writers, f.name(sqlinfo.Table{DB: tb.DB, Name: w.Name}))
+				writers = append(writers, keys(sqlinfo.Table{DB: tb.DB, Name: w.Name}, stmtEvents)...)
 			}
 		}
 	default:
 		for _, tb := range mapped {
-			writers = append(writers, f.name(tb))
+			writers = append(writers, keys(tb, events[tb])...)
+			written = append(written, f.name(tb))
 		}
-		written = writers
 	}
 	f.opts.Meta.NoteCoWrites(writers, written)
+}
+
+// annotatedEvents returns the events a statement surely has, whose
+// triggers it maps: only those, so that what it teaches of one does not
+// stand for another (LOAD DATA may be a REPLACE: its INSERT only).
+func annotatedEvents(info *sqlinfo.Info) meta.CoEvent {
+	switch info.Kind {
+	case sqlinfo.Insert:
+		if info.OnDuplicate {
+			return meta.CoInsert | meta.CoUpdate
+		}
+		return meta.CoInsert
+	case sqlinfo.Replace:
+		return meta.CoInsert | meta.CoDelete
+	case sqlinfo.LoadData:
+		return meta.CoInsert
+	case sqlinfo.Update:
+		return meta.CoUpdate
+	case sqlinfo.Delete:
+		return meta.CoDelete
+	}
+	return 0
 }
 
 // nearStart reports whether name is in the first 4 KiB of q, in any case:

@@ -936,7 +936,7 @@ func (c *Session) coWritesUnseen(info *sqlinfo.Info) bool {
 // generation (see the caller), since a trigger may write any database.
 func (c *Session) unseenCoWrites(info *sqlinfo.Info) bool {
 	switch info.Kind {
-	case sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace:
+	case sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace, sqlinfo.LoadData:
 	default:
 		return false
 	}
@@ -954,12 +954,13 @@ func (c *Session) unseenCoWrites(info *sqlinfo.Info) bool {
 			continue // no trigger: what it writes with it are its children
 		}
 		// A view is never in the binlog: its base tables are.
-		if (tm == nil || tm.Kind != meta.View) && !m.CoWritesSeen(name) {
+		ev := writeEvents(info)
+		if (tm == nil || tm.Kind != meta.View) && !coWritesSeen(m, name, ev) {
 			return true
 		}
 		if tm != nil {
 			for _, a := range tm.Also {
-				if !m.CoWritesSeen(a) {
+				if !coWritesSeen(m, a, ev) {
 					return true
 				}
 			}
@@ -1049,6 +1050,35 @@ func (c *Session) logBinOff() bool {
 	return ok && !strings.EqualFold(v, "ON") && v != "1"
 }
 
+// writeEvents returns the events whose triggers a write may fire.
+func writeEvents(info *sqlinfo.Info) meta.CoEvent {
+	switch info.Kind {
+	case sqlinfo.Insert:
+		if info.OnDuplicate {
+			return meta.CoInsert | meta.CoUpdate
+		}
+		return meta.CoInsert
+	case sqlinfo.Update:
+		return meta.CoUpdate
+	case sqlinfo.Delete:
+		return meta.CoDelete
+	case sqlinfo.LoadData:
+		return meta.CoInsert | meta.CoDelete // LOAD DATA ... REPLACE deletes
+	}
+	return meta.CoAll
+}
+
+// coWritesSeen reports whether the follower has seen what writes of the
+// events ev to table write with it.
+func coWritesSeen(m *meta.Meta, table string, ev meta.CoEvent) bool {
+	for _, k := range meta.CoKeys(table, ev) {
+		if !m.CoWritesSeen(k) {
+			return false
+		}
+	}
+	return true
+}
+
 // callApplyWait bounds how long a CALL that wrote waits for the follower
 // to apply its transaction before it bumps the global generation
 // instead.
@@ -1096,7 +1126,7 @@ func (c *Session) deferrable(info *sqlinfo.Info, written []sqlinfo.Table, extra 
 		if m == nil || m.Kind != meta.Base || !m.Transactional || len(m.Also) > 0 {
 			return false
 		}
-		for _, ch := range append(c.e.meta().Children(c.e.namer().Table(t.DB, t.Name)), c.coWritten(t)...) {
+		for _, ch := range append(c.e.meta().Children(c.e.namer().Table(t.DB, t.Name)), c.coWritten(info, t)...) {
 			// Foreign keys exist between transactional tables only, but
 			// a child whose engine is unknown is bumped at once; so is a
 			// table triggers write, unless transactional.

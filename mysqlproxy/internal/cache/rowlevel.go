@@ -191,7 +191,7 @@ func (c *Session) readDepsFor(info *sqlinfo.Info, params []wire.Param, memo bool
 // triggers do (meta.NoteCoWrites).
 func (c *Session) writeDeps(info *sqlinfo.Info, t sqlinfo.Table, resp *relay.Response, params []wire.Param) []string {
 	ds := c.tableWriteDeps(info, t, resp, params)
-	for _, cw := range c.coWritten(t) {
+	for _, cw := range c.coWritten(info, t) {
 		if cw == deps.Global {
 			ds = append(ds, cw)
 		} else {
@@ -201,18 +201,24 @@ func (c *Session) writeDeps(info *sqlinfo.Info, t sqlinfo.Table, resp *relay.Res
 	return ds
 }
 
-// coWritten returns the tables that writes to t, or to its bases, were
-// seen to change too.
-func (c *Session) coWritten(t sqlinfo.Table) []string {
+// coWritten returns the tables that writes like info's (of its events)
+// to t, or to its bases, were seen to change too.
+func (c *Session) coWritten(info *sqlinfo.Info, t sqlinfo.Table) []string {
 	m := c.e.meta()
 	if m == nil {
 		return nil
 	}
+	ev := writeEvents(info)
 	name := c.e.namer().Table(t.DB, t.Name)
-	out := m.CoWritten(name)
+	var out []string
+	for _, k := range meta.CoKeys(name, ev) {
+		out = append(out, m.CoWritten(k)...)
+	}
 	if tm := m.Known(name); tm != nil {
 		for _, a := range tm.Also {
-			out = append(out, m.CoWritten(a)...)
+			for _, k := range meta.CoKeys(a, ev) {
+				out = append(out, m.CoWritten(k)...)
+			}
 		}
 	}
 	return out

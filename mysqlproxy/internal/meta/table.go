@@ -165,15 +165,45 @@ func (m *Meta) Children(table string) []string {
 	return out
 }
 
-// Bounds of what NoteCoWrites keeps: the tables it knows co-writes of,
-// the co-written tables of each, and the co-written tables of all. Past
-// the last two a table's co-written tables are deps.Global; a table past
-// the first is not noted.
+// Bounds of what NoteCoWrites keeps: the writers (CoKeys) it knows
+// co-writes of, the co-written tables of each, and the co-written tables
+// of all. Past the last two a writer's co-written tables are deps.Global;
+// a writer past the first is not noted, and stays unseen.
 const (
-	maxCoWriters    = 1 << 16
+	maxCoWriters    = 1 << 18
 	maxCoWritten    = 64
 	maxCoWrittenAll = 1 << 18
 )
+
+// CoEvent is a kind of write to a table: each fires the table's triggers
+// for that event only, and the binlog maps, before a statement's rows,
+// the tables its own events' triggers may write.
+type CoEvent uint8
+
+const (
+	CoInsert CoEvent = 1 << iota
+	CoUpdate
+	CoDelete
+	CoAll = CoInsert | CoUpdate | CoDelete
+)
+
+var coEventNames = [...]struct {
+	e      CoEvent
+	suffix string
+}{{CoInsert, "#insert"}, {CoUpdate, "#update"}, {CoDelete, "#delete"}}
+
+// CoKeys returns the names NoteCoWrites, CoWritesSeen and CoWritten know
+// a table's writes of the events ev by: one per event. A range
+// generation's name escapes '#'.
+func CoKeys(table string, ev CoEvent) []string {
+	var out []string
+	for _, n := range coEventNames {
+		if ev&n.e != 0 {
+			out = append(out, table+n.suffix)
+		}
+	}
+	return out
+}
 
 // NoteCoWrites records that one statement that wrote each of writers
 // wrote every table of written too (range generations' names), as the
@@ -194,9 +224,45 @@ func (m *Meta) NoteCoWrites(writers, written []string) {
 func (m *Meta) noteCoWritesLocked(writers, written []string, seen bool) {
 	changed := false
 	for _, w := range writers {
+		if len(written) > 0 {
+			set := m.coWrites[w]
+			if set == nil {
+				if len(m.coWrites) >= maxCoWriters {
+					// No room for what it writes: it is not seen, and
+					// its writes wait for the follower.
+					changed = changed || !m.coWritersFull || m.coSeen[w]
+					m.coWritersFull = true
+					delete(m.coSeen, w)
+					continue
+				}
+				if m.coWrites == nil {
+					m.coWrites = make(map[string]map[string]bool)
+				}
+				set = make(map[string]bool)
+				m.coWrites[w] = set
+			}
+			self := w
+			if i := strings.LastIndexByte(w, '#'); i >= 0 {
+				self = w[:i] // a CoKeys name
+			}
+			for _, t := range written {
+				switch {
+				case t == w || t == self || set[t]:
+				case len(set) < maxCoWritten && m.coWritten < maxCoWrittenAll:
+					set[t] = true
+					m.coWritten++
+					changed = true
+				default:
+					// Too many to name: a write to it changes anything.
+					set[deps.Global] = true
+					changed = true
+				}
+			}
+		}
 		switch {
 		case !seen || m.coSeen[w]:
 		case len(m.coSeen) >= maxCoWriters:
+			// Not seen: its writes wait for the follower.
 			changed = changed || !m.coWritersFull
 			m.coWritersFull = true
 		default:
@@ -205,35 +271,6 @@ func (m *Meta) noteCoWritesLocked(writers, written []string, seen bool) {
 			}
 			m.coSeen[w] = true
 			changed = true
-		}
-		if len(written) == 0 {
-			continue
-		}
-		set := m.coWrites[w]
-		if set == nil {
-			if len(m.coWrites) >= maxCoWriters {
-				changed = changed || !m.coWritersFull
-				m.coWritersFull = true
-				continue
-			}
-			if m.coWrites == nil {
-				m.coWrites = make(map[string]map[string]bool)
-			}
-			set = make(map[string]bool)
-			m.coWrites[w] = set
-		}
-		for _, t := range written {
-			switch {
-			case t == w || set[t]:
-			case len(set) < maxCoWritten && m.coWritten < maxCoWrittenAll:
-				set[t] = true
-				m.coWritten++
-				changed = true
-			default:
-				// Too many to name: a write to it changes anything.
-				set[deps.Global] = true
-				changed = true
-			}
 		}
 	}
 	if changed {
@@ -247,8 +284,8 @@ func (m *Meta) noteCoWritesLocked(writers, written []string, seen bool) {
 type CoWrites struct {
 	Seen   []string            `json:"seen"`
 	Writes map[string][]string `json:"writes"`
-	// Full says a writer was not noted for want of room: every table
-	// counts as seen.
+	// Full says a writer was not noted for want of room (it stays
+	// unseen).
 	Full bool `json:"full,omitempty"`
 	// Children are the foreign-key children known of each parent (see
 	// Children). A restart that resumes the binlog where it stopped
@@ -312,15 +349,16 @@ func (m *Meta) RestoreCoWrites(c CoWrites) {
 }
 
 // CoWritesSeen reports whether the binlog has shown what a statement
-// writing table (a range generation's name) writes with it, so that
+// writing table (a range generation's name, or one of its CoKeys) writes
+// with it, so that
 // CoWritten tells them all: triggers' tables are mapped even when they
 // write nothing. DDL on the table, or DDL mycached cannot map (Forget,
 // ForgetAll), makes it unseen again, as it may have changed its triggers.
-// Past the bound of tables noted, every table counts as seen.
+// A writer past the bound of those noted stays unseen.
 func (m *Meta) CoWritesSeen(table string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.coSeen[table] || m.coWritersFull
+	return m.coSeen[table]
 }
 
 // CoWritten returns the tables (range generations' names) that a
@@ -359,9 +397,11 @@ func (m *Meta) Forget(table string) {
 	m.gen++
 	m.genA.Add(1)
 	delete(m.tables, table)
-	if m.coSeen[table] {
-		delete(m.coSeen, table)
-		m.coVersion++
+	for _, k := range append(CoKeys(table, CoAll), table) {
+		if m.coSeen[k] {
+			delete(m.coSeen, k)
+			m.coVersion++
+		}
 	}
 	for k, e := range m.tables {
 		if e.t != nil && slices.Contains(e.t.Also, table) {

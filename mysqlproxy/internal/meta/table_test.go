@@ -3,6 +3,7 @@ package meta
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/mycached/mycached/mysqlproxy/internal/deps"
@@ -106,5 +107,47 @@ func TestCoWritesSnapshot(t *testing.T) {
 		if r.CoWritesVersion() == v {
 			t.Error("the version did not move with a change")
 		}
+	}
+}
+
+// TestCoWritesPerEvent: what writes of one event teach is known by that
+// event's key only, and DDL on the table forgets every event's.
+func TestCoWritesPerEvent(t *testing.T) {
+	m := &Meta{}
+	m.NoteCoWrites(CoKeys("d.t", CoUpdate), []string{"d.t", "d.pu"})
+	if got := m.CoWritten(CoKeys("d.t", CoUpdate)[0]); !slices.Equal(got, []string{"d.pu"}) {
+		t.Errorf("update co-writes %q, want [d.pu] (not the table itself)", got)
+	}
+	if m.CoWritesSeen(CoKeys("d.t", CoInsert)[0]) || !m.CoWritesSeen(CoKeys("d.t", CoUpdate)[0]) {
+		t.Error("an UPDATE's co-writes stand for another event, or not for its own")
+	}
+	if got := CoKeys("d.t", CoAll); len(got) != 3 {
+		t.Errorf("CoKeys(CoAll) = %q", got)
+	}
+	m.Forget("d.t")
+	if m.CoWritesSeen(CoKeys("d.t", CoUpdate)[0]) {
+		t.Error("DDL on d.t left its UPDATE co-writes seen")
+	}
+}
+
+// TestCoWritesPastTheBound: a writer whose co-writes find no room is not
+// seen, so that its writes wait for the follower rather than bump too
+// little.
+func TestCoWritesPastTheBound(t *testing.T) {
+	m := &Meta{coWrites: make(map[string]map[string]bool, maxCoWriters)}
+	shared := map[string]bool{"d.x": true}
+	for i := range maxCoWriters {
+		m.coWrites["d.t"+strconv.Itoa(i)] = shared
+	}
+	m.NoteCoWrites([]string{"d.old#insert"}, nil)
+	m.NoteCoWrites([]string{"d.new#insert", "d.old#insert"}, []string{"d.audit"})
+	for _, w := range []string{"d.new#insert", "d.old#insert"} {
+		if m.CoWritesSeen(w) {
+			t.Errorf("%s is seen, but what it writes was not noted", w)
+		}
+	}
+	m.NoteCoWrites([]string{"d.plain#update"}, nil)
+	if !m.CoWritesSeen("d.plain#update") {
+		t.Error("a writer that writes nothing else is not seen")
 	}
 }
