@@ -1827,3 +1827,44 @@ func TestHitQueryWasSlowIsTheSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestWarningsOfAnExecuteAfterDDL: an execute that goes to the server
+// after DDL, right after a hit, leaves its own warnings, which SHOW
+// WARNINGS then shows, not the hit's.
+func TestWarningsOfAnExecuteAfterDDL(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".w (id INT PRIMARY KEY, s VARCHAR(10))")
+	m.Exec(t, "INSERT INTO "+db+".w VALUES (1, '1x')")
+	m.Exec(t, "CREATE TABLE "+db+".other (id INT PRIMARY KEY)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	pdb := openDB(t, rootDSN(p.addr, db, ""))
+	const hit = "SELECT id FROM w WHERE id = 1"
+	run := func(sdb *sql.DB, ddl string) string {
+		c := conn(t, sdb)
+		st, err := c.PrepareContext(context.Background(), "SELECT CAST(s AS SIGNED) FROM w WHERE id = ?")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if sdb == pdb {
+			warmOn(t, pdb, c, hit)
+		}
+		execOn(t, conn(t, sdb), ddl)
+		dumpOn(t, c, hit)
+		rows, err := st.QueryContext(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		return dumpOn(t, c, "SHOW WARNINGS")
+	}
+	want := run(openDB(t, m.RootDSN(db)), "ALTER TABLE "+db+".other ADD COLUMN a INT")
+	if !strings.Contains(want, "1292") {
+		t.Fatalf("directly, SHOW WARNINGS gave %s", want)
+	}
+	if got := run(pdb, "ALTER TABLE "+db+".other ADD COLUMN b INT"); got != want {
+		t.Errorf("SHOW WARNINGS after the execute: got %s, want %s", got, want)
+	}
+}

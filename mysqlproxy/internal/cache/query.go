@@ -230,21 +230,14 @@ func (c *Session) Execute(p []byte, st *relay.Stmt) error {
 		if !note.known {
 			// Prepared under a state mycached did not know: its key
 			// cannot say how the server parsed it.
-			c.e.Stats.bypass(whyTainted)
-			before := c.s.Status
-			err := c.s.RelayMode(p, relay.ModeResult)
-			c.ran(before, info)
-			return err
+			return c.relayRead(p, info, st.SQL, whyTainted)
 		}
 		if gen := c.e.schemaGen(); note.schema != gen {
 			// DDL since the server prepared it: the server prepares it
 			// again for this execute if what it reads changed, and says
 			// so (METADATA_CHANGED), so that the client reads the new
 			// columns. A hit would not.
-			c.e.Stats.bypass(whyPreparedBeforeDDL)
-			before := c.s.Status
-			err := c.s.RelayMode(p, relay.ModeResult)
-			c.ran(before, info)
+			err := c.relayRead(p, info, st.SQL, whyPreparedBeforeDDL)
 			if err == nil {
 				note.schema = gen
 			}
@@ -257,6 +250,17 @@ func (c *Session) Execute(p []byte, st *relay.Stmt) error {
 		params = relay.ExecuteParams(st, p)
 	}
 	return c.executeParams(p, info, st.SQL, params)
+}
+
+// relayRead relays a cacheable read that must not use the cache, for
+// reason why, and follows what it did to the session as read does.
+func (c *Session) relayRead(p []byte, info *sqlinfo.Info, sql, why string) error {
+	c.e.Stats.bypass(why)
+	before := c.s.Status
+	err := c.s.RelayMode(p, relay.ModeResult)
+	c.ran(before, info)
+	c.ranSinceHit(info, sql, &c.s.Last)
+	return err
 }
 
 // read handles a cacheable read, and follows the transaction it may have
