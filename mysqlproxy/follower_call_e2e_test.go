@@ -416,3 +416,103 @@ func TestTriggerWritesPerEvent(t *testing.T) {
 		}
 	}
 }
+
+// TestCoWritesLearnedRight: what the follower learns of a table's
+// triggers from the binlog stands for later writes only where it holds.
+// Each case learns from writes through a sidecar, then writes again
+// while the followers are busy: what its trigger or function wrote is
+// fresh right after the OK.
+func TestCoWritesLearnedRight(t *testing.T) {
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	other := f.name + "_other"
+	mustExec(t, f.direct, "CREATE DATABASE "+other)
+	t.Cleanup(func() { _, _ = f.direct.Exec("DROP DATABASE " + other) })
+	mustExec(t, f.direct, "CREATE TABLE filler (id INT PRIMARY KEY, pad CHAR(100))")
+	mustExec(t, f.direct, "SET GLOBAL log_bin_trust_function_creators = 1")
+	next := 0
+	for _, c := range []struct {
+		name                      string
+		setup, learn, write, then []string
+		read                      string
+	}{{
+		// A REPLACE that updates in place maps no UPDATE trigger.
+		name: "replace-in-place",
+		setup: []string{
+			"CREATE TABLE rq (id INT PRIMARY KEY, v INT)", "INSERT INTO rq VALUES (1, 0), (2, 0)",
+			"CREATE TABLE rqu (id INT PRIMARY KEY, n INT)", "INSERT INTO rqu VALUES (1, 0)",
+			"CREATE TRIGGER rq_au AFTER UPDATE ON rq FOR EACH ROW UPDATE rqu SET n = n + 1 WHERE id = 1",
+		},
+		learn: []string{"REPLACE INTO rq VALUES (1, 7)", "REPLACE INTO rq VALUES (1, 8)"},
+		write: []string{"UPDATE rq SET v = v + 1 WHERE id = 2"},
+		read:  "SELECT n FROM rqu WHERE id = 1",
+	}, {
+		name: "same-name-other-database",
+		setup: []string{
+			"CREATE TABLE xd (id INT PRIMARY KEY, v INT)", "INSERT INTO xd VALUES (1, 0), (2, 0)",
+			"CREATE TABLE " + other + ".xd (id INT PRIMARY KEY, v INT)", "INSERT INTO " + other + ".xd VALUES (1, 0)",
+			"CREATE TRIGGER xd_au AFTER UPDATE ON xd FOR EACH ROW UPDATE " + other + ".xd SET v = v + 1 WHERE id = 1",
+		},
+		learn: []string{"UPDATE xd SET v = v + 1 WHERE id = 1", "UPDATE xd SET v = v + 1 WHERE id = 1"},
+		write: []string{"UPDATE xd SET v = v + 1 WHERE id = 2"},
+		read:  "SELECT v FROM " + other + ".xd WHERE id = 1",
+	}, {
+		// The MyISAM and the InnoDB writes are logged apart.
+		name: "myisam-writes-innodb",
+		setup: []string{
+			"CREATE TABLE mq (id INT PRIMARY KEY, v INT) ENGINE=MyISAM", "INSERT INTO mq VALUES (1, 0), (2, 0)",
+			"CREATE TABLE mqx (id INT PRIMARY KEY, n INT) ENGINE=InnoDB", "INSERT INTO mqx VALUES (1, 0)",
+			"CREATE TRIGGER mq_au AFTER UPDATE ON mq FOR EACH ROW UPDATE mqx SET n = n + 1 WHERE id = 1",
+		},
+		learn: []string{"UPDATE mq SET v = v + 1 WHERE id = 1", "UPDATE mq SET v = v + 1 WHERE id = 1"},
+		write: []string{"UPDATE mq SET v = v + 1 WHERE id = 2"},
+		read:  "SELECT n FROM mqx WHERE id = 1",
+	}, {
+		// The written table's name is part of the statement's table's.
+		name: "name-within-a-name",
+		setup: []string{
+			"CREATE TABLE ms1xsrc (id INT PRIMARY KEY, v INT)", "INSERT INTO ms1xsrc VALUES (1, 0), (2, 0)",
+			"CREATE TABLE ms1x (id INT PRIMARY KEY, n INT) ENGINE=MyISAM", "INSERT INTO ms1x VALUES (1, 0)",
+			"CREATE TRIGGER ms1xsrc_au AFTER UPDATE ON ms1xsrc FOR EACH ROW UPDATE ms1x SET n = n + 1 WHERE id = 1",
+		},
+		learn: []string{"UPDATE ms1xsrc SET v = v + 1 WHERE id = 1", "UPDATE ms1xsrc SET v = v + 1 WHERE id = 1"},
+		write: []string{"UPDATE ms1xsrc SET v = v + 1 WHERE id = 2"},
+		read:  "SELECT n FROM ms1x WHERE id = 1",
+	}, {
+		// Others see a function's MyISAM write before the COMMIT.
+		name: "function-writes-myisam-in-a-transaction",
+		setup: []string{
+			"CREATE TABLE fmx (id INT PRIMARY KEY, n INT) ENGINE=MyISAM", "INSERT INTO fmx VALUES (1, 0)",
+			"CREATE FUNCTION fmf() RETURNS INT MODIFIES SQL DATA BEGIN UPDATE fmx SET n = n + 1 WHERE id = 1; RETURN 1; END",
+		},
+		write: []string{"BEGIN", "SELECT fmf()"},
+		then:  []string{"COMMIT"},
+		read:  "SELECT n FROM fmx WHERE id = 1",
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, s := range c.setup {
+				mustExec(t, f.direct, s)
+			}
+			f.sync(t)
+			for _, s := range c.learn {
+				mustExec(t, f.viaA, s)
+				f.sync(t)
+			}
+			time.Sleep(300 * time.Millisecond) // the bumps made again a moment later
+			f.warm(t, c.read)
+			mustExec(t, f.direct, fmt.Sprintf("INSERT INTO filler SELECT seq, 'x' FROM seq_%d_to_%d", next+1, next+200000))
+			next += 200000
+			w := conn(t, f.viaA)
+			for _, s := range c.write {
+				if _, err := queryDump(context.Background(), w, s); err != nil {
+					t.Fatalf("%s: %v", s, err)
+				}
+			}
+			f.fresh(t, c.read)
+			for _, s := range c.then {
+				execOn(t, w, s)
+			}
+			f.fresh(t, c.read)
+		})
+	}
+}

@@ -275,19 +275,13 @@ func (f *Follower) rows(t *txn, typ replication.EventType, e *replication.RowsEv
 // event in the statement had that event's triggers mapped with it,
 // whether the statement or a trigger wrote it.
 func (f *Follower) statementEnd(t *txn) {
+	// The annotation stays for the statement's next part, if any: its
+	// writes to tables of another kind of engine, logged apart with
+	// their own table maps, and without the text again.
 	mapped, annotate, events := t.mapped, t.annotate, t.events
-	t.annotate, t.mapped = "", t.mapped[:0]
+	t.mapped = t.mapped[:0]
 	defer clear(t.events)
 	if len(mapped) == 0 {
-		return
-	}
-	keys := func(tb sqlinfo.Table, ev meta.CoEvent) []string {
-		return meta.CoKeys(f.name(tb), ev)
-	}
-	if len(mapped) == 1 && (annotate == "" || nearStart(annotate, mapped[0].Name)) {
-		// One table, which the statement most likely names: seen to
-		// write no other.
-		f.opts.Meta.NoteCoWrites(keys(mapped[0], events[mapped[0]]), nil)
 		return
 	}
 	var writes []sqlinfo.Table
@@ -297,14 +291,42 @@ func (f *Follower) statementEnd(t *txn) {
 		writes = info.Writes
 		stmtEvents = annotatedEvents(info)
 	}
+	// A writer's rows show the events whose triggers were mapped, but
+	// for one: a REPLACE may update a row in place, with no UPDATE
+	// trigger mapped. So a writer's rows count only for the events its
+	// statement has, and without the text an update's not at all.
+	keys := func(tb sqlinfo.Table, ev meta.CoEvent) []string {
+		if annotate != "" {
+			ev &= stmtEvents
+		} else {
+			ev &^= meta.CoUpdate
+		}
+		return meta.CoKeys(f.name(tb), ev)
+	}
+	if len(mapped) == 1 && (annotate == "" || nearStart(annotate, mapped[0].Name)) {
+		// One table, which the statement most likely names: seen to
+		// write no other.
+		f.opts.Meta.NoteCoWrites(keys(mapped[0], events[mapped[0]]), nil)
+		return
+	}
 	named := make([]bool, len(mapped))
+	ambiguous := make([]bool, len(mapped))
 	anyNamed := false
 	for _, w := range writes {
+		var matched []int
 		for i, tb := range mapped {
 			// The annotation's current database is not logged: an
 			// unqualified name is any mapped table of that name.
 			if strings.EqualFold(tb.Name, w.Name) && (w.DB == "" || strings.EqualFold(tb.DB, w.DB)) {
 				named[i], anyNamed = true, true
+				matched = append(matched, i)
+			}
+		}
+		if len(matched) > 1 {
+			// Tables of one name in several databases: the statement
+			// wrote one, and its triggers may have written the others.
+			for _, i := range matched {
+				ambiguous[i] = true
 			}
 		}
 	}
@@ -314,7 +336,8 @@ func (f *Follower) statementEnd(t *txn) {
 		for i, tb := range mapped {
 			if named[i] {
 				writers = append(writers, keys(tb, events[tb])...)
-			} else {
+			}
+			if !named[i] || ambiguous[i] {
 				written = append(written, f.name(tb))
 			}
 		}
@@ -369,11 +392,18 @@ func annotatedEvents(info *sqlinfo.Info) meta.CoEvent {
 func nearStart(q, name string) bool {
 	q = q[:min(len(q), 4096)]
 	for i := 0; i+len(name) <= len(q); i++ {
-		if strings.EqualFold(q[i:i+len(name)], name) {
+		// The whole name: not a part of a longer one.
+		if strings.EqualFold(q[i:i+len(name)], name) &&
+			(i == 0 || !identByte(q[i-1])) && (i+len(name) == len(q) || !identByte(q[i+len(name)])) {
 			return true
 		}
 	}
 	return false
+}
+
+// identByte reports a byte that may be part of an unquoted identifier.
+func identByte(b byte) bool {
+	return b == '_' || b == '$' || b >= 0x80 || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
 }
 
 // name is a table's range generation's name; the grant tables are

@@ -143,7 +143,9 @@ func (c *Session) ranSinceHit(info *sqlinfo.Info, sql string, resp *relay.Respon
 	case sqlinfo.Set, sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace,
 		sqlinfo.DDL, sqlinfo.Begin, sqlinfo.Commit, sqlinfo.Rollback, sqlinfo.Savepoint, sqlinfo.LoadData:
 	default:
-		if info.Kind != sqlinfo.Other || sqlinfo.FirstKeyword(sql) != "DO" {
+		refused := (info.Kind == sqlinfo.Select || info.Kind == sqlinfo.Show) && resp.Kind == relay.RespErr
+		if (info.Kind != sqlinfo.Other || sqlinfo.FirstKeyword(sql) != "DO") && !refused {
+			// A read the server refused leaves FOUND_ROWS() alone.
 			c.hitDiag &^= diagFoundRows
 		}
 	}
@@ -621,6 +623,12 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 				// it applied, or else everything.
 				if !slices.Contains(c.txUnseen, deps.Global) {
 					c.txUnseen = append(c.txUnseen, deps.Global)
+				}
+				if resp.Tracked.Unseen || c.s.Vars["last_gtid"] != lastGTID {
+					// It committed some of it already: writes to
+					// non-transactional tables, which others see now.
+					c.e.Store.Bump(context.Background(), []string{deps.Global})
+					c.e.Stats.invalidations.Inc()
 				}
 			} else {
 				// Bumped as with no follower, as a CALL's would be.
