@@ -1814,6 +1814,7 @@ func TestHitQueryWasSlowIsTheSessions(t *testing.T) {
 		{"SET long_query_time = 0", ""},
 		{"", "SET long_query_time = 0"},
 		{"", "SET log_slow_query_time = 0"}, // its other name
+		{"", "SET @@long_query_time = 0"},   // which no tracker reports
 	} {
 		q := fmt.Sprintf("SELECT id FROM s WHERE id = %d", i+1)
 		status(p.addr, c.filler, q)
@@ -1825,6 +1826,25 @@ func TestHitQueryWasSlowIsTheSessions(t *testing.T) {
 		if got != want {
 			t.Errorf("%s filled after %q, read after %q: status %#x, directly %#x", q, c.filler, c.reader, got, want)
 		}
+	}
+	// A read run with SET STATEMENT long_query_time = 0 leaves the
+	// session's own value for the hits after it.
+	const q = "SELECT id FROM s WHERE id = 1 /* set statement */"
+	status(p.addr, "", q)
+	var got, want uint16
+	for i, addr := range []string{p.addr, m.Addr} {
+		c := dialRaw(t, addr, "root", rootPass, db, true)
+		for _, s := range []string{q, "SET STATEMENT long_query_time = 0 FOR " + q, q} {
+			_, last := c.exchange(t, append([]byte{mysqlc.COM_QUERY}, s...)...)
+			if i == 0 {
+				got = c.endStatus(last)
+			} else {
+				want = c.endStatus(last)
+			}
+		}
+	}
+	if got != want {
+		t.Errorf("%s after a SET STATEMENT long_query_time = 0 FOR it: status %#x, directly %#x", q, got, want)
 	}
 }
 

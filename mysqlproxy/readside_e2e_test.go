@@ -1642,11 +1642,12 @@ var rsCases = []rsCase{
 			"CREATE PROCEDURE p_gd() BEGIN DECLARE n INT; GET DIAGNOSTICS n = NUMBER; SELECT n; END",
 			"CREATE FUNCTION f_fr() RETURNS INT READS SQL DATA RETURN FOUND_ROWS()",
 			"CREATE FUNCTION f_wc() RETURNS INT READS SQL DATA RETURN @@warning_count",
+			"CREATE VIEW v_fr AS SELECT f_fr() AS fr",
 		}, rsStateTab...),
 		body: func(x *rsRun) {
 			for _, proto := range []string{"text", "prepared"} {
 				for _, call := range []string{"CALL p_sw()", "CALL p_gd()", "SELECT f_fr()", "SELECT f_wc()",
-					"EXECUTE IMMEDIATE CONCAT('SELECT FOUND', '_ROWS()')"} {
+					"EXECUTE IMMEDIATE CONCAT('SELECT FOUND', '_ROWS()')", "SELECT fr FROM v_fr"} {
 					// A session that has run no stored code yet.
 					s := x.rootVia(x.B())
 					s.warm(rsStr)

@@ -245,6 +245,12 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 // relayRunningCode relays a read that is not served from the cache,
 // which may run stored code through a view it reads.
 func (c *Session) relayRunningCode(p []byte, info *sqlinfo.Info) error {
+	if c.lastHit != nil && c.runsCode(info) {
+		// The code may read the diagnostics, which are the hit's.
+		if err := c.rerunLastHit(); err != nil {
+			return err
+		}
+	}
 	err := c.s.RelayMode(p, relay.ModeResult)
 	if c.runsCode(info) {
 		c.hiddenCodeRan()

@@ -274,6 +274,14 @@ func (c *Session) read(p []byte, info *sqlinfo.Info, sql string, st *relay.Stmt)
 	if !c.hitServed {
 		c.ran(before, info)
 		c.ranSinceHit(info, sql, &c.s.Last)
+		_, lqt := c.s.Last.Tracked.Vars["long_query_time"]
+		_, lsqt := c.s.Last.Tracked.Vars["log_slow_query_time"]
+		if (lqt || lsqt) && st == nil && sqlinfo.FirstKeyword(sql) == "SET" {
+			// SET STATEMENT long_query_time = ... FOR a read: the
+			// server reports the value the read ran with, not the
+			// session's, which is read again.
+			c.s.StaleVars = append(c.s.StaleVars, "long_query_time")
+		}
 	}
 	return err
 }
@@ -447,10 +455,14 @@ func (c *Session) BulkExecute(p []byte, st *relay.Stmt) error {
 // did) to be read again from the server before the next cacheable read.
 func (c *Session) noteUntracked(sets []sqlinfo.SetVar, tracked map[string]string) {
 	for _, v := range sets {
-		if v.User || v.Global || digestFree[v.Name] || v.Name == "role" || v.Name == "transaction" {
+		name := v.Name
+		if name == "log_slow_query_time" {
+			name = "long_query_time" // its other name
+		}
+		// long_query_time is in no key, but decides a hit's status.
+		if v.User || v.Global || digestFree[name] && name != "long_query_time" || name == "role" || name == "transaction" {
 			continue
 		}
-		name := v.Name
 		if name == sqlinfo.ResultsCollation {
 			// No variable shows it, nor any tracker: a read of the
 			// variables has it, in its columns' definitions.
