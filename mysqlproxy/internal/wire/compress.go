@@ -192,6 +192,12 @@ func (c *compConn) inflate(payload []byte, ulen int) error {
 	if err != nil || n != int64(ulen) {
 		return errBadFrame
 	}
+	// A frame that inflates to more than its header says is refused as
+	// the server refuses it, not cut at that length.
+	var more [1]byte
+	if m, _ := c.zr.Read(more[:]); m > 0 {
+		return errBadFrame
+	}
 	c.out = out.Bytes()
 	return nil
 }

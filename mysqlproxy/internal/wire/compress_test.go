@@ -131,7 +131,9 @@ func TestCompressBadFrames(t *testing.T) {
 	short := append([]byte(nil), good...)
 	short[4], short[5], short[6] = 0xff, 0xff, 0xff // claims 16 MiB
 	garbage := append(good[:7:7], bytes.Repeat([]byte{0xAB}, len(good)-7)...)
-	for name, f := range map[string][]byte{"short": short, "garbage": garbage} {
+	long := append([]byte(nil), good...)
+	long[4], long[5], long[6] = 5, 0, 0 // inflates to more than it claims
+	for name, f := range map[string][]byte{"short": short, "garbage": garbage, "long": long} {
 		a, b := pair(t)
 		r := NewConn(b)
 		r.Compress(false)
