@@ -2,7 +2,9 @@ package mysqlproxy_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
 	mysqlc "github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/mycached/mycached/mysqlproxy"
@@ -599,6 +602,61 @@ func TestRefusedHeadHidesNoWrite(t *testing.T) {
 		rows.Close()
 		if got, want := dump(t, via, q), dump(t, direct, q); got != want {
 			t.Errorf("after %q and an UPDATE in one text: %s gave %s, want %s (stale)", head, q, got, want)
+		}
+	}
+}
+
+// TestLocalInfileCommandOutOfOrder: a client that answers the server's
+// LOCAL INFILE request with a new command gets the server's error and a
+// closed connection, through mycached as directly, not a session that
+// waits for ever.
+func TestLocalInfileCommandOutOfOrder(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".ld (id INT, v VARCHAR(10))")
+	for _, mode := range []struct {
+		name string
+		cfg  mysqlproxy.Config
+	}{{"cache", mysqlproxy.Config{Backend: m.Addr}}, {"passthrough", mysqlproxy.Config{Backend: m.Addr, Passthrough: true}}} {
+		p := startProxy(t, mode.cfg)
+		answer := func(addr string) string {
+			c, err := client.ConnectWithDialer(context.Background(), "tcp", addr, "root", rootPass, db,
+				dialWithCaps(mysqlc.CLIENT_LOCAL_FILES), func(c *client.Conn) error {
+					c.ReadTimeout = 10 * time.Second
+					return nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			rc := &rawConn{Conn: c}
+			if err := rc.command(append([]byte{mysqlc.COM_QUERY}, "LOAD DATA LOCAL INFILE 'x.csv' INTO TABLE ld"...)...); err != nil {
+				t.Fatal(err)
+			}
+			req, err := rc.ReadPacket()
+			if err != nil || len(req) == 0 || req[0] != mysqlc.LocalInFile_HEADER {
+				t.Fatalf("%s: no LOCAL INFILE request: %x %v", addr, req, err)
+			}
+			// A new command, sequence id 0, instead of the file.
+			if err := rc.command(append([]byte{mysqlc.COM_QUERY}, "SELECT 1"...)...); err != nil {
+				t.Fatal(err)
+			}
+			// The raw bytes up to the close: the sequence id of the
+			// error is the server's to choose.
+			_ = c.Conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			raw, err := io.ReadAll(c.Conn)
+			if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+				return hex.EncodeToString(raw) + " " + err.Error()
+			}
+			return hex.EncodeToString(raw) + " closed"
+		}
+		want := answer(m.Addr)
+		if !strings.Contains(want, "8404") || !strings.HasSuffix(want, "closed") { // 1156
+			t.Fatalf("directly: %s", want)
+		}
+		if got := answer(p.addr); got != want {
+			t.Errorf("%s: got %s, want %s", mode.name, got, want)
 		}
 	}
 }

@@ -318,7 +318,7 @@ func (r *Relayer) results() error {
 		case head[0] == mysql.LocalInFile_HEADER:
 			r.Resp.LocalInfile = true
 			r.Resp.Results--
-			if err := r.S.sendLocalFile(); err != nil {
+			if err := r.S.sendLocalFile(r.LastSeq + 1); err != nil {
 				return err
 			}
 			continue
@@ -471,7 +471,7 @@ func (r *Relayer) err(head []byte) {
 // sendLocalFile answers the server's LOCAL INFILE request by relaying the
 // client's file packets to the backend, up to the empty packet that ends
 // them. The request itself has been buffered for the client already.
-func (s *Session) sendLocalFile() error {
+func (s *Session) sendLocalFile(expect byte) error {
 	s.clientWatch.stop()
 	if err := s.Client.W.Flush(); err != nil {
 		return ClientError{err}
@@ -481,6 +481,16 @@ func (s *Session) sendLocalFile() error {
 		if err != nil {
 			return ClientError{err}
 		}
+		if seq != expect {
+			// A new command instead of the file's next packet: the
+			// server answers so, at the sequence id it expected, then
+			// at the packet's own, and ends the session.
+			for _, at := range []byte{expect, seq} {
+				s.SendError(at, mysql.ER_NET_PACKETS_OUT_OF_ORDER, "08S01", "Got packets out of order", true)
+			}
+			return ClientError{errOutOfOrder}
+		}
+		expect++
 		if err := s.Backend.WriteHeader(n, seq); err != nil {
 			return BackendError{err}
 		}
@@ -501,6 +511,9 @@ func (s *Session) sendLocalFile() error {
 	}
 	return nil
 }
+
+// errOutOfOrder is a client packet whose sequence id is not the next.
+var errOutOfOrder = errors.New("relay: client packets out of order")
 
 // stmtPrepared is what a COM_STMT_PREPARE response says.
 type stmtPrepared struct {
