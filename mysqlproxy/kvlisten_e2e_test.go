@@ -389,3 +389,25 @@ public class KV { public static void main(String[] a) throws Exception {
 		t.Errorf("SELECT @@no_such_variable: got %q, %v; want error 1193", v, err)
 	}
 }
+
+// TestKVListenClosesSilentClients: a client that connects to the kv
+// listener and never answers the greeting is closed after MariaDB's
+// default connect_timeout (10 s), as the server closes it, so that such
+// clients do not hold the listener's connection slots for longer.
+func TestKVListenClosesSilentClients(t *testing.T) {
+	t.Parallel()
+	addr := startKVListener(t, mysqlproxy.Config{})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	_ = c.SetReadDeadline(start.Add(30 * time.Second))
+	if _, err := io.ReadAll(c); err != nil {
+		t.Fatalf("the greeting, then the close: %v after %v", err, time.Since(start))
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("a silent client was closed after %v, want about 10 s", d)
+	}
+}

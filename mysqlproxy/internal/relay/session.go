@@ -40,8 +40,14 @@ const (
 )
 
 // handshakeTimeout bounds the connection phase, so a client that connects
-// and says nothing does not hold a backend connection forever.
-const handshakeTimeout = 30 * time.Second
+// and says nothing does not hold a backend connection forever. A client
+// has clientHandshakeTimeout, MariaDB's default connect_timeout, as it
+// would directly: on the kv listener, with no server to close it, a
+// client that says nothing holds a connection slot no longer.
+const (
+	handshakeTimeout       = 30 * time.Second
+	clientHandshakeTimeout = 10 * time.Second
+)
 
 // ErrQuit ends a session because the client said goodbye.
 var ErrQuit = errors.New("relay: client quit")
@@ -249,7 +255,7 @@ func (s *Session) Run(newHandler func(*Session) Handler) {
 	// Made once: a timer of the handshake's watch may still be ending.
 	s.backendWatch = watcher{c: s.Backend, event: s.backendEvent}
 
-	wire.SetDeadline(s.Client.NetConn, handshakeTimeout)
+	wire.SetDeadline(s.Client.NetConn, clientHandshakeTimeout)
 	wire.SetDeadline(s.Backend.NetConn, handshakeTimeout)
 	ok, err := s.handshake()
 	if err != nil {
@@ -363,7 +369,9 @@ func (s *Session) endDead() {
 
 // StartHandshakeDeadline bounds the connection phase of a session that
 // runs its own (the kv-only listener); EndHandshakeDeadline lifts it.
-func (s *Session) StartHandshakeDeadline() { wire.SetDeadline(s.Client.NetConn, handshakeTimeout) }
+func (s *Session) StartHandshakeDeadline() {
+	wire.SetDeadline(s.Client.NetConn, clientHandshakeTimeout)
+}
 
 // EndHandshakeDeadline lifts StartHandshakeDeadline's bound.
 func (s *Session) EndHandshakeDeadline() { wire.SetDeadline(s.Client.NetConn, 0) }
