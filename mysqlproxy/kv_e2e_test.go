@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bradfitz/gomemcache/memcache"
+	"github.com/go-mysql-org/go-mysql/client"
 	mysqlc "github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/mycached/mycached/mysqlproxy"
@@ -334,5 +335,32 @@ func TestKVPreparedReexecute(t *testing.T) {
 	db := openDB(t, rootDSN(p.addr, "", ""))
 	if got := kvRows(t, db, `SELECT "k1", "k2"`); strings.Join(got, " ") != "k2=v2" {
 		t.Errorf(`SELECT "k1", "k2": got %v, want k2=v2`, got)
+	}
+}
+
+// TestKVAnswerStatusIsItsOwn: a kv answer's status keeps the session's
+// transaction flags but not SESSION_STATE_CHANGED, which said that the
+// server's last answer carried state changes: a kv answer carries none.
+func TestKVAnswerStatusIsItsOwn(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, KVUsers: []string{"root"}})
+	c, err := client.Connect(p.addr, "root", rootPass, "", func(c *client.Conn) error {
+		c.SetCapability(mysqlc.CLIENT_DEPRECATE_EOF)
+		return c.SetCapability(mysqlc.CLIENT_SESSION_TRACK)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rc := &rawConn{Conn: c, deprecateEOF: true}
+	_, ok := rc.exchange(t, append([]byte{mysqlc.COM_QUERY}, "SET autocommit = 0"...)...)
+	if rc.endStatus(ok)&mysqlc.SERVER_SESSION_STATE_CHANGED == 0 {
+		t.Fatalf("the server reported no state change for SET autocommit = 0: %x", ok)
+	}
+	_, last := rc.exchange(t, append([]byte{mysqlc.COM_QUERY}, `SELECT "k"`...)...)
+	st := rc.endStatus(last)
+	if st&mysqlc.SERVER_SESSION_STATE_CHANGED != 0 || st&mysqlc.SERVER_STATUS_AUTOCOMMIT != 0 {
+		t.Errorf("kv answer status %#x: want no SESSION_STATE_CHANGED, and autocommit off", st)
 	}
 }

@@ -16,7 +16,7 @@ func (s *Session) ReplySeq() byte { return s.Client.LastSeq + 1 }
 
 // WriteOK answers the current command with an OK packet.
 func (s *Session) WriteOK(affected uint64) error {
-	b := wire.AppendOK(make([]byte, 0, 16), affected, 0, s.Status, 0)
+	b := wire.AppendOK(make([]byte, 0, 16), affected, 0, s.ownStatus(), 0)
 	if _, err := s.Client.WritePacket(b, s.ReplySeq()); err != nil {
 		return ClientError{err}
 	}
@@ -60,7 +60,7 @@ func (s *Session) WriteRows(cols []string, nrows int, cell func(row, col int) ([
 		}
 	}
 	if !s.DeprecateEOF() {
-		if seq, err = s.Client.WritePacket(wire.AppendEOF(b[:0], s.Status), seq); err != nil {
+		if seq, err = s.Client.WritePacket(wire.AppendEOF(b[:0], s.ownStatus()), seq); err != nil {
 			return ClientError{err}
 		}
 	}
@@ -92,10 +92,10 @@ func (s *Session) WriteRows(cols []string, nrows int, cell func(row, col int) ([
 		}
 	}
 	if s.DeprecateEOF() {
-		b = wire.AppendOK(b[:0], 0, 0, s.Status, 0)
+		b = wire.AppendOK(b[:0], 0, 0, s.ownStatus(), 0)
 		b[0] = mysql.EOF_HEADER
 	} else {
-		b = wire.AppendEOF(b[:0], s.Status)
+		b = wire.AppendEOF(b[:0], s.ownStatus())
 	}
 	if _, err = s.Client.WritePacket(b, seq); err != nil {
 		return ClientError{err}
@@ -103,6 +103,11 @@ func (s *Session) WriteRows(cols []string, nrows int, cell func(row, col int) ([
 	s.Last = Response{Kind: RespResultSet, Status: s.Status, Results: 1, Columns: len(cols), Rows: int64(nrows)}
 	return s.Flush()
 }
+
+// ownStatus is the status of an answer of mycached's own: the session's,
+// less what only the server's answer that set it meant (a state change
+// it reported, which this answer does not carry).
+func (s *Session) ownStatus() uint16 { return s.Status &^ mysql.SERVER_SESSION_STATE_CHANGED }
 
 // Flush sends what the client's buffer holds.
 func (s *Session) Flush() error {
