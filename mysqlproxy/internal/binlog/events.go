@@ -289,7 +289,7 @@ func (f *Follower) statementEnd(t *txn) {
 	if annotate != "" {
 		info := statementAnalyzer.AnalyzeIn(annotate, sqlinfo.Dialect{Unknown: true})
 		writes = info.Writes
-		stmtEvents = annotatedEvents(info)
+		stmtEvents = meta.StatementEvents(info, true)
 	}
 	// A writer's rows show the events whose triggers were mapped, but
 	// for one: a REPLACE may update a row in place, with no UPDATE
@@ -363,28 +363,6 @@ func (f *Follower) statementEnd(t *txn) {
 		}
 	}
 	f.opts.Meta.NoteCoWrites(writers, written)
-}
-
-// annotatedEvents returns the events a statement surely has, whose
-// triggers it maps: only those, so that what it teaches of one does not
-// stand for another (LOAD DATA may be a REPLACE: its INSERT only).
-func annotatedEvents(info *sqlinfo.Info) meta.CoEvent {
-	switch info.Kind {
-	case sqlinfo.Insert:
-		if info.OnDuplicate {
-			return meta.CoInsert | meta.CoUpdate
-		}
-		return meta.CoInsert
-	case sqlinfo.Replace:
-		return meta.CoInsert | meta.CoDelete
-	case sqlinfo.LoadData:
-		return meta.CoInsert
-	case sqlinfo.Update:
-		return meta.CoUpdate
-	case sqlinfo.Delete:
-		return meta.CoDelete
-	}
-	return 0
 }
 
 // nearStart reports whether name is in the first 4 KiB of q, in any case:

@@ -978,13 +978,13 @@ func (c *Session) unseenCoWrites(info *sqlinfo.Info) bool {
 			continue // no trigger: what it writes with it are its children
 		}
 		// A view is never in the binlog: its base tables are.
-		ev := writeEvents(info)
-		if (tm == nil || tm.Kind != meta.View) && !coWritesSeen(m, name, ev) {
+		ev := meta.StatementEvents(info, false)
+		if (tm == nil || tm.Kind != meta.View) && !m.CoWritesSeenFor(name, ev) {
 			return true
 		}
 		if tm != nil {
 			for _, a := range tm.Also {
-				if !coWritesSeen(m, a, ev) {
+				if !m.CoWritesSeenFor(a, ev) {
 					return true
 				}
 			}
@@ -1072,35 +1072,6 @@ func (c *Session) logBinOff() bool {
 	}
 	v, ok := c.s.Vars["sql_log_bin"]
 	return ok && !strings.EqualFold(v, "ON") && v != "1"
-}
-
-// writeEvents returns the events whose triggers a write may fire.
-func writeEvents(info *sqlinfo.Info) meta.CoEvent {
-	switch info.Kind {
-	case sqlinfo.Insert:
-		if info.OnDuplicate {
-			return meta.CoInsert | meta.CoUpdate
-		}
-		return meta.CoInsert
-	case sqlinfo.Update:
-		return meta.CoUpdate
-	case sqlinfo.Delete:
-		return meta.CoDelete
-	case sqlinfo.LoadData:
-		return meta.CoInsert | meta.CoDelete // LOAD DATA ... REPLACE deletes
-	}
-	return meta.CoAll
-}
-
-// coWritesSeen reports whether the follower has seen what writes of the
-// events ev to table write with it.
-func coWritesSeen(m *meta.Meta, table string, ev meta.CoEvent) bool {
-	for _, k := range meta.CoKeys(table, ev) {
-		if !m.CoWritesSeen(k) {
-			return false
-		}
-	}
-	return true
 }
 
 // callApplyWait bounds how long a CALL that wrote waits for the follower

@@ -208,17 +208,12 @@ func (c *Session) coWritten(info *sqlinfo.Info, t sqlinfo.Table) []string {
 	if m == nil {
 		return nil
 	}
-	ev := writeEvents(info)
+	ev := meta.StatementEvents(info, false)
 	name := c.e.namer().Table(t.DB, t.Name)
-	var out []string
-	for _, k := range meta.CoKeys(name, ev) {
-		out = append(out, m.CoWritten(k)...)
-	}
+	out := m.CoWrittenFor(name, ev)
 	if tm := m.Known(name); tm != nil {
 		for _, a := range tm.Also {
-			for _, k := range meta.CoKeys(a, ev) {
-				out = append(out, m.CoWritten(k)...)
-			}
+			out = append(out, m.CoWrittenFor(a, ev)...)
 		}
 	}
 	return out

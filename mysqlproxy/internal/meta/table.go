@@ -205,6 +205,37 @@ func CoKeys(table string, ev CoEvent) []string {
 	return out
 }
 
+// StatementEvents returns the events whose triggers a write like info
+// fires. Surely, those it certainly fires, which its binlog maps: what it
+// teaches of them holds. Otherwise every event it may fire, which a write
+// of it must bump (LOAD DATA ... REPLACE deletes; a REPLACE may update).
+func StatementEvents(info *sqlinfo.Info, surely bool) CoEvent {
+	switch info.Kind {
+	case sqlinfo.Insert:
+		if info.OnDuplicate {
+			return CoInsert | CoUpdate
+		}
+		return CoInsert
+	case sqlinfo.Update:
+		return CoUpdate
+	case sqlinfo.Delete:
+		return CoDelete
+	case sqlinfo.LoadData:
+		if surely {
+			return CoInsert
+		}
+		return CoInsert | CoDelete
+	case sqlinfo.Replace:
+		if surely {
+			return CoInsert | CoDelete
+		}
+	}
+	if surely {
+		return 0
+	}
+	return CoAll
+}
+
 // NoteCoWrites records that one statement that wrote each of writers
 // wrote every table of written too (range generations' names), as the
 // binlog shows a statement's writes: those of the triggers it fired, and
@@ -350,15 +381,38 @@ func (m *Meta) RestoreCoWrites(c CoWrites) {
 
 // CoWritesSeen reports whether the binlog has shown what a statement
 // writing table (a range generation's name, or one of its CoKeys) writes
-// with it, so that
-// CoWritten tells them all: triggers' tables are mapped even when they
-// write nothing. DDL on the table, or DDL mycached cannot map (Forget,
-// ForgetAll), makes it unseen again, as it may have changed its triggers.
-// A writer past the bound of those noted stays unseen.
+// with it, so that CoWritten tells them all: triggers' tables are mapped
+// even when they write nothing. DDL on the table, or DDL mycached cannot
+// map (Forget, ForgetAll), makes it unseen again, as it may have changed
+// its triggers. A writer past the bound of those noted stays unseen.
 func (m *Meta) CoWritesSeen(table string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.coSeen[table]
+}
+
+// CoWritesSeenFor is CoWritesSeen of every one of the events ev of table.
+func (m *Meta) CoWritesSeenFor(table string, ev CoEvent) bool {
+	keys := CoKeys(table, ev)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range keys {
+		if !m.coSeen[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// CoWrittenFor returns the tables that writes of the events ev to table
+// were seen to write too, sorted.
+func (m *Meta) CoWrittenFor(table string, ev CoEvent) []string {
+	var out []string
+	for _, k := range CoKeys(table, ev) {
+		out = append(out, m.CoWritten(k)...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // CoWritten returns the tables (range generations' names) that a
