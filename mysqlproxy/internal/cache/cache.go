@@ -60,7 +60,7 @@ func bypassReasons() []string {
 		whyPending, whySessionOff, whyHint, whyTemporary, whyCursor, whyLongData,
 		whyTainted, whyNotStored, whyUnknownTable, whyNoMetadata, whyFollowerBehind,
 		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyUncommitted, whyOwnWrite,
-		whyLockingRead, whyStmtUnsure, whyFillMemory, whySharedUnproven, whyPreparedBeforeDDL,
+		whyLockingRead, whyStmtUnsure, whyFillMemory, whySharedUnproven, whyHitDiagnostics, whyPreparedBeforeDDL,
 	}
 }
 
