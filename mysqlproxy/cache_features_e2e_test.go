@@ -944,9 +944,17 @@ func TestSerializableReadsLock(t *testing.T) {
 		t.Fatal("the read is not cached; the test proves nothing")
 	}
 	ctx := context.Background()
-	for _, begin := range []string{"BEGIN", "SET autocommit = 0"} {
+	for _, c := range [][2]string{
+		{"SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE", "BEGIN"},
+		{"SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE", "SET autocommit = 0"},
+		// MariaDB's trackers do not report an unscoped SET @@name.
+		{"SET @@tx_isolation = 'SERIALIZABLE'", "BEGIN"},
+		{"SET @@tx_isolation = 'SERIALIZABLE'", "SET autocommit = 0"},
+		{"SET @@tx_isolation = 'SERIALIZABLE'", "START TRANSACTION READ ONLY"},
+	} {
+		set, begin := c[0], c[1]
 		z := conn(t, openDB(t, rootDSN(p.addr, db, "")))
-		execConn(t, z, "SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+		execConn(t, z, set)
 		execConn(t, z, begin)
 		var v int
 		if err := z.QueryRowContext(ctx, q).Scan(&v); err != nil {
@@ -956,7 +964,7 @@ func TestSerializableReadsLock(t *testing.T) {
 		execConn(t, y, "SET SESSION innodb_lock_wait_timeout = 1")
 		_, err := y.ExecContext(ctx, "UPDATE t SET v = v + 10 WHERE id = 3")
 		if me, ok := errors.AsType[*mysql.MySQLError](err); !ok || me.Number != 1205 {
-			t.Errorf("%s at SERIALIZABLE, then a read: another session's update got %v, want error 1205 (lock wait)", begin, err)
+			t.Errorf("%s; %s; then a read: another session's update got %v, want error 1205 (lock wait)", set, begin, err)
 		}
 		execConn(t, z, "ROLLBACK")
 		z.Close()

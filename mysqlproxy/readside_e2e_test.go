@@ -1847,7 +1847,7 @@ var rsCases = []rsCase{
 		},
 	},
 	{
-		class: "transaction", name: "read-uncommitted-neither-fills-nor-hits", steps: 15,
+		class: "transaction", name: "read-uncommitted-neither-fills-nor-hits", steps: 18,
 		setup: append([]string{
 			"CREATE PROCEDURE rs_next_tx_ru() SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED",
 			"CREATE TABLE mi (id INT PRIMARY KEY) ENGINE=MyISAM", "INSERT INTO mi VALUES (1)",
@@ -1860,6 +1860,10 @@ var rsCases = []rsCase{
 				{"session", []string{"SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED"}},
 				{"next-transaction-is-the-next-statement", []string{"SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED"}},
 				{"tx_isolation", []string{"SET tx_isolation = 'READ-UNCOMMITTED'"}},
+				// MariaDB's trackers do not report an unscoped SET @@name.
+				{"unscoped-tx_isolation", []string{"SET @@tx_isolation = 'READ-UNCOMMITTED'"}},
+				{"unscoped-tx_isolation-from-a-variable", []string{"SET @rs_level = 'READ-UNCOMMITTED'", "SET @@tx_isolation = @rs_level"}},
+				{"unscoped-tx_isolation-then-begin", []string{"SET @@tx_isolation = 'READ-UNCOMMITTED'", "BEGIN"}},
 				{"execute-immediate", []string{"EXECUTE IMMEDIATE 'SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED'"}},
 				{"session-then-begin", []string{"SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", "BEGIN"}},
 				{"next-transaction-read-only", []string{"SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", "START TRANSACTION READ ONLY"}},
@@ -2256,7 +2260,17 @@ var rsCases = []rsCase{
 			for _, q := range ids(8, 14) {
 				r.same(q)
 			}
-			x.fresh(ids(3, 14)...)
+			// Set unscoped, which no tracker reports.
+			u := x.rootVia(x.A())
+			u.exec("SET @@auto_increment_increment = 5")
+			for _, q := range ids(12, 22) {
+				r.warm(q)
+			}
+			u.write("INSERT INTO t (v) VALUES (14), (15)") // ids 16 and 21
+			for _, q := range ids(12, 22) {
+				r.same(q)
+			}
+			x.fresh(ids(3, 22)...)
 		},
 	},
 	{

@@ -450,6 +450,26 @@ func (c *Session) BulkExecute(p []byte, st *relay.Stmt) error {
 	return c.executeParams(p, &info, st.SQL, nil)
 }
 
+// decides are the variables in no key whose values mycached reads all
+// the same: to know what ids a statement inserted, how COMMIT ends a
+// transaction, and a hit's status.
+var decides = map[string]bool{
+	"completion_type": true, "auto_increment_increment": true, "long_query_time": true,
+}
+
+func isolationVar(name string) bool { return name == "tx_isolation" || name == "transaction_isolation" }
+
+// varsUnknown reports whether any of names has been set, since it was
+// last read, in a way no tracker reported.
+func (c *Session) varsUnknown(names ...string) bool {
+	for _, n := range names {
+		if slices.Contains(c.s.StaleVars, n) {
+			return true
+		}
+	}
+	return false
+}
+
 // noteUntracked marks the session variables of sets that can change a
 // read and that the trackers did not report (tracked holds those they
 // did) to be read again from the server before the next cacheable read.
@@ -459,8 +479,7 @@ func (c *Session) noteUntracked(sets []sqlinfo.SetVar, tracked map[string]string
 		if name == "log_slow_query_time" {
 			name = "long_query_time" // its other name
 		}
-		// long_query_time is in no key, but decides a hit's status.
-		if v.User || v.Global || digestFree[name] && name != "long_query_time" || name == "role" || name == "transaction" {
+		if v.User || v.Global || digestFree[name] && !decides[name] || name == "role" || name == "transaction" {
 			continue
 		}
 		if name == sqlinfo.ResultsCollation {
@@ -486,6 +505,12 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		multi := info.WhyNot == "multi-statement"
 		if ok && !c.s.Track && !multi {
 			c.state.apply(info.Sets)
+			for _, v := range info.Sets {
+				if (decides[v.Name] || isolationVar(v.Name)) && !v.User && !v.Global {
+					// Without the trackers nothing reads it back.
+					c.tainted = true
+				}
+			}
 		}
 		if c.s.Track && (ok || multi) {
 			c.noteUntracked(info.Sets, resp.Tracked.Vars)
@@ -498,6 +523,13 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 				// SET TRANSACTION ISOLATION LEVEL for the next transaction
 				// alone: no tracker reports it.
 				c.nextTxUnknown = true
+			default:
+				// Unscoped, SET @@tx_isolation is SET TRANSACTION: the
+				// session's level stays, and no tracker reports the
+				// change. A session that does not track reports nothing.
+				if _, seen := resp.Tracked.Vars[v.Name]; isolationVar(v.Name) && !seen && !v.Global && !v.User {
+					c.nextTxUnknown = true
+				}
 			}
 		}
 	}
@@ -859,7 +891,7 @@ func (c *Session) chains(sql string) bool {
 		return false
 	}
 	ct := c.s.Vars["completion_type"]
-	return sqlinfo.ContainsFold(sql, "chain") || strings.EqualFold(ct, "CHAIN") || ct == "1"
+	return c.varsUnknown("completion_type") || sqlinfo.ContainsFold(sql, "chain") || strings.EqualFold(ct, "CHAIN") || ct == "1"
 }
 
 // mayCommit reports whether a statement may commit a transaction and

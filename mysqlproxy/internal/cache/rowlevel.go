@@ -306,6 +306,9 @@ func (c *Session) tableWriteDeps(info *sqlinfo.Info, t sqlinfo.Table, resp *rela
 // autoIncrement returns the session's auto_increment_increment, and
 // whether one statement's ids are consecutive steps of it.
 func (c *Session) autoIncrement() (incr uint64, consecutive bool) {
+	if c.varsUnknown("auto_increment_increment") {
+		return 0, false
+	}
 	f := c.e.meta().Facts()
 	incr = f.AutoIncIncrement
 	v, ok := c.s.Vars["auto_increment_increment"]
