@@ -222,6 +222,47 @@ func TestFollowerResetMaster(t *testing.T) {
 	}
 }
 
+// TestFollowerResetMasterNumberedPast: RESET MASTER, then a transaction
+// numbered past the position the followers applied (SET gtid_seq_no).
+// The followers' streams wait on the old binlog, and a new stream from
+// their position would skip every transaction up to it: they find the
+// server's binlog no longer holds their position, and invalidate
+// everything. Later writes are seen one by one again.
+func TestFollowerResetMasterNumberedPast(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 1), (2, 2)")
+	f.sync(t)
+	reads := []string{"SELECT v FROM t WHERE id = 1", "SELECT v FROM t WHERE id = 2"}
+	for _, q := range reads {
+		f.warm(t, q)
+	}
+	old := m.QueryString(t, "SELECT @@gtid_binlog_pos")
+	var seq int
+	if _, err := fmt.Sscanf(old[strings.LastIndex(old, "-")+1:], "%d", &seq); err != nil {
+		t.Fatalf("position %q: %v", old, err)
+	}
+	w := conn(t, f.direct)
+	execOn(t, w, "RESET MASTER")
+	execOn(t, w, fmt.Sprintf("SET gtid_seq_no = %d", seq+1000))
+	execOn(t, w, "UPDATE t SET v = 10 WHERE id = 1")
+	t.Logf("position %s before RESET MASTER, %s after", old, m.QueryString(t, "SELECT @@gtid_binlog_pos"))
+	f.sync(t)
+	for _, q := range reads {
+		f.fresh(t, q)
+	}
+	for _, q := range reads {
+		f.warm(t, q)
+	}
+	mustExec(t, f.direct, "UPDATE t SET v = 20 WHERE id = 2")
+	f.sync(t)
+	for _, q := range reads {
+		f.fresh(t, q)
+	}
+}
+
 // uncached checks that q, read three times through each sidecar, gives
 // what MariaDB gives and is never served from the cache.
 func (f *fleet) uncached(t *testing.T, q string) {

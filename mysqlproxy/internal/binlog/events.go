@@ -118,6 +118,7 @@ func (f *Follower) handle(t *txn, ev *replication.BinlogEvent) {
 	case *replication.HeartbeatEvent:
 		f.heartbeat(t, e.Filename, ev.Header.LogPos)
 	case *replication.MariadbGTIDEvent:
+		f.lastTxn.Store(time.Now().UnixNano())
 		t.start(e.GTID, ev.Header.Timestamp, e.IsStandalone())
 	case *replication.MariadbAnnotateRowsEvent:
 		t.annotate, t.mapped = string(e.Query), t.mapped[:0]

@@ -165,6 +165,14 @@ type Follower struct {
 
 	events, txns, bumps, reconnects, lost, unlogged atomic.Uint64
 
+	// lastTxn is when the last transaction began to arrive (UnixNano).
+	lastTxn atomic.Int64
+	// stallCheck is when a stream that stopped short of the server's
+	// position was last checked, and stallWait how long until the next
+	// check; only the tick goroutine uses them.
+	stallCheck time.Time
+	stallWait  time.Duration
+
 	// settle is how long after its commit event a transaction is bumped
 	// again (Options.Settle); settleFromServer says it follows the
 	// server's semi-sync settings, which each poll reads.
@@ -691,14 +699,61 @@ func (f *Follower) pollServer() {
 		return
 	}
 	if !resetting && wentBack(before, p) {
-		f.serverWentBack(pos)
+		f.serverWentBack(pos, "the server's binlog position went back to "+pos+" (RESET MASTER, or another server at its address)")
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if len(f.polls) < 1024 {
 		f.polls = append(f.polls, poll{at: at, pos: p})
 	}
 	f.advanceLocked()
+	stalled := f.running && f.resetTo == nil && f.at.file != "" && len(f.polls) > 0 &&
+		at.Sub(f.polls[0].at) >= stallAfter && f.lastTxn.Load() < f.polls[0].at.UnixNano()
+	where, applied := f.at, f.applied.Clone().(*mysql.MariadbGTIDSet)
+	f.mu.Unlock()
+	switch {
+	case !stalled:
+		f.stallWait = 0
+	case at.Sub(f.stallCheck) >= f.stallWait:
+		f.stallCheck = at
+		f.stallWait = min(max(2*f.stallWait, stallAfter), time.Minute)
+		f.checkStalled(where, applied, pos)
+	}
+}
+
+// stallAfter is how long the server's position may stay ahead of the
+// follower's, with no transaction arriving, before the follower checks
+// that the server's binlog still holds its position.
+const stallAfter = 2 * time.Second
+
+// checkStalled handles a stream that stopped short of the server's
+// position: where the follower stands (applied, read at where) is no
+// longer in the server's binlog when a RESET MASTER, followed by a
+// transaction numbered past it, replaced the binlog the stream was
+// reading, and the stream waits on the old one for ever. Then every
+// entry is invalidated and the follower follows on from the server's
+// position (pos). A long read of a large binlog before a stream's first
+// transaction, or a slow server, keeps the position: the check is made
+// again less and less often until a transaction arrives.
+func (f *Follower) checkStalled(where binlogAt, applied *mysql.MariadbGTIDSet, pos string) {
+	ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
+	got, ok, err := f.opts.Meta.BinlogPosAt(ctx, where.file, where.end)
+	cancel()
+	if err != nil {
+		return
+	}
+	if ok {
+		if set, err := mysql.ParseMariadbGTIDSet(got); err == nil && samePos(set.(*mysql.MariadbGTIDSet), applied) {
+			return
+		}
+	}
+	f.mu.Lock()
+	moved := !samePos(f.applied, applied) || f.resetTo != nil
+	f.mu.Unlock()
+	if moved {
+		return
+	}
+	f.serverWentBack(pos, "the server's binlog no longer holds the follower's position "+applied.String()+
+		" at "+where.String()+", and the stream stopped short of the server's "+pos+" (RESET MASTER while following)")
 }
 
 // wentBack reports whether the server's position is behind the applied
@@ -719,7 +774,7 @@ func wentBack(applied, server map[uint32]uint64) bool {
 // stops (it would wait, and then follow on from the old position, past
 // the new transactions numbered up to it), every entry is invalidated,
 // and the follower follows on from the server's position.
-func (f *Follower) serverWentBack(pos string) {
+func (f *Follower) serverWentBack(pos, why string) {
 	set, err := mysql.ParseMariadbGTIDSet(pos)
 	if err != nil {
 		return
@@ -729,7 +784,7 @@ func (f *Follower) serverWentBack(pos string) {
 	f.resetTo = set.(*mysql.MariadbGTIDSet)
 	stop := f.stopStream
 	f.mu.Unlock()
-	f.lostPosition("the server's binlog position went back to " + pos + " (RESET MASTER, or another server at its address)")
+	f.lostPosition(why)
 	if stop != nil {
 		stop()
 	}
