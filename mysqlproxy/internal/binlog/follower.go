@@ -411,6 +411,7 @@ func (f *Follower) followFromServer(why string) {
 	f.mu.Lock()
 	f.applied, f.at = set.(*mysql.MariadbGTIDSet), binlogAt{}
 	f.resetRecentLocked()
+	f.polls = f.polls[:0]
 	// The transactions skipped may not be visible to every session yet:
 	// bump again once they are.
 	f.settling = append(f.settling, settle{due: time.Now().Add(f.settleDelay()), deps: []string{deps.Global}})
@@ -782,6 +783,9 @@ func (f *Follower) serverWentBack(pos, why string) {
 	f.mu.Lock()
 	f.settling = append(f.settling, settle{due: time.Now().Add(f.settleDelay()), deps: []string{deps.Global}})
 	f.resetTo = set.(*mysql.MariadbGTIDSet)
+	// Positions read of the old binlog may never be reached in the new
+	// one's numbering: freshness waits on the polls to come.
+	f.polls = f.polls[:0]
 	stop := f.stopStream
 	f.mu.Unlock()
 	f.lostPosition(why)

@@ -307,6 +307,30 @@ func TestResetPending(t *testing.T) {
 	}
 }
 
+// TestResetForgetsPolls: the server positions polls read of a binlog
+// that RESET MASTER replaced are never reached in the new numbering;
+// after the reset, the follower is fresh again once it reaches a poll of
+// the new binlog.
+func TestResetForgetsPolls(t *testing.T) {
+	f := followerAt(t, "0-1-100")
+	f.log = slog.New(slog.DiscardHandler)
+	f.opts.Bump = func(context.Context, []string) {}
+	f.ctx = context.Background()
+	f.running = true
+	t0 := time.Now()
+	f.polls = []poll{{at: t0, pos: map[uint32]uint64{0: 200}}}
+	f.serverWentBack("0-1-5", "test")
+	// What the run goroutine does once the old stream has stopped.
+	f.mu.Lock()
+	f.applied, f.resetTo = f.resetTo, nil
+	f.polls = append(f.polls, poll{at: t0.Add(time.Second), pos: map[uint32]uint64{0: 5}})
+	f.advanceLocked()
+	f.mu.Unlock()
+	if got := f.FreshAsOf(); !got.Equal(t0.Add(time.Second)) {
+		t.Errorf("after the reset, fresh as of %v, want the new binlog's poll at %v", got, t0.Add(time.Second))
+	}
+}
+
 // TestWaitApplied: WaitApplied returns once a group holding the GTID is
 // applied, and false when its context ends first.
 func TestWaitApplied(t *testing.T) {
