@@ -486,3 +486,38 @@ func TestSysbenchPreparedHits(t *testing.T) {
 		}
 	}
 }
+
+// TestServersApartInSharedMemcached: sidecars in front of different
+// servers (shards, or staging and production) that share a memcached
+// never serve one server's rows for the other's, though the database,
+// table, account, grants and statement are the same.
+func TestServersApartInSharedMemcached(t *testing.T) {
+	t.Parallel()
+	mc := privateMemcached(t)
+	var vias []*sql.DB
+	for i, m := range []*testenv.MariaDB{privateDB(t), privateDB(t)} {
+		m.Exec(t, "CREATE DATABASE shard")
+		m.Exec(t, "CREATE TABLE shard.t (id INT PRIMARY KEY, v VARCHAR(20))")
+		m.Exec(t, fmt.Sprintf("INSERT INTO shard.t VALUES (1, 'server %d')", i+1))
+		p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}})
+		vias = append(vias, openDB(t, rootDSN(p.addr, "shard", "")))
+	}
+	const q = "SELECT v FROM t WHERE id = 1"
+	for range 3 {
+		if got := dump(t, vias[0], q); got != dump(t, vias[0], q) {
+			t.Fatalf("%s through the first server's sidecar: %s", q, got)
+		}
+	}
+	if hits(t, vias[0]) == 0 {
+		t.Fatal("the read is not cached; the test proves nothing")
+	}
+	for range 3 {
+		var v string
+		if err := vias[1].QueryRow(q).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if v != "server 2" {
+			t.Fatalf("%s through the second server's sidecar: %q, want %q (the other server's row)", q, v, "server 2")
+		}
+	}
+}

@@ -759,6 +759,14 @@ func (c *Session) checkBytes(scope cachepolicy.Scope, p []byte, st *relay.Stmt) 
 	b = append(b, c.db...)
 	b = append(b, 0)
 	b = binary.LittleEndian.AppendUint64(b, c.state.digestOf(c.s))
+	if !c.s.Track {
+		// The digest is of the session's SETs alone: it does not name
+		// the server, which the variables read at its start do.
+		for _, n := range relay.ServerIdentity {
+			b = append(b, c.s.Vars[n]...)
+			b = append(b, 0)
+		}
+	}
 	format := byte('t')
 	if st != nil {
 		format = 'b'

@@ -639,13 +639,14 @@ const showGrants = "SHOW GRANTS"
 // the client would see it in Com_select).
 var setupTail = []string{"SHOW VARIABLES WHERE 0", "DO 0"}
 
-// startValuesSQL reads, when a session begins, the values it starts with
-// of the variables that can change what a read returns (the trackers
-// report only changes, and a session started after a SET GLOBAL starts
-// with other values than one started before), its isolation level, and
-// the largest packet the server accepts, and what the server ran for it
-// after the login (init_connect). startValuesTrackSQL reads the
-// client's own trackers too.
+// startValuesSQL reads, when a session begins, the server's identity
+// (ServerIdentity), the values the session starts with of the variables
+// that can change what a read returns (the trackers report only changes,
+// and a session started after a SET GLOBAL starts with other values than
+// one started before), its isolation level, the largest packet the
+// server accepts, and what the server ran for it after the login
+// (init_connect). startValuesTrackSQL reads the client's own trackers
+// too.
 const (
 	startValuesSQL      = "SHOW VARIABLES WHERE Variable_name IN (" + startValueNames + ")"
 	startValuesTrackSQL = "SHOW VARIABLES WHERE Variable_name IN (" + startValueNames + ", " +
@@ -662,8 +663,15 @@ const (
 		"'max_recursive_iterations', 'system_versioning_asof', 'block_encryption_mode', " +
 		"'character_set_collations', 'standard_compliant_cte', 'max_join_size', " +
 		"'sql_big_selects', 'old_passwords', 'sql_notes', 'init_connect', " +
-		"'sql_log_bin', 'timestamp', 'completion_type', 'long_query_time'"
+		"'sql_log_bin', 'timestamp', 'completion_type', 'long_query_time', " +
+		"'hostname', 'port', 'datadir', 'server_id'"
 )
+
+// ServerIdentity are the variables that tell the server a session reached
+// from another: sidecars in front of different servers (shards, staging
+// and production) may share a memcached, and must not serve one's rows
+// for the other's.
+var ServerIdentity = []string{"hostname", "port", "datadir", "server_id"}
 
 // MarkVarsStale has the session read again, before its next cacheable
 // read, every variable it read when it began: after a statement that may
