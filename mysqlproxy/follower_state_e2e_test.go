@@ -183,6 +183,24 @@ func TestRestartAfterResetMaster(t *testing.T) {
 			t.Errorf("Binlog_lost_positions = %d, want the lost position counted", n)
 		}
 	})
+	// A saved position that cannot be read is lost too: the follower
+	// runs, from the server's position, and everything is invalidated.
+	run(func(via *sql.DB) { warmOn(t, via, via, q) })
+	mustExec(t, direct, "UPDATE t SET v = 3 WHERE id = 1")
+	for _, junk := range []string{"0-1-abc at bin.000001:4", "\x00\xff garbage"} {
+		if err := os.WriteFile(filepath.Join(cfg.StateDir, "binlog-position"), []byte(junk), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		run(func(via *sql.DB) {
+			if got, want := dump(t, via, q), dump(t, direct, q); got != want {
+				t.Errorf("after a write while the sidecar was down, and a saved position %q: %s, want %s (stale)", junk, got, want)
+			}
+			// And the follower runs: a later write is seen.
+			warmOn(t, via, via, q)
+			mustExec(t, direct, "UPDATE t SET v = v + 1 WHERE id = 1")
+			waitFor(t, 10*time.Second, "a direct write to be seen", func() bool { return dump(t, via, q) == dump(t, direct, q) })
+		})
+	}
 }
 
 // TestRestartKnowsForeignKeys: a parent's write cascades to its foreign-

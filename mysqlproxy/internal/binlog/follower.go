@@ -228,6 +228,11 @@ func Start(opts Options) (*Follower, error) {
 			f.log.Warn("binlog: saved position unreadable; starting from the server's", "err", err)
 		}
 		pos, f.verify = parseSaved(p)
+		if _, err := mysql.ParseMariadbGTIDSet(pos); err != nil {
+			// A position that cannot be read is lost, as a missing one.
+			f.log.Warn("binlog: saved position unreadable; starting from the server's", "saved", p, "err", err)
+			pos, f.verify = "", binlogAt{}
+		}
 	}
 	if pos == "" {
 		cur, err := opts.Meta.BinlogPos(f.ctx)
