@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -550,4 +551,48 @@ func TestServerRestartedWithBinlogFilter(t *testing.T) {
 			t.Errorf("write %d to a database the restarted server's binlog leaves out: %s, want %s", i, got, want)
 		}
 	}
+}
+
+// TestStalenessMetricWithoutFollower: /metrics says the local view's
+// staleness is unbounded while no follower has been current, so an alert
+// on it fires for a follower that never started (a wrong password, a
+// missing grant), and is finite once one has caught up.
+func TestStalenessMetricWithoutFollower(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	staleness := func(p *proxy) string {
+		for _, l := range strings.Split(metricsText(t, p), "\n") {
+			if v, ok := strings.CutPrefix(l, "mycached_binlog_staleness_seconds "); ok {
+				return v
+			}
+		}
+		t.Fatal("/metrics has no mycached_binlog_staleness_seconds")
+		return ""
+	}
+	// A follower whose password is wrong never starts (startProxy would
+	// wait for it).
+	cfg := withBinlog(mysqlproxy.Config{Backend: m.Addr})
+	cfg.BinlogPassword = "wrong"
+	srv, err := mysqlproxy.NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	wrong := &proxy{srv: srv, addr: ln.Addr().String()}
+	waitFor(t, 10*time.Second, "the follower to fail", func() bool { return srv.WaitBinlog(context.Background()) != nil })
+	for _, p := range []*proxy{startProxy(t, mysqlproxy.Config{Backend: m.Addr}), wrong} {
+		if got := staleness(p); got != "+Inf" {
+			t.Errorf("with no follower running: mycached_binlog_staleness_seconds %s, want +Inf", got)
+		}
+	}
+	p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr}))
+	if err := p.srv.WaitBinlog(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "a finite staleness once the follower caught up", func() bool { return staleness(p) != "+Inf" })
 }

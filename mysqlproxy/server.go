@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -447,6 +448,8 @@ func (s *Server) StatusRows() [][2]string {
 // Cache is the cache engine that admin statements inspect.
 func (s *Server) Cache() *cache.Engine { return s.cache }
 
+const stalenessHelp = "How far behind the server the local view may be: the time since the follower was last known to have applied everything; +Inf while it never was (no follower runs, or it has not caught up since it started)."
+
 // followerMetrics exports the binlog follower's state.
 func (s *Server) followerMetrics() {
 	st := func(f func(binlog.Status) float64) func() float64 {
@@ -469,7 +472,14 @@ func (s *Server) followerMetrics() {
 		}
 		return 0
 	}))
-	s.reg.GaugeFunc("mycached_binlog_staleness_seconds", "How far behind the server the local view may be: the time since the follower was last known to have applied everything.", st(func(v binlog.Status) float64 { return age(v.FreshAsOf) }))
+	s.reg.GaugeFunc("mycached_binlog_staleness_seconds", stalenessHelp, func() float64 {
+		// Unbounded while no follower has been current: an alert on it
+		// fires for a follower that never started too.
+		if v, ok := s.coh.followerStatus(); ok && !v.FreshAsOf.IsZero() {
+			return age(v.FreshAsOf)
+		}
+		return math.Inf(1)
+	})
 	s.reg.GaugeFunc("mycached_binlog_last_message_seconds", "Time since the follower last heard from the server (an event or a heartbeat).", st(func(v binlog.Status) float64 { return age(v.LastMessage) }))
 	s.reg.GaugeFunc("mycached_binlog_lag_seconds", "Age of the commit time of the last transaction applied (second precision).", st(func(v binlog.Status) float64 { return age(v.LastEvent) }))
 	s.reg.GaugeFunc("mycached_binlog_events", "Binlog events read.", st(func(v binlog.Status) float64 { return float64(v.Events) }))
