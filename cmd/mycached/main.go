@@ -225,6 +225,21 @@ func serve(ctx context.Context, logger *slog.Logger, p proxy, ls listeners, sigs
 		}()
 	}
 
+	// Reloads run off this loop, one at a time, so that it always takes
+	// the next signal: signal.Notify drops one that finds the channel
+	// full, and a SIGTERM behind a slow reload would be lost. SIGHUPs
+	// that come during a reload make one more.
+	reload := make(chan struct{}, 1)
+	reloaded := make(chan struct{})
+	go func() {
+		defer close(reloaded)
+		for range reload {
+			_ = p.ReloadPolicy() // which logs how it went
+		}
+	}()
+	defer func() { <-reloaded }()
+	defer close(reload)
+
 	var failed error
 wait:
 	for {
@@ -234,10 +249,9 @@ wait:
 			break wait
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
-				if err := p.ReloadPolicy(); err != nil {
-					logger.Error("policy reload failed; the previous policy stays in force", "err", err)
-				} else {
-					logger.Info("policy reloaded")
+				select {
+				case reload <- struct{}{}:
+				default: // one is queued already
 				}
 				continue
 			}
