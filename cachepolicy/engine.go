@@ -373,7 +373,9 @@ func (e *Engine) Cache(q *Query) (Decision, bool) {
 }
 
 // Invalidate implements Policy: it returns the extra tables the invalidate
-// hooks name for a confirmed write, or nil.
+// hooks name for a confirmed write, or nil. When a hook fails (an error,
+// its deadline, a malformed result), it returns Everything: the hook may
+// have named any table.
 func (e *Engine) Invalidate(w *Write) []string {
 	if e.closed.Load() {
 		return nil
@@ -385,7 +387,7 @@ func (e *Engine) Invalidate(w *Write) []string {
 	st, err := set.get()
 	if err != nil {
 		e.stateUnavailable(err)
-		return nil
+		return []string{Everything}
 	}
 	st.beginWrite(w)
 	ret, site, err := st.call(hookInvalidate)
@@ -399,6 +401,9 @@ func (e *Engine) Invalidate(w *Write) []string {
 	}
 	st.end()
 	set.put(st)
+	if err != nil {
+		return []string{Everything}
+	}
 	return tables
 }
 

@@ -102,6 +102,7 @@ type Policy interface {
 	Cache(q *Query) (Decision, bool)
 	// Invalidate returns extra tables ("db.table") that a confirmed write
 	// invalidates beyond those it names.
+	// Everything among the tables stands for every entry.
 	Invalidate(w *Write) []string
 }
 
@@ -129,3 +130,7 @@ func (None) Cache(*Query) (Decision, bool) { return Decision{}, false }
 
 // Invalidate implements Policy.
 func (None) Invalidate(*Write) []string { return nil }
+
+// Everything, among the tables Invalidate returns, stands for every
+// entry: an invalidate hook that failed may have named any table.
+const Everything = "*"

@@ -399,6 +399,42 @@ func TestPolicyBrokenScripts(t *testing.T) {
 	}
 }
 
+// TestPolicyInvalidateFails: an invalidate() hook that fails (an error,
+// its deadline, a malformed result) may have named any table: the write
+// invalidates everything. Here, without a follower, the hook is what
+// tells mycached of the table a trigger writes.
+func TestPolicyInvalidateFails(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	for i, body := range []string{
+		`error("down")`,
+		`while true do end`,
+		`return { 1, {} }`,
+	} {
+		db := m.NewDatabase(t)
+		m.Exec(t, "CREATE TABLE "+db+".src (id INT PRIMARY KEY, v INT)")
+		m.Exec(t, "CREATE TABLE "+db+".dst (id INT PRIMARY KEY, n INT)")
+		m.Exec(t, "INSERT INTO "+db+".src VALUES (1, 0)")
+		m.Exec(t, "INSERT INTO "+db+".dst VALUES (1, 0)")
+		m.Exec(t, "CREATE TRIGGER "+db+".src_au AFTER UPDATE ON "+db+".src FOR EACH ROW UPDATE "+db+".dst SET n = n + 1")
+		script := "function invalidate(w)\n  if w.tables[1] == \"" + db + ".src\" then " + body + " end\n  return nil\nend\n"
+		file := writePolicy(t, t.TempDir(), fmt.Sprintf("p%d.lua", i), script)
+		p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Policy: []string{file}, PolicyTimeout: 20 * time.Millisecond})
+		pr := openPair(t, m, p, db, "")
+		const q = "SELECT n FROM dst WHERE id = 1"
+		for range 3 {
+			pr.sameResults(t, q)
+		}
+		if hits(t, pr.proxied) == 0 {
+			t.Fatal("the read is not cached; the test proves nothing")
+		}
+		if _, err := pr.proxied.Exec("UPDATE src SET v = v + 1 WHERE id = 1"); err != nil {
+			t.Fatal(err)
+		}
+		pr.sameResults(t, q)
+	}
+}
+
 // TestPolicyReload: a reload that fails keeps the old decisions and names
 // the file and line; one that succeeds changes decisions for the
 // connections already open, which keep working.

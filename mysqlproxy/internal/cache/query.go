@@ -938,6 +938,10 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 	}
 	extra := e.Policy.Invalidate(&cachepolicy.Write{Tables: tables, Kind: info.Kind.String(), SQL: sql, DB: c.db, User: c.user()})
 	for _, t := range extra {
+		if t == cachepolicy.Everything {
+			ds = append(ds, deps.Global)
+			continue
+		}
 		ds = append(ds, t, deps.NonKey(t))
 	}
 	if len(ds) == 0 {
