@@ -319,6 +319,22 @@ func lagSeconds(t time.Time) string {
 }
 
 // followerStatus returns the follower's status, and false when none runs.
+// backendReached tells the follower that a session reached the server:
+// one waiting to connect again (the server was down) tries at once, so
+// that the writes clients make now are seen within milliseconds, not
+// after the rest of its wait.
+func (c *coherence) backendReached() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	f := c.follower
+	c.mu.Unlock()
+	if f != nil {
+		f.Nudge()
+	}
+}
+
 func (c *coherence) followerStatus() (binlog.Status, bool) {
 	c.mu.Lock()
 	f := c.follower

@@ -170,6 +170,42 @@ func TestFollowerServerRestart(t *testing.T) {
 	f.fresh(t, q)
 }
 
+// TestFollowerBackWithServer: while MariaDB is down, the followers wait
+// longer and longer between attempts to connect again (up to seconds).
+// The first session that reaches the server once it is back has them try
+// at once: the writes clients make then are seen within milliseconds,
+// not after the rest of a wait.
+func TestFollowerBackWithServer(t *testing.T) {
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 1)")
+	f.sync(t)
+	const q = "SELECT v FROM t WHERE id = 1"
+	f.warm(t, q)
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// Long enough for the waits between attempts to reach their bound
+	// (5 s): without the sessions' nudge, the followers would come back
+	// 0 to 5 s after the server.
+	time.Sleep(7 * time.Second)
+	if err := m.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []*sql.DB{f.direct, f.viaA, f.viaB} {
+		db.SetMaxIdleConns(0) // their connections died with the server
+		db.SetMaxIdleConns(2)
+		if got := readInt(t, db, "SELECT 1"); got != 1 {
+			t.Fatalf("SELECT 1: %d", got)
+		}
+	}
+	waitFor(t, 2500*time.Millisecond, "the followers to follow again once sessions reached the server", func() bool { return len(followerConns(t, m)) == 2 })
+	mustExec(t, f.direct, "UPDATE t SET v = 2 WHERE id = 1")
+	f.sync(t)
+	f.fresh(t, q)
+}
+
 // TestFollowerPurgedPosition: a sidecar stops, writes go on directly, and
 // the binlog holding its saved position is purged. When it starts again
 // it cannot know what changed, and invalidates everything rather than

@@ -103,6 +103,7 @@ func NewServer(cfg Config) (*Server, error) {
 		ClientTLS:      cfg.TLS,
 		MaxPacket:      cfg.MaxPacket,
 		Draining:       s.draining.Load,
+		Reached:        func() { s.coh.backendReached() }, // coh is made below
 	}
 	// A point lookup's text carries its key, so an application that reads
 	// many rows by id has as many texts as rows it reads often; the exact

@@ -165,6 +165,11 @@ type Follower struct {
 
 	events, txns, bumps, reconnects, lost, unlogged atomic.Uint64
 
+	// nudge ends a wait to connect again (see Nudge); unreachable says
+	// the last dial of the server failed.
+	nudge       chan struct{}
+	unreachable atomic.Bool
+
 	// lastTxn is when the last transaction began to arrive (UnixNano).
 	lastTxn atomic.Int64
 	// stallCheck is when a stream that stopped short of the server's
@@ -218,7 +223,8 @@ func Start(opts Options) (*Follower, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	f := &Follower{opts: opts, log: opts.Logger, namer: opts.Meta.Namer(), done: make(chan struct{}), xa: map[string][]string{}, settleFromServer: fromServer}
+	f := &Follower{opts: opts, log: opts.Logger, namer: opts.Meta.Namer(), done: make(chan struct{}), xa: map[string][]string{}, settleFromServer: fromServer,
+		nudge: make(chan struct{}, 1)}
 	f.settle.Store(int64(opts.Settle))
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	pos := ""
@@ -251,6 +257,21 @@ func Start(opts Options) (*Follower, error) {
 	go f.run()
 	go f.tick()
 	return f, nil
+}
+
+// Nudge has a follower that waits to connect again, after a failure,
+// try at once: the server answers again (a session reached it). A
+// follower that is not waiting is not disturbed.
+func (f *Follower) Nudge() {
+	f.mu.Lock()
+	waiting := !f.running
+	f.mu.Unlock()
+	if waiting {
+		select {
+		case f.nudge <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Close stops following and saves the position.
@@ -368,10 +389,17 @@ func (f *Follower) run() {
 			f.log.Warn("binlog: connection lost; following again", "err", err, "retry_in", backoff)
 		}
 		f.reconnects.Add(1)
+		// A nudge ends the wait of a follower that could not reach the
+		// server, not of one the server refused (a grant, a password).
+		var nudged <-chan struct{}
+		if f.unreachable.Load() {
+			nudged = f.nudge
+		}
 		select {
 		case <-f.ctx.Done():
 			return
 		case <-time.After(backoff):
+		case <-nudged:
 		}
 		backoff = nextRetry(backoff)
 	}
@@ -484,7 +512,7 @@ func (f *Follower) follow() error {
 		return err
 	}
 	p, _ := strconv.Atoi(port)
-	var dialed startConns
+	dialed := startConns{unreachable: &f.unreachable}
 	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
 		Dialer:           dialed.dial,
 		ServerID:         f.opts.ServerID,
@@ -575,6 +603,8 @@ type startConns struct {
 	mu    sync.Mutex
 	conns []*startConn
 	until time.Time // zero outside the grace
+	// unreachable is set when a dial fails, cleared when one succeeds.
+	unreachable *atomic.Bool
 }
 
 type startConn struct {
@@ -585,6 +615,7 @@ type startConn struct {
 func (s *startConns) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, network, addr)
+	s.unreachable.Store(err != nil)
 	if err != nil {
 		return nil, err
 	}

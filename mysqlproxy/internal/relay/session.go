@@ -75,6 +75,9 @@ type Options struct {
 	// Draining reports that the server is shutting down: a session ends
 	// between commands.
 	Draining func() bool
+	// Reached, when set, is called each time a session's dial of the
+	// backend succeeds.
+	Reached func()
 }
 
 // Handler decides what happens to the commands that carry statements. A
@@ -248,6 +251,9 @@ func (s *Session) Run(newHandler func(*Session) Handler) {
 		s.SendError(0, CodeBackendUnreachable, "", "mycached: backend "+s.opts.Backend+" unreachable: "+err.Error(), false)
 		s.Log.Warn("backend unreachable", "err", err)
 		return
+	}
+	if s.opts.Reached != nil {
+		s.opts.Reached()
 	}
 	s.Backend = wire.NewConn(bc)
 	defer s.Backend.Release()
