@@ -521,3 +521,29 @@ func TestServersApartInSharedMemcached(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallMaxPacket: --max-packet bounds the client's commands, not the
+// server's answers to the statements mycached runs on a session (its
+// variables, its grants), which are larger than 1 KiB: sessions log in
+// and read, and a command past the bound is refused.
+func TestSmallMaxPacket(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	// An account whose grants are a row longer than 1 KiB.
+	name := m.NewDatabase(t)
+	var cols []string
+	for i := range 40 {
+		cols = append(cols, fmt.Sprintf("a_rather_long_column_name_%02d", i))
+	}
+	m.Exec(t, "CREATE TABLE "+name+".t ("+strings.Join(cols, " INT, ")+" INT)")
+	m.Exec(t, "CREATE USER '"+name+"'@'%' IDENTIFIED BY 'pw'")
+	m.Exec(t, "GRANT SELECT ("+strings.Join(cols, ", ")+") ON "+name+".t TO '"+name+"'@'%'")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, MaxPacket: 1024})
+	db := openDB(t, testenv.DSNFor(p.addr, name, "pw", name, ""))
+	if got := readInt(t, db, "SELECT 1"); got != 1 {
+		t.Fatalf("SELECT 1: %d", got)
+	}
+	if _, err := db.Exec("DO '" + strings.Repeat("x", 2000) + "'"); err == nil {
+		t.Error("a 2 KB command went through a 1 KiB --max-packet")
+	}
+}

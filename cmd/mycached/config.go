@@ -173,7 +173,7 @@ func flagDefs(o *options) []flagDef {
 		{"Access", "kv-timeout", "DURATION", durationValue{&o.kvTimeout}, "bound on each key/value statement as a whole, SELECT * and DROP included, and on each policy script's cache.get, set and delete; never less than --memcached-timeout", ""},
 		{"Access", "kv-max-connections", "N", intValue{&o.kvMaxConns, 1}, "most connections --kv-listen holds at once; past it a client gets error 1040 Too many connections", ""},
 
-		{"Limits and lifecycle", "max-packet", "SIZE", sizeValue{&o.maxPacket}, "largest client command accepted, reassembled; each session's limit is the server's max_allowed_packet, within this", ""},
+		{"Limits and lifecycle", "max-packet", "SIZE", sizeValue{&o.maxPacket}, "largest client command accepted, reassembled, at least 1KiB; each session's limit is the server's max_allowed_packet, within this", ""},
 		{"Limits and lifecycle", "shutdown-timeout", "DURATION", durationValue{&o.shutdownTimeout}, "on SIGTERM or SIGINT, time for in-flight statements to finish", ""},
 
 		{"Logging", "log-format", "FORMAT", enumValue{&o.logFormat, []string{"text", "json"}}, "log to stderr as text or json", ""},
@@ -436,8 +436,9 @@ func (o *options) check() error {
 			return fmt.Errorf("--%s: %s is more than 2GiB", i.flag, formatSize(i.n))
 		}
 	}
-	if o.maxPacket == 0 {
-		return errors.New("--max-packet: must be more than 0")
+	if o.maxPacket < 1024 {
+		// MariaDB's own floor for max_allowed_packet.
+		return errors.New("--max-packet: must be at least 1KiB")
 	}
 	if o.fillMemory == 0 {
 		return errors.New("--fill-memory: must be more than 0")

@@ -164,6 +164,7 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"int below its minimum", []string{"--memcached-gets", "0"}, `--memcached-gets: "0" is not a whole number of at least 1`},
 		{"bad size unit", []string{"--max-packet", "12XB"}, `"12XB"`},
 		{"size too big", []string{"--max-packet", "4G"}, "--max-packet: 4GiB"},
+		{"packet below the server's floor", []string{"--max-packet", "10"}, "--max-packet: must be at least 1KiB"},
 		{"no fill memory", []string{"--fill-memory", "0"}, "--fill-memory: must be more than 0"},
 		{"bad bool", []string{"--tls-self-signed=maybe"}, `"maybe"`},
 		{"missing value", []string{"--backend"}, "--backend"},

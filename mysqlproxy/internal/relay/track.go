@@ -287,7 +287,9 @@ func (s *Session) ownQueries(qs ...string) ([]ownResult, error) {
 	}
 	var buf []byte
 	read := func() ([]byte, error) {
-		b, _, err := s.Backend.ReadPacket(buf, s.opts.MaxPacket)
+		// The server's answers to mycached's own statements: the bound
+		// on client commands has nothing to do with them.
+		b, _, err := s.Backend.ReadPacket(buf, 1<<30)
 		if err != nil {
 			return nil, BackendError{err}
 		}
