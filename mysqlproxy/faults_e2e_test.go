@@ -266,6 +266,54 @@ func TestE2EFaultMalformedPackets(t *testing.T) {
 	}
 }
 
+// TestShutdownLetsTransactionsEnd: a session idle inside a transaction
+// when the drain begins, and one busy with a statement of a transaction,
+// go on until they COMMIT (within the drain): the transactions' writes
+// are kept. Sessions outside a transaction are closed.
+func TestShutdownLetsTransactionsEnd(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)")
+	ctx := context.Background()
+	pool := openDB(t, rootDSN(p.addr, db, ""))
+	idleTx, busyTx, idle := conn(t, pool), conn(t, pool), conn(t, pool)
+	execConn(t, idleTx, "BEGIN")
+	execConn(t, idleTx, "INSERT INTO t VALUES (1)")
+	execConn(t, busyTx, "BEGIN")
+	if err := idle.PingContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	busyDone := make(chan error, 1)
+	go func() {
+		_, err := busyTx.ExecContext(ctx, "INSERT INTO t SELECT 2 FROM (SELECT SLEEP(1)) s")
+		busyDone <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the busy statement is under way
+	shut := make(chan error, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		shut <- p.srv.Shutdown(sctx)
+	}()
+	time.Sleep(300 * time.Millisecond) // the drain has begun
+	if err := idle.PingContext(ctx); err == nil {
+		t.Error("a session outside a transaction is still served during the drain")
+	}
+	if err := <-busyDone; err != nil {
+		t.Fatalf("the busy transaction's statement: %v", err)
+	}
+	execConn(t, busyTx, "COMMIT")
+	execConn(t, idleTx, "COMMIT")
+	if err := <-shut; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if got := m.QueryString(t, "SELECT GROUP_CONCAT(id ORDER BY id) FROM "+db+".t"); got != "1,2" {
+		t.Errorf("after the drain, the table holds %q, want both transactions' rows 1,2", got)
+	}
+}
+
 // TestE2EShutdown calls Shutdown with a statement in flight: the statement
 // completes, Shutdown returns, idle clients are disconnected and new
 // connections are refused.

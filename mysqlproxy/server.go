@@ -373,10 +373,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopAccepting()
 	// A read deadline in the past wakes every session blocked reading its
 	// next command; a session that is busy finishes its statement first,
-	// since the deadline touches only reads from the client.
+	// since the deadline touches only reads from the client. A session
+	// inside a transaction reads on until the transaction ends (within
+	// ctx), so that its COMMIT is not lost to the drain.
 	s.mu.Lock()
 	for sess := range s.sessions {
-		_ = sess.Client.NetConn.SetReadDeadline(time.Now())
+		if !sess.IdleInTransaction() {
+			_ = sess.Client.NetConn.SetReadDeadline(time.Now())
+		}
 	}
 	s.mu.Unlock()
 	done := make(chan struct{})

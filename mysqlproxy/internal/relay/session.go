@@ -106,6 +106,8 @@ type Session struct {
 	Client  *wire.Conn
 	Backend *wire.Conn // nil on a listener with no backend
 	idle    atomic.Bool
+	// idleInTx is idle inside a transaction.
+	idleInTx atomic.Bool
 
 	Hello      Hello  // user, database and capabilities from the handshake
 	Caps       uint32 // capabilities both the client and the backend agreed on
@@ -235,6 +237,10 @@ func (s *Session) MultiStatements() bool {
 // Idle reports whether the session is waiting for the client's next
 // command.
 func (s *Session) Idle() bool { return s.idle.Load() }
+
+// IdleInTransaction reports whether the session waits for its client's
+// next command inside a transaction: a draining server lets it read on.
+func (s *Session) IdleInTransaction() bool { return s.idleInTx.Load() }
 
 // InTransaction reports whether the backend said a transaction is open.
 func (s *Session) InTransaction() bool { return s.Status&mysql.SERVER_STATUS_IN_TRANS != 0 }
@@ -387,8 +393,15 @@ func (s *Session) EndHandshakeDeadline() { wire.SetDeadline(s.Client.NetConn, 0)
 func (s *Session) Loop(dispatch func(p []byte) error) {
 	for {
 		s.idle.Store(true)
+		inTx := s.InTransaction()
+		s.idleInTx.Store(inTx)
 		if s.opts.Draining != nil && s.opts.Draining() {
-			return
+			if !inTx {
+				return
+			}
+			// An open transaction may end, within the drain: its
+			// COMMIT is read (the drain may have woken the read).
+			wire.SetDeadline(s.Client.NetConn, 0)
 		}
 		s.clientWatch.stop()
 		if s.dead.Load() {
@@ -402,6 +415,7 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 		p, seq, err := s.Client.ReadPacket(s.buf, s.packetLimit())
 		s.waitedLong = time.Since(waitStart) >= peekAfter
 		s.idle.Store(false)
+		s.idleInTx.Store(false)
 		if s.dead.Load() {
 			s.endDead()
 			return
