@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -298,6 +300,13 @@ func TestShutdownLetsTransactionsEnd(t *testing.T) {
 		shut <- p.srv.Shutdown(sctx)
 	}()
 	time.Sleep(300 * time.Millisecond) // the drain has begun
+	hs := httptest.NewServer(p.srv.AdminHandler())
+	defer hs.Close()
+	if resp, err := hs.Client().Get(hs.URL + "/healthz"); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("/healthz during the drain: %v, %v; want 503", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	if err := idle.PingContext(ctx); err == nil {
 		t.Error("a session outside a transaction is still served during the drain")
 	}
