@@ -99,9 +99,10 @@ type Engine struct {
 	calls, memoHits, kills, errs, bad atomic.Uint64
 	blamed                            map[string]*scriptCounts // by script name; read-only after Load
 
-	logMu   sync.Mutex           // protects logged
-	logged  map[string]time.Time // site -> last time it was logged
-	builtin Default              // what next(q) returns below the first script
+	scriptLogs logLimiter           // bounds the scripts' own log lines
+	logMu      sync.Mutex           // protects logged
+	logged     map[string]time.Time // site -> last time it was logged
+	builtin    Default              // what next(q) returns below the first script
 }
 
 var _ Policy = (*Engine)(nil)

@@ -449,3 +449,31 @@ func TestScriptStatsBlameTheScript(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptLogBounded: a script's log lines are clipped, and so is their
+// rate: a script that logs whole results on every statement cannot fill
+// the disk. The lines dropped are counted in one line of their own.
+func TestScriptLogBounded(t *testing.T) {
+	var logs logBuf
+	code := "local m = require(\"mycached\")\n" +
+		"function cache(q)\n  m.log.info(string.rep(\"x\", 100000) .. q.sql, \"k\", string.rep(\"y\", 100000))\n  return nil\nend\n"
+	e, _ := loadText(t, code, Options{Logger: logs.logger(), Timeout: time.Second})
+	for range 3 * scriptLogRate {
+		e.Cache(selectQ("SELECT 1 FROM t", "select ? from t", "shop.t"))
+	}
+	time.Sleep(1100 * time.Millisecond) // the next second says what was dropped
+	e.Cache(selectQ("SELECT 1 FROM t", "select ? from t", "shop.t"))
+	out := logs.String()
+	lines := strings.Count(out, "msg=xxxx") + strings.Count(out, "msg=\"xxxx")
+	// The calls may straddle the start of a second, which lets as many
+	// lines through again.
+	if lines == 0 || lines > 2*scriptLogRate+1 {
+		t.Errorf("%d of %d lines logged, want at most %d a second", lines, 3*scriptLogRate+1, scriptLogRate)
+	}
+	if len(out) > (2*scriptLogRate+2)*(2*maxLogText+300) {
+		t.Errorf("%d bytes logged for %d lines: not clipped", len(out), lines)
+	}
+	if !strings.Contains(out, "lines dropped") {
+		t.Errorf("the dropped lines are not counted:\n%.500s", out)
+	}
+}

@@ -2,7 +2,10 @@ package cachepolicy
 
 import (
 	"fmt"
+	"log/slog"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -159,11 +162,17 @@ func (st *state) module() *lua.LTable {
 
 	log := L.NewTable()
 	log.RawSetString("info", L.NewFunction(func(L *lua.LState) int {
-		e.opts.Logger.Info(L.CheckString(1), logArgs(L)...)
+		msg := L.CheckString(1)
+		if e.scriptLogs.allow(e.opts.Logger) {
+			e.opts.Logger.Info(clip(msg), logArgs(L)...)
+		}
 		return 0
 	}))
 	log.RawSetString("warn", L.NewFunction(func(L *lua.LState) int {
-		e.opts.Logger.Warn(L.CheckString(1), logArgs(L)...)
+		msg := L.CheckString(1)
+		if e.scriptLogs.allow(e.opts.Logger) {
+			e.opts.Logger.Warn(clip(msg), logArgs(L)...)
+		}
 		return 0
 	}))
 	mod.RawSetString("log", st.readOnly("mycached.log", log))
@@ -205,7 +214,7 @@ func logArgs(L *lua.LState) []any {
 	for i := 2; i <= L.GetTop(); i++ {
 		switch v := L.Get(i).(type) {
 		case lua.LString:
-			args = append(args, string(v))
+			args = append(args, clip(string(v)))
 		case lua.LNumber:
 			args = append(args, float64(v))
 		case lua.LBool:
@@ -213,10 +222,52 @@ func logArgs(L *lua.LState) []any {
 		case *lua.LNilType:
 			args = append(args, nil)
 		default:
-			args = append(args, v.String())
+			args = append(args, clip(v.String()))
 		}
 	}
 	return args
+}
+
+// maxLogText bounds each string a script logs, and scriptLogRate the
+// lines it logs per second: a script that logs every statement, or whole
+// results, must not fill the disk.
+const (
+	maxLogText    = 1024
+	scriptLogRate = 100
+)
+
+func clip(s string) string {
+	if len(s) <= maxLogText {
+		return s
+	}
+	return s[:maxLogText] + "…(" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// logLimiter lets scripts log scriptLogRate lines a second, and says how
+// many it dropped once the second is over.
+type logLimiter struct {
+	mu      sync.Mutex
+	second  int64
+	n       int
+	dropped int
+}
+
+func (l *logLimiter) allow(logger *slog.Logger) bool {
+	now := time.Now().Unix()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now != l.second {
+		if l.dropped > 0 {
+			logger.Warn("policy scripts logged too fast; lines dropped", "dropped", l.dropped, "limit_per_second", scriptLogRate)
+		}
+		l.second, l.n, l.dropped = now, 0, 0
+	}
+	if l.n >= scriptLogRate {
+		l.dropped++
+		return false
+	}
+	l.n++
+	return true
 }
 
 // The kv functions return value (or true) on success and nil, message on
