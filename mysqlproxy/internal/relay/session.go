@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -255,7 +256,9 @@ func (s *Session) Run(newHandler func(*Session) Handler) {
 	bc, err := (&net.Dialer{Timeout: s.opts.ConnectTimeout}).Dial("tcp", s.opts.Backend)
 	if err != nil {
 		s.SendError(0, CodeBackendUnreachable, "", "mycached: backend "+s.opts.Backend+" unreachable: "+err.Error(), false)
-		s.Log.Warn("backend unreachable", "err", err)
+		if endLogs.allow(s.Log) {
+			s.Log.Warn("backend unreachable", "err", err)
+		}
 		return
 	}
 	if s.opts.Reached != nil {
@@ -845,7 +848,45 @@ func (s *Session) LogEnd(msg string, err error) {
 	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() && s.opts.Draining != nil && s.opts.Draining() {
 		return
 	}
-	s.Log.Warn(msg, "err", err)
+	if endLogs.allow(s.Log) {
+		s.Log.Warn(msg, "err", err)
+	}
+}
+
+// endLogs bounds the lines sessions log as they end badly: a flood of
+// malformed or broken connections must not fill the disk.
+var endLogs = rateLog{limit: 20}
+
+// rateLog lets limit lines a second through, and says how many it
+// dropped once the second is over.
+type rateLog struct {
+	limit   int
+	clock   func() int64 // the second it is; time.Now's when nil
+	mu      sync.Mutex
+	second  int64
+	n       int
+	dropped int
+}
+
+func (l *rateLog) allow(log *slog.Logger) bool {
+	now := time.Now().Unix()
+	if l.clock != nil {
+		now = l.clock()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now != l.second {
+		if l.dropped > 0 {
+			log.Warn("sessions ended badly faster than logged; lines dropped", "dropped", l.dropped, "limit_per_second", l.limit)
+		}
+		l.second, l.n, l.dropped = now, 0, 0
+	}
+	if l.n >= l.limit {
+		l.dropped++
+		return false
+	}
+	l.n++
+	return true
 }
 
 // BackendError marks an error reading from or writing to the backend.

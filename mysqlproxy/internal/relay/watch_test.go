@@ -1,8 +1,10 @@
 package relay
 
 import (
+	"log/slog"
 	"net"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,5 +60,30 @@ func TestBackendEndedBeforeWatcherRuns(t *testing.T) {
 	}
 	if !ended {
 		t.Error("a command that came after a wait was answered on a session the server had ended")
+	}
+}
+
+// TestRateLog: lines past the limit in a second are dropped, and counted
+// in one line once the second is over.
+func TestRateLog(t *testing.T) {
+	var b strings.Builder
+	log := slog.New(slog.NewTextHandler(&b, nil))
+	sec := int64(1)
+	l := rateLog{limit: 3, clock: func() int64 { return sec }}
+	n := 0
+	for range 10 {
+		if l.allow(log) {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d of 10 lines allowed in a second, want 3", n)
+	}
+	sec++ // the second is over
+	if !l.allow(log) {
+		t.Error("a line of the next second is dropped")
+	}
+	if !strings.Contains(b.String(), "dropped=7") {
+		t.Errorf("the dropped lines are not counted: %q", b.String())
 	}
 }
