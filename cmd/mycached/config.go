@@ -372,6 +372,10 @@ func (o *options) check() error {
 			return fmt.Errorf("--binlog-password-file: %w", err)
 		}
 		o.binlogPassword = strings.TrimRight(string(b), "\r\n")
+		if o.binlogPassword == "" {
+			// A file named and empty is a mistake, not a password.
+			return fmt.Errorf("--binlog-password-file: %q is empty", o.binlogPasswordFile)
+		}
 	} else {
 		o.binlogPassword = os.Getenv("MYCACHED_BINLOG_PASSWORD")
 	}
