@@ -6,19 +6,27 @@ package sqlinfo
 // operators would take seconds and gigabytes, which the server refuses
 // in a millisecond (error 1436). Such a text is not parsed: it is
 // classified by its first keywords, as one the parser rejects.
+//
+// maxParseItems bounds its breadth: the parse takes about 1 KiB for each
+// item of a list (an IN list, a VALUES row, a select list), so a 4 MB
+// IN list of 2,000,000 numbers took gigabytes. Such a text is read by its
+// first keywords too: a read is relayed, a write invalidates everything.
 const (
 	maxParseDepth = 4000
 	maxParseLen   = 8 << 20
+	maxParseItems = 100000
 )
 
 // tooDeep reports whether parsing sql may nest deeper than limit: at
 // some point, the parentheses open plus the operators chained since the
-// last comma or parenthesis at that level. It reads each byte once,
+// last comma or parenthesis at that level; or hold more than
+// maxParseItems list items. It reads each byte once,
 // skipping quoted strings and identifiers, and overestimates rather than
 // under.
 func tooDeep(sql string, limit int) bool {
 	var outer []int  // the operators chained at each enclosing level
 	run, sum := 0, 0 // chained at this level; open levels and their chains
+	items := 0       // the list items (commas) so far
 	for i := 0; i < len(sql); i++ {
 		c := sql[i]
 		switch c {
@@ -63,6 +71,9 @@ func tooDeep(sql string, limit int) bool {
 			}
 		case ',', ';':
 			run = 0
+			if items++; items > maxParseItems {
+				return true
+			}
 		case '+', '*', '%', '^', '&', '|', '~', '!', '<', '>', '=':
 			run++
 		default:

@@ -6,9 +6,10 @@ import (
 	"time"
 )
 
-// TestTooDeep: texts whose parse would nest past the bound are not
-// parsed, and are classified at once, conservatively; wide but shallow
-// texts (a bulk INSERT, a long IN list) are still parsed.
+// TestTooDeep: texts whose parse would nest past the bound, or hold more
+// list items than it, are not parsed, and are classified at once,
+// conservatively; wide but shallow texts (a bulk INSERT, a long IN list)
+// are still parsed.
 func TestTooDeep(t *testing.T) {
 	n := 200000
 	deep := map[string]string{
@@ -19,6 +20,9 @@ func TestTooDeep(t *testing.T) {
 		"OR chain":      "DELETE FROM t WHERE " + strings.Repeat("a=1 OR ", n) + "a=2",
 		"or chain":      "SELECT 1 FROM t WHERE " + strings.Repeat("a or ", n) + "b",
 		"nested chains": "SELECT " + strings.Repeat("1+(", n/2) + "1" + strings.Repeat(")", n/2),
+		// Broad rather than deep: the parse takes about 1 KiB an item.
+		"huge IN list": "SELECT v FROM t WHERE id IN (" + strings.Repeat("1,", n) + "1)",
+		"huge VALUES":  "DELETE FROM t WHERE (a, b) IN (" + strings.Repeat("(1,2),", n/2) + "(1,2))",
 	}
 	a := NewAnalyzer(Options{})
 	for name, q := range deep {
