@@ -35,6 +35,11 @@ func TestTooDeep(t *testing.T) {
 			t.Errorf("%s: a write not parsed must invalidate everything", name)
 		}
 		t.Logf("%s: %d bytes in %v", name, len(q), time.Since(start))
+		// So in a session whose sql_mode changes how texts read.
+		d := DialectOf("ANSI_QUOTES,NO_BACKSLASH_ESCAPES", "utf8mb4")
+		if info := a.AnalyzeIn(q+` /* "\" */`, d); info.WhyNot != "too-complex" || info.Cacheable {
+			t.Errorf("%s, under ANSI_QUOTES: got WhyNot %q, cacheable %v; want too-complex", name, info.WhyNot, info.Cacheable)
+		}
 	}
 	shallow := map[string]string{
 		"bulk insert":   "INSERT INTO t VALUES " + strings.Repeat("(-1, 'a-b', 2*3),", 20000) + "(1, 'x', 2)",

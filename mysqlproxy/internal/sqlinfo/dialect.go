@@ -259,6 +259,9 @@ func (a *Analyzer) parseIn(sql string, d Dialect) *Info {
 
 // parseView is parseIn for a text without executable comments.
 func (a *Analyzer) parseView(sql string, d Dialect) *Info {
+	if len(sql) > maxParseLen || tooDeep(sql, maxParseDepth) {
+		return tooComplex(sql)
+	}
 	i := modeIndex(d)
 	p, _ := modeParsers[i].Get().(*parser.Parser)
 	if p == nil {
