@@ -318,7 +318,6 @@ func lagSeconds(t time.Time) string {
 	return fmt.Sprintf("%.0f", time.Since(t).Seconds())
 }
 
-// followerStatus returns the follower's status, and false when none runs.
 // backendReached tells the follower that a session reached the server:
 // one waiting to connect again (the server was down) tries at once, so
 // that the writes clients make now are seen within milliseconds, not
@@ -335,6 +334,7 @@ func (c *coherence) backendReached() {
 	}
 }
 
+// followerStatus returns the follower's status, and false when none runs.
 func (c *coherence) followerStatus() (binlog.Status, bool) {
 	c.mu.Lock()
 	f := c.follower
