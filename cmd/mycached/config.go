@@ -377,7 +377,13 @@ func (o *options) check() error {
 			return fmt.Errorf("--binlog-password-file: %q is empty", o.binlogPasswordFile)
 		}
 	} else {
-		o.binlogPassword = os.Getenv("MYCACHED_BINLOG_PASSWORD")
+		v, set := os.LookupEnv("MYCACHED_BINLOG_PASSWORD")
+		if set && v == "" && o.binlogUser != "" {
+			// Set and empty is a mistake too (an empty line in an
+			// environment file); a user without a password sets none.
+			return errors.New("--binlog-user: MYCACHED_BINLOG_PASSWORD is set but empty")
+		}
+		o.binlogPassword = v
 	}
 	if o.binlogServerID > 1<<32-1 {
 		return fmt.Errorf("--binlog-server-id: %d is more than 4294967295", o.binlogServerID)

@@ -281,3 +281,21 @@ func TestPeerSecret(t *testing.T) {
 		t.Errorf("without --peer-listen: %q, %v", o.peerSecret, err)
 	}
 }
+
+// TestBinlogPasswordFromEnvironment: MYCACHED_BINLOG_PASSWORD gives the
+// follower's password; set but empty, with --binlog-user, it is refused
+// as an empty --binlog-password-file is.
+func TestBinlogPasswordFromEnvironment(t *testing.T) {
+	args := []string{"--binlog-user", "binlog"}
+	t.Setenv("MYCACHED_BINLOG_PASSWORD", "pw")
+	if o, err := parseOptions(args, &strings.Builder{}); err != nil || o.binlogPassword != "pw" {
+		t.Errorf("from the environment: %q, %v", o.binlogPassword, err)
+	}
+	t.Setenv("MYCACHED_BINLOG_PASSWORD", "")
+	if _, err := parseOptions(args, &strings.Builder{}); err == nil || !strings.Contains(err.Error(), "set but empty") {
+		t.Errorf("set but empty: got %v, want it refused", err)
+	}
+	if _, err := parseOptions(nil, &strings.Builder{}); err != nil {
+		t.Errorf("set but empty, without --binlog-user: %v", err)
+	}
+}
