@@ -166,6 +166,10 @@ func TestFollowerServerRestart(t *testing.T) {
 		if n := readInt(t, db, qm); n != 0 {
 			t.Errorf("%s through sidecar %c after the restart: %d rows, want the 0 the restart left", qm, 'A'+i, n)
 		}
+		// Counted, so that an operator sees why everything was invalidated.
+		if n := mycachedStatus(t, db)["Binlog_unlogged_changes"]; n < 1 {
+			t.Errorf("Binlog_unlogged_changes through sidecar %c after the restart: %d, want at least 1", 'A'+i, n)
+		}
 	}
 	f.fresh(t, q)
 }

@@ -189,6 +189,7 @@ func (f *Follower) format(created uint32) {
 	f.runStart = created
 	if !first {
 		f.log.Warn("binlog: the server restarted; every cached entry is invalidated (its MEMORY tables are empty now)")
+		f.unlogged.Add(1)
 		f.restarted()
 		f.opts.Bump(f.ctx, []string{deps.Global})
 	}
