@@ -385,6 +385,13 @@ func (o *options) check() error {
 		}
 		o.binlogPassword = v
 	}
+	if o.stateDir != "" {
+		// Made when missing; anything else in its place is a mistake
+		// to say at once, not after connecting.
+		if fi, err := os.Stat(o.stateDir); err == nil && !fi.IsDir() {
+			return fmt.Errorf("--state-dir: %q is not a directory", o.stateDir)
+		}
+	}
 	if o.binlogServerID > 1<<32-1 {
 		return fmt.Errorf("--binlog-server-id: %d is more than 4294967295", o.binlogServerID)
 	}

@@ -192,6 +192,7 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"peer secret without peer listen", []string{"--peer-secret-file", longSecret}, "--peer-secret-file: needs --peer-listen"},
 		{"short peer secret", append(peerArgs, "--peer-secret-file", shortSecret), "at least 16 bytes"},
 		{"empty peer secret", append(peerArgs, "--peer-secret-file", emptySecret), "is empty"},
+		{"state dir that is a file", []string{"--state-dir", emptySecret}, "--state-dir: "},
 		{"empty binlog password file", []string{"--binlog-user", "b", "--binlog-password-file", emptySecret}, "--binlog-password-file: "},
 		{"unreadable peer secret", append(peerArgs, "--peer-secret-file", filepath.Join(dir, "nosecret")), "nosecret"},
 	}
