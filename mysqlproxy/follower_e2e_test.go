@@ -75,6 +75,23 @@ func (f *fleet) warm(t *testing.T, q string) {
 	}
 }
 
+// warmAll is warm for each of qs.
+func (f *fleet) warmAll(t *testing.T, qs ...string) {
+	t.Helper()
+	for _, q := range qs {
+		f.warm(t, q)
+	}
+}
+
+// syncFresh waits for the followers, then checks each of qs is fresh.
+func (f *fleet) syncFresh(t *testing.T, qs ...string) {
+	t.Helper()
+	f.sync(t)
+	for _, q := range qs {
+		f.fresh(t, q)
+	}
+}
+
 // sync waits until both followers have applied everything committed.
 func (f *fleet) sync(t *testing.T) {
 	t.Helper()

@@ -189,14 +189,8 @@ func TestFollowerResetMaster(t *testing.T) {
 	}
 	f.sync(t)
 	reads := []string{"SELECT v FROM t WHERE id = 1", "SELECT v FROM t WHERE id = 2"}
-	for _, q := range reads {
-		f.warm(t, q)
-	}
-	old := m.QueryString(t, "SELECT @@gtid_binlog_pos")
-	var seq int
-	if _, err := fmt.Sscanf(old[strings.LastIndex(old, "-")+1:], "%d", &seq); err != nil {
-		t.Fatalf("position %q: %v", old, err)
-	}
+	f.warmAll(t, reads...)
+	old, seq := binlogSeq(t, m)
 	mustExec(t, f.direct, "RESET MASTER")
 	mustExec(t, f.direct, "UPDATE t SET v = 10 WHERE id = 1") // transaction 1
 	// Long enough for a poll of the server's position, and short of the
@@ -207,19 +201,11 @@ func TestFollowerResetMaster(t *testing.T) {
 	}
 	mustExec(t, f.direct, "UPDATE t SET v = 20 WHERE id = 2")
 	t.Logf("position %s before RESET MASTER, %s after", old, m.QueryString(t, "SELECT @@gtid_binlog_pos"))
-	f.sync(t)
-	for _, q := range reads {
-		f.fresh(t, q)
-	}
+	f.syncFresh(t, reads...)
 	// Later writes are seen one by one again.
-	for _, q := range reads {
-		f.warm(t, q)
-	}
+	f.warmAll(t, reads...)
 	mustExec(t, f.direct, "UPDATE t SET v = 30 WHERE id = 1")
-	f.sync(t)
-	for _, q := range reads {
-		f.fresh(t, q)
-	}
+	f.syncFresh(t, reads...)
 }
 
 // TestFollowerResetMasterNumberedPast: RESET MASTER, then a transaction
@@ -236,31 +222,29 @@ func TestFollowerResetMasterNumberedPast(t *testing.T) {
 	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 1), (2, 2)")
 	f.sync(t)
 	reads := []string{"SELECT v FROM t WHERE id = 1", "SELECT v FROM t WHERE id = 2"}
-	for _, q := range reads {
-		f.warm(t, q)
-	}
-	old := m.QueryString(t, "SELECT @@gtid_binlog_pos")
-	var seq int
-	if _, err := fmt.Sscanf(old[strings.LastIndex(old, "-")+1:], "%d", &seq); err != nil {
-		t.Fatalf("position %q: %v", old, err)
-	}
+	f.warmAll(t, reads...)
+	old, seq := binlogSeq(t, m)
 	w := conn(t, f.direct)
 	execOn(t, w, "RESET MASTER")
 	execOn(t, w, fmt.Sprintf("SET gtid_seq_no = %d", seq+1000))
 	execOn(t, w, "UPDATE t SET v = 10 WHERE id = 1")
 	t.Logf("position %s before RESET MASTER, %s after", old, m.QueryString(t, "SELECT @@gtid_binlog_pos"))
-	f.sync(t)
-	for _, q := range reads {
-		f.fresh(t, q)
-	}
-	for _, q := range reads {
-		f.warm(t, q)
-	}
+	f.syncFresh(t, reads...)
+	f.warmAll(t, reads...)
 	mustExec(t, f.direct, "UPDATE t SET v = 20 WHERE id = 2")
-	f.sync(t)
-	for _, q := range reads {
-		f.fresh(t, q)
+	f.syncFresh(t, reads...)
+}
+
+// binlogSeq returns the server's binlog position and its sequence number
+// (of its one domain).
+func binlogSeq(t *testing.T, m *testenv.MariaDB) (string, int) {
+	t.Helper()
+	pos := m.QueryString(t, "SELECT @@gtid_binlog_pos")
+	var seq int
+	if _, err := fmt.Sscanf(pos[strings.LastIndex(pos, "-")+1:], "%d", &seq); err != nil {
+		t.Fatalf("position %q: %v", pos, err)
 	}
+	return pos, seq
 }
 
 // uncached checks that q, read three times through each sidecar, gives

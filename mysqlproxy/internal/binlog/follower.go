@@ -745,12 +745,17 @@ func (f *Follower) pollServer() {
 	f.advanceLocked()
 	stalled := f.running && f.resetTo == nil && f.at.file != "" && len(f.polls) > 0 &&
 		at.Sub(f.polls[0].at) >= stallAfter && f.lastTxn.Load() < f.polls[0].at.UnixNano()
-	where, applied := f.at, f.applied.Clone().(*mysql.MariadbGTIDSet)
+	check := stalled && at.Sub(f.stallCheck) >= f.stallWait
+	var where binlogAt
+	var applied *mysql.MariadbGTIDSet
+	if check {
+		where, applied = f.at, f.applied.Clone().(*mysql.MariadbGTIDSet)
+	}
 	f.mu.Unlock()
 	switch {
 	case !stalled:
 		f.stallWait = 0
-	case at.Sub(f.stallCheck) >= f.stallWait:
+	case check:
 		f.stallCheck = at
 		f.stallWait = min(max(2*f.stallWait, stallAfter), time.Minute)
 		f.checkStalled(where, applied, pos)
