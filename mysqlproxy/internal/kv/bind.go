@@ -11,7 +11,7 @@ func (st *Stmt) Bind(args [][]byte) (*Stmt, error) {
 	if len(args) != st.Params {
 		return nil, fmt.Errorf("%w: got %d, want %d", ErrParamCount, len(args), st.Params)
 	}
-	out := &Stmt{Op: st.Op, Value: st.Value, TTL: st.TTL}
+	out := &Stmt{Op: st.Op, Value: st.Value, TTL: st.TTL, extraKeys: st.extraKeys}
 	if st.Keys != nil {
 		out.Keys = append([][]byte(nil), st.Keys...)
 	}

@@ -204,6 +204,9 @@ func selectKeys(ns string, st *Stmt) ([]string, [][]byte, Result) {
 	if len(st.Keys) == 0 {
 		return nil, nil, errorResult(CodeUnknown, StateGeneral, "mycached: SELECT needs at least one key")
 	}
+	if st.extraKeys > 0 {
+		return nil, nil, errorResult(CodeUnknown, StateGeneral, fmt.Sprintf("mycached: SELECT takes at most %d keys, not %d; ask for fewer", MaxSelectKeys, len(st.Keys)+st.extraKeys))
+	}
 	// One row per distinct key, in the order first asked for.
 	keys := make([]string, 0, len(st.Keys))
 	userKeys := make([][]byte, 0, len(st.Keys))

@@ -582,3 +582,56 @@ func TestExecRepliesBudget(t *testing.T) {
 		t.Errorf("five values once the budget has room: %d rows", len(got))
 	}
 }
+
+// A SELECT may name at most MaxSelectKeys keys, placeholders included:
+// past it the statement is still kv (not SQL), it is an error, and Parse
+// keeps no more than the bound, so a few MB of keys cannot make the
+// sidecar hold hundreds.
+func TestExecSelectKeysBound(t *testing.T) {
+	s := newFakeStore()
+	s.m["kv:k0"] = []byte("v")
+	list := func(n int, param bool) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = fmt.Sprintf(`"k%d"`, i)
+			if param && i == n-1 {
+				parts[i] = "?"
+			}
+		}
+		return "SELECT " + strings.Join(parts, ",")
+	}
+	st, ok, err := Parse(list(MaxSelectKeys, false))
+	if !ok || err != nil {
+		t.Fatalf("Parse at the bound: ok=%v err=%v", ok, err)
+	}
+	if res := Exec(context.Background(), s, Options{}, "", st); res.IsError() || len(res.Rows) != 1 {
+		t.Fatalf("SELECT of %d keys: %+v", MaxSelectKeys, res)
+	}
+	reads := len(s.getCalls)
+	for _, param := range []bool{false, true} {
+		n := MaxSelectKeys + 1
+		st, ok, err := Parse(list(n, param))
+		if !ok || err != nil {
+			t.Fatalf("Parse past the bound (param %v): ok=%v err=%v", param, ok, err)
+		}
+		if len(st.Keys) > MaxSelectKeys {
+			t.Errorf("Parse kept %d keys, more than %d", len(st.Keys), MaxSelectKeys)
+		}
+		if param {
+			if st.Params != 1 {
+				t.Fatalf("Params = %d, want 1", st.Params)
+			}
+			if st, err = st.Bind([][]byte{[]byte("k0")}); err != nil {
+				t.Fatalf("Bind: %v", err)
+			}
+		}
+		res := Exec(context.Background(), s, Options{}, "", st)
+		want := fmt.Sprintf("at most %d keys, not %d", MaxSelectKeys, n)
+		if !res.IsError() || !strings.Contains(res.Msg, want) {
+			t.Errorf("SELECT of %d keys (param %v): %+v, want an error saying %q", n, param, res, want)
+		}
+	}
+	if len(s.getCalls) != reads {
+		t.Errorf("the SELECTs past the bound read the store %d times", len(s.getCalls)-reads)
+	}
+}

@@ -117,7 +117,15 @@ type Stmt struct {
 
 	// paramSlots says where each placeholder goes, in order.
 	paramSlots []slot
+	// extraKeys counts the keys of a SELECT past MaxSelectKeys, which
+	// Parse reads but does not keep; such a SELECT is an error.
+	extraKeys int
 }
+
+// MaxSelectKeys is the most keys one SELECT may name. Each key costs a few
+// hundred bytes of memory while the statement runs, so without a bound a
+// statement of a few MB could make mycached hold hundreds.
+const MaxSelectKeys = 10000
 
 // slot is the destination of one ? placeholder.
 type slot struct {

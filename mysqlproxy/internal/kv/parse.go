@@ -126,13 +126,20 @@ func (p *parser) selectStmt() bool {
 	p.st.Op = OpSelect
 	for {
 		switch {
-		case plainDoubleQuoted(t):
-			p.st.Keys = append(p.st.Keys, t.Value())
+		case !plainDoubleQuoted(t) && t.Kind != sqlinfo.TokParam:
+			return false
+		case len(p.st.Keys) == MaxSelectKeys:
+			// Read on, to tell kv from SQL, but keep nothing: the
+			// statement is an error.
+			p.st.extraKeys++
+			if t.Kind == sqlinfo.TokParam {
+				p.st.Params++
+			}
 		case t.Kind == sqlinfo.TokParam:
 			p.st.Keys = append(p.st.Keys, nil)
 			p.addParam(slotKey, len(p.st.Keys)-1)
 		default:
-			return false
+			p.st.Keys = append(p.st.Keys, t.Value())
 		}
 		if t, err = p.lx.next(); err != nil {
 			return false
