@@ -599,3 +599,51 @@ func javaProgram(t *testing.T, class, src string) func(args ...string) *exec.Cmd
 		return exec.Command("java", append([]string{"-cp", jar + ":" + dir, class}, args...)...)
 	}
 }
+
+// TestConnectorJCompressedLocalInfile: Connector/J under the compressed
+// protocol numbers a LOCAL INFILE file's packets from 0 inside frames that
+// go on from the request's. The server checks only the frames' numbers,
+// and so must mycached: the file loads through it as directly.
+func TestConnectorJCompressedLocalInfile(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	load := javaProgram(t, "LoadCompressed", `import java.sql.*;
+public class LoadCompressed { public static void main(String[] a) throws Exception {
+  try (Connection c = DriverManager.getConnection("jdbc:mariadb://" + a[0] + "?allowLocalInfile=true&useCompression=true", "root", a[1])) {
+    Statement s = c.createStatement();
+    s.execute("DELETE FROM ld");
+    int n = s.executeUpdate("LOAD DATA LOCAL INFILE '" + a[2] + "' INTO TABLE ld FIELDS TERMINATED BY ','");
+    ResultSet r = s.executeQuery("SELECT COUNT(*), SUM(LENGTH(v)) FROM ld"); r.next();
+    System.out.println("loaded " + n + " rows " + r.getString(1) + " bytes " + r.getString(2));
+  }
+}}
+`)
+	dir := t.TempDir()
+	files := map[string]int{"small.csv": 2, "large.csv": 40000} // rows of 50 bytes
+	for name, rows := range files {
+		var b strings.Builder
+		for i := range rows {
+			fmt.Fprintf(&b, "%d,%s\n", i, strings.Repeat("v", 40))
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, mode := range []struct {
+		name string
+		cfg  mysqlproxy.Config
+	}{{"cache", mysqlproxy.Config{Backend: m.Addr}}, {"passthrough", mysqlproxy.Config{Backend: m.Addr, Passthrough: true}}} {
+		p := startProxy(t, mode.cfg)
+		for name, rows := range files {
+			db := m.NewDatabase(t)
+			m.Exec(t, "CREATE TABLE "+db+".ld (id INT PRIMARY KEY, v VARCHAR(50))")
+			want := fmt.Sprintf("loaded %d rows %d bytes %d\n", rows, rows, 40*rows)
+			for _, addr := range []string{m.Addr, p.addr} {
+				out, err := load(addr+"/"+db, rootPass, filepath.Join(dir, name)).CombinedOutput()
+				if err != nil || string(out) != want {
+					t.Errorf("%s: %s to %s: %v\n%s\nwant %s", mode.name, name, addr, err, out, want)
+				}
+			}
+		}
+	}
+}

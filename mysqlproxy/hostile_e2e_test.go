@@ -2,6 +2,7 @@ package mysqlproxy_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -657,6 +659,71 @@ func TestLocalInfileCommandOutOfOrder(t *testing.T) {
 		}
 		if got := answer(p.addr); got != want {
 			t.Errorf("%s: got %s, want %s", mode.name, got, want)
+		}
+	}
+}
+
+// TestLocalInfileFullPackets: a file sent in packets of exactly the
+// largest payload, each continued by an empty packet before the empty
+// packet that ends the file, loads through mycached as directly, instead
+// of leaving the server waiting for the end of the file.
+func TestLocalInfileFullPackets(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".ld (id INT PRIMARY KEY, v VARCHAR(200))")
+	// Rows of 100 bytes, the last cut to fill the packet exactly.
+	var file bytes.Buffer
+	for i := 0; file.Len() < 2*mysqlc.MaxPayloadLen; i++ {
+		fmt.Fprintf(&file, "%d,%s\n", i, strings.Repeat("x", 99-len(strconv.Itoa(i))-2))
+	}
+	for _, mode := range []struct {
+		name string
+		cfg  mysqlproxy.Config
+	}{{"cache", mysqlproxy.Config{Backend: m.Addr}}, {"passthrough", mysqlproxy.Config{Backend: m.Addr, Passthrough: true}}} {
+		p := startProxy(t, mode.cfg)
+		for _, packets := range []int{1, 2} {
+			load := func(addr string) string {
+				m.Exec(t, "DELETE FROM "+db+".ld")
+				c, err := client.ConnectWithDialer(context.Background(), "tcp", addr, "root", rootPass, db,
+					dialWithCaps(mysqlc.CLIENT_LOCAL_FILES), func(c *client.Conn) error {
+						c.ReadTimeout = 20 * time.Second
+						return nil
+					})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				rc := &rawConn{Conn: c}
+				if err := rc.command(append([]byte{mysqlc.COM_QUERY}, "LOAD DATA LOCAL INFILE 'x.csv' IGNORE INTO TABLE ld FIELDS TERMINATED BY ','"...)...); err != nil {
+					t.Fatal(err)
+				}
+				req, err := rc.ReadPacket()
+				if err != nil || len(req) == 0 || req[0] != mysqlc.LocalInFile_HEADER {
+					t.Fatalf("%s: no LOCAL INFILE request: %x %v", addr, req, err)
+				}
+				// packets full packets, each followed by its empty
+				// continuation, then the empty end of the file.
+				data := file.Bytes()[:packets*mysqlc.MaxPayloadLen]
+				if err := c.WritePacket(append(make([]byte, 4), data...)); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.WritePacket(make([]byte, 4)); err != nil {
+					t.Fatal(err)
+				}
+				ok, err := rc.ReadPacket()
+				if err != nil {
+					return "error " + err.Error()
+				}
+				return fmt.Sprintf("%x rows %s", ok[0], dump(t, openDB(t, rootDSN(m.Addr, db, "")), "SELECT COUNT(*), SUM(LENGTH(v)) FROM ld"))
+			}
+			want := load(m.Addr)
+			if !strings.HasPrefix(want, "0 rows") {
+				t.Fatalf("%d full packets directly: %s", packets, want)
+			}
+			if got := load(p.addr); got != want {
+				t.Errorf("%s: %d full packets: got %s, want %s", mode.name, packets, got, want)
+			}
 		}
 	}
 }

@@ -470,16 +470,27 @@ func (r *Relayer) err(head []byte) {
 
 // sendLocalFile answers the server's LOCAL INFILE request by relaying the
 // client's file packets to the backend, up to the empty packet that ends
-// them. The request itself has been buffered for the client already.
+// them. An empty packet after one of MaxPayload bytes continues that one
+// and does not end the file. The request itself has been buffered for the
+// client already.
+//
+// Under the compressed protocol the server checks only the frames'
+// sequence ids, not those of the packets inside them (Connector/J
+// numbers the file's packets from 0 inside frames that go on from the
+// request's): there the packets go to the backend renumbered, as it
+// expects them.
 func (s *Session) sendLocalFile(expect byte) error {
 	s.clientWatch.stop()
 	if err := s.Client.W.Flush(); err != nil {
 		return ClientError{err}
 	}
-	for {
+	for cont := false; ; {
 		n, seq, err := s.Client.ReadHeader()
 		if err != nil {
 			return ClientError{err}
+		}
+		if s.Client.Compressed() {
+			seq = expect
 		}
 		if seq != expect {
 			// A new command instead of the file's next packet: the
@@ -501,9 +512,10 @@ func (s *Session) sendLocalFile(expect byte) error {
 			}
 			return ClientError{err}
 		}
-		if n == 0 {
+		if n == 0 && !cont {
 			break
 		}
+		cont = n == wire.MaxPayload
 	}
 	s.Client.SyncSeq() // the server's answer follows the file's last frame
 	if err := s.Backend.W.Flush(); err != nil {
