@@ -3,8 +3,11 @@ package mysqlproxy_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -438,5 +441,82 @@ func TestMaxResultBytesExact(t *testing.T) {
 		if got := hits(t, c) > 0; got != tc.cached {
 			t.Errorf("a %d-byte response with --max-result-bytes %d: cached %v, want %v", n, tc.limit, got, tc.cached)
 		}
+	}
+}
+
+// TestStalledClientCutOff: a client that reads none of a large response
+// held for it in the fill memory, a miss's or a hit's, is cut off after
+// its session's net_write_timeout, as the server cuts off a client that
+// does not read, and the memory is given back; a client that reads
+// slowly, but reads, gets all of it.
+func TestStalledClientCutOff(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := bigRows(t, m, 12, 1000000) // 12 MB: stored, and more than a loopback socket's buffers take
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	other := openDB(t, rootDSN(p.addr, db, ""))
+	read := append([]byte{mysqlc.COM_QUERY}, "SELECT id, pad FROM big"...)
+	dial := func() *client.Conn {
+		c, err := client.ConnectWithDialer(context.Background(), "tcp", p.addr, "root", rootPass, db, dialSmallBuffers,
+			func(c *client.Conn) error { c.ReadTimeout = 30 * time.Second; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := c.Execute("SET SESSION net_write_timeout = 2"); err != nil {
+			t.Fatal(err)
+		}
+		c.ResetSequence()
+		if err := c.WritePacket(append(make([]byte, 4), read...)); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, what := range []string{"miss", "hit"} {
+		before := mycachedStatus(t, other)
+		stalled := dial()
+		waitFor(t, 20*time.Second, what+": the response held for the stalled client", func() bool {
+			return mycachedStatus(t, other)["Fill_memory_bytes"] > 10_000_000
+		})
+		start := time.Now()
+		waitFor(t, 30*time.Second, what+": the fill memory given back", func() bool {
+			return mycachedStatus(t, other)["Fill_memory_bytes"] == 0
+		})
+		t.Logf("%s: given back after %v", what, time.Since(start))
+		// What reached the socket before the cut, then the end.
+		_ = stalled.SetReadDeadline(time.Now().Add(20 * time.Second))
+		if _, err := io.Copy(io.Discard, stalled.Conn.Conn); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("%s: the stalled client's connection: %v, want it closed", what, err)
+		}
+		st := mycachedStatus(t, other)
+		if what == "miss" && st["Stores"]-before["Stores"] != 1 {
+			t.Errorf("the stalled client's miss was not stored (status %v)", st)
+		}
+		if what == "hit" && st["Hits_l1"]-before["Hits_l1"] != 1 {
+			t.Errorf("the stalled client's read was not a hit (status %v)", st)
+		}
+	}
+	// A slow reader, 0.5 s a row (6 s in all, past its 2 s timeout),
+	// gets every row: the bound is on a stall.
+	slow := dial()
+	rows := 0
+	for {
+		pk, err := slow.ReadPacket()
+		if err != nil {
+			t.Fatalf("slow reader, after %d rows: %v", rows, err)
+		}
+		if pk[0] == mysqlc.ERR_HEADER {
+			t.Fatalf("slow reader, after %d rows: error %q", rows, pk)
+		}
+		if pk[0] == mysqlc.EOF_HEADER && rows > 0 {
+			break
+		}
+		if len(pk) > 100000 {
+			rows++
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	if rows != 12 {
+		t.Errorf("slow reader: %d rows, want 12", rows)
 	}
 }

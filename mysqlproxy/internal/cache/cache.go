@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"io"
 	"sync"
 	"time"
 
@@ -417,7 +418,7 @@ func (c *Session) fill(p []byte, key string, check []byte, deps []string, gens s
 	}()
 	tee := wire.NewTeeIn(c.teeMax(dec), e.fill)
 	starved := false
-	sp := e.getSpool(c.s.Client.W, c.teeMax(dec)+spoolSlack, func(memory bool) {
+	sp := e.getSpool(c.s, c.teeMax(dec)+spoolSlack, func(memory bool) {
 		if call != nil {
 			call.Finish(nil)
 		}
@@ -608,7 +609,13 @@ func (c *Session) replay(payload, p []byte) error {
 	}
 	n := int(binary.LittleEndian.Uint16(payload))
 	raw := payload[2+4*n:]
-	w := c.s.Client.W
+	var w io.Writer = c.s.Client.W
+	if len(payload) > replayFree {
+		// It counts against the fill memory while the client reads it.
+		g := newStallGuard(c.s)
+		defer g.end()
+		w = g
+	}
 	pos := 0
 	for i := 0; i < n; i++ {
 		off := int(binary.LittleEndian.Uint32(payload[2+4*i:]))

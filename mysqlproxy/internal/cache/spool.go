@@ -2,7 +2,10 @@ package cache
 
 import (
 	"bufio"
+	"net"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/mycached/mycached/mysqlproxy/internal/relay"
 	"github.com/mycached/mycached/mysqlproxy/internal/wire"
@@ -20,6 +23,7 @@ type spool struct {
 	limit   int
 	budget  *wire.Budget
 	client  *bufio.Writer
+	guard   stallGuard // writes what is held to the client
 	through bool
 	// overflow is called when the response starts going through: memory
 	// says it is for want of fill memory, not because it is too large.
@@ -40,7 +44,9 @@ func (s *spool) Write(p []byte) (int, error) {
 		}
 		s.through = true
 		s.overflow(s.held.Len()+len(p) <= s.limit)
-		if err := s.writeHeld(); err != nil {
+		err := s.writeHeld()
+		s.endStall()
+		if err != nil {
 			return 0, err
 		}
 	}
@@ -48,19 +54,73 @@ func (s *spool) Write(p []byte) (int, error) {
 }
 
 // writeHeld writes what the spool holds to the client, and lets go of it.
+// A client that reads none of it for a while is cut off (see stallGuard);
+// the caller clears the deadline (endStall) once the response is flushed.
 func (s *spool) writeHeld() error {
-	_, err := s.held.WriteTo(s.client)
+	var err error
+	if s.held.Len() > 0 {
+		_, err = s.held.WriteTo(s.guard)
+	}
 	s.held.Reset(s.limit, s.budget)
 	return err
 }
 
+// endStall clears the write deadline writeHeld set.
+func (s *spool) endStall() { s.guard.end() }
+
 // drain writes what the spool holds to the client, and flushes it.
 func (s *spool) drain(sess *relay.Session) error {
+	defer s.endStall()
 	if err := s.writeHeld(); err != nil {
 		return relay.ClientError{Err: err}
 	}
 	return sess.Flush()
 }
+
+// stallGuard writes a response that counts against the fill memory to a
+// client, with a write deadline of the session's net_write_timeout that
+// each chunk pushes back: a client that reads none of it for that long is
+// cut off, as the server cuts off a client that does not read. It would
+// otherwise hold fill memory for as long as it liked. The deadline bounds
+// a stall, not a slow read.
+type stallGuard struct {
+	conn  net.Conn
+	w     *bufio.Writer
+	after time.Duration
+}
+
+// stallChunk is the most bytes written under one deadline.
+const stallChunk = 64 << 10
+
+// defaultWriteTimeout is the server's default net_write_timeout, for a
+// session whose own is unknown.
+const defaultWriteTimeout = 60 * time.Second
+
+func newStallGuard(sess *relay.Session) stallGuard {
+	g := stallGuard{conn: sess.Client.NetConn, w: sess.Client.W, after: defaultWriteTimeout}
+	if n, err := strconv.Atoi(sess.Vars["net_write_timeout"]); err == nil && n > 0 {
+		g.after = time.Duration(n) * time.Second
+	}
+	return g
+}
+
+func (g stallGuard) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		k := min(len(p), stallChunk)
+		_ = g.conn.SetWriteDeadline(time.Now().Add(g.after))
+		m, err := g.w.Write(p[:k])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		p = p[k:]
+	}
+	return n, nil
+}
+
+// end clears the deadline.
+func (g stallGuard) end() { _ = g.conn.SetWriteDeadline(time.Time{}) }
 
 var spools = sync.Pool{New: func() any {
 	s := &spool{}
@@ -68,9 +128,10 @@ var spools = sync.Pool{New: func() any {
 	return s
 }}
 
-func (e *Engine) getSpool(client *bufio.Writer, limit int, overflow func(memory bool)) *spool {
+func (e *Engine) getSpool(sess *relay.Session, limit int, overflow func(memory bool)) *spool {
 	s := spools.Get().(*spool)
-	s.client, s.limit, s.overflow, s.through = client, limit, overflow, false
+	s.client, s.limit, s.overflow, s.through = sess.Client.W, limit, overflow, false
+	s.guard = newStallGuard(sess)
 	s.budget = e.fill
 	s.held.Reset(limit, s.budget)
 	return s
@@ -79,6 +140,6 @@ func (e *Engine) getSpool(client *bufio.Writer, limit int, overflow func(memory 
 func (e *Engine) putSpool(s *spool) {
 	s.w.Reset(s)
 	s.held.Release()
-	s.client, s.overflow, s.budget = nil, nil, nil
+	s.client, s.guard, s.overflow, s.budget = nil, stallGuard{}, nil, nil
 	spools.Put(s)
 }

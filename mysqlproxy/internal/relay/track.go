@@ -646,7 +646,8 @@ var setupTail = []string{"SHOW VARIABLES WHERE 0", "DO 0"}
 // that can change what a read returns (the trackers report only changes,
 // and a session started after a SET GLOBAL starts with other values than
 // one started before), its isolation level, the largest packet the
-// server accepts, and what the server ran for it after the login
+// server accepts, how long it waits for a client that does not read
+// (net_write_timeout), and what the server ran for it after the login
 // (init_connect). startValuesTrackSQL reads the client's own trackers
 // too.
 const (
@@ -666,7 +667,7 @@ const (
 		"'character_set_collations', 'standard_compliant_cte', 'max_join_size', " +
 		"'sql_big_selects', 'old_passwords', 'sql_notes', 'init_connect', " +
 		"'sql_log_bin', 'timestamp', 'completion_type', 'long_query_time', " +
-		"'hostname', 'port', 'datadir', 'server_id'"
+		"'hostname', 'port', 'datadir', 'server_id', 'net_write_timeout'"
 )
 
 // ServerIdentity are the variables that tell the server a session reached
