@@ -135,11 +135,21 @@ func proxyConfig(o options, logger *slog.Logger) mysqlproxy.Config {
 func newLogger(o options, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(o.logLevel)) // parseOptions allowed only valid names
-	hopts := &slog.HandlerOptions{Level: level}
+	hopts := &slog.HandlerOptions{Level: level, ReplaceAttr: errorText}
 	if o.logFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, hopts))
 	}
 	return slog.New(slog.NewTextHandler(w, hopts))
+}
+
+// errorText logs an error as its message. The text handler would print
+// it with %+v, and the driver's errors then carry their stack traces
+// into the log, dozens of lines each.
+func errorText(_ []string, a slog.Attr) slog.Attr {
+	if err, ok := a.Value.Any().(error); ok && a.Value.Kind() == slog.KindAny {
+		a.Value = slog.StringValue(err.Error())
+	}
+	return a
 }
 
 // run starts the proxy and serves until ctx ends or a stop signal arrives.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -335,5 +336,29 @@ func TestServeContextCancel(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("serve: got %v, want nil", err)
+	}
+}
+
+// tracedError prints a stack trace under %+v, as the driver's errors do.
+type tracedError struct{}
+
+func (tracedError) Error() string { return "connection refused" }
+
+func (e tracedError) Format(f fmt.State, verb rune) {
+	_, _ = io.WriteString(f, e.Error())
+	if f.Flag('+') {
+		_, _ = io.WriteString(f, "\ngithub.com/example/pkg.dial\n\t/src/pkg/dial.go:42\nruntime.goexit")
+	}
+}
+
+// TestLogErrorsAsMessages: an error is logged as its message, in either
+// format, without the stack trace its %+v would print.
+func TestLogErrorsAsMessages(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		var b strings.Builder
+		newLogger(options{logFormat: format, logLevel: "info"}, &b).Warn("binlog: reconnecting", "err", tracedError{})
+		if out := b.String(); !strings.Contains(out, "connection refused") || strings.Contains(out, "goexit") {
+			t.Errorf("%s: %s", format, out)
+		}
 	}
 }
