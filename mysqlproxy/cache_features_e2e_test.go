@@ -1896,3 +1896,47 @@ func TestWarningsOfAnExecuteAfterDDL(t *testing.T) {
 		t.Errorf("SHOW WARNINGS after the execute: got %s, want %s", got, want)
 	}
 }
+
+// TestRoutineWritesInRefusedReads: reads the parser refuses (SELECT ...
+// INTO @v, VALUES (...)) that call a stored function invalidate what the
+// function may have written, as SELECT f() does, on a sidecar with no
+// binlog follower: another session does not read the old rows.
+func TestRoutineWritesInRefusedReads(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 0), (2, 0)")
+	m.Exec(t, "CREATE FUNCTION "+db+".f() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN UPDATE t SET v = v + 1 WHERE v >= 0; RETURN 1; END")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	reader := openDB(t, rootDSN(p.addr, db, ""))
+	writer := openDB(t, rootDSN(p.addr, db, ""))
+	direct := openDB(t, rootDSN(m.Addr, db, ""))
+	reads := []string{"SELECT v FROM t WHERE id = 1", "SELECT SUM(v) FROM t"}
+	for _, w := range []string{
+		"SELECT f() INTO @v",
+		"SELECT 1 INTO @v FROM dual WHERE f() = 1",
+		"SELECT f() INTO @a FOR UPDATE",
+		"VALUES (f())",
+		"SELECT * FROM (VALUES (f())) d",
+		"VALUES (2) UNION VALUES (f())",
+	} {
+		for _, q := range reads {
+			waitFor(t, 10*time.Second, q+" cached", func() bool {
+				before := hits(t, reader)
+				dump(t, reader, q)
+				return hits(t, reader) > before
+			})
+		}
+		rows, err := writer.Query(w)
+		if err != nil {
+			t.Fatalf("%s: %v", w, err)
+		}
+		rows.Close()
+		for _, q := range reads {
+			if got, want := dump(t, reader, q), dump(t, direct, q); got != want {
+				t.Errorf("after %s: %s gave %s, want %s (stale)", w, q, got, want)
+			}
+		}
+	}
+}

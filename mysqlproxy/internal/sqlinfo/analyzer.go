@@ -393,6 +393,9 @@ func fallback(sql string) *Info {
 			info.Kind = Other
 			unmappedGlobal(info)
 		}
+		// The parser refuses SELECT ... INTO @v and VALUES (...): a
+		// function they call may be a stored one, which may write.
+		info.CallsRoutine = mayCallRoutine(sql)
 	case "SHOW":
 		info.Kind = Show
 	case "DESC", "DESCRIBE", "EXPLAIN", "HELP":

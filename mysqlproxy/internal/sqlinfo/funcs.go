@@ -443,3 +443,63 @@ func callsByIdentifierAs(sql string, opts LexOptions) bool {
 		prev = t
 	}
 }
+
+// mayCallRoutine reports whether a text the parser refused may call a
+// stored function: a name not of a built-in function before "(", a
+// qualified name (db.f), or a quoted one, which under ANSI_QUOTES may be
+// a double-quoted string's. Keywords that precede a parenthesis (IN,
+// EXISTS, AS, a type in CAST) call nothing. A text it cannot read may.
+func mayCallRoutine(sql string) bool {
+	lx := NewLexer(sql, LexOptions{})
+	var prev, before Token
+	for {
+		t, err := lx.Next()
+		if err != nil {
+			return true
+		}
+		if t.Kind == TokEOF {
+			return false
+		}
+		if t.Is('(') {
+			switch prev.Kind {
+			case TokWord:
+				name := strings.ToLower(prev.Text)
+				if before.Is('.') || !builtins[name] && !parenKeywords[name] {
+					return true
+				}
+			case TokQuotedIdent, TokString:
+				return true
+			}
+		}
+		before, prev = prev, t
+	}
+}
+
+// parenKeywords are the words other than function names that a "(" may
+// follow in a read.
+var parenKeywords = map[string]bool{
+	"select": true, "from": true, "in": true, "exists": true, "as": true, "join": true, "on": true,
+	"and": true, "or": true, "xor": true, "not": true, "where": true, "having": true, "values": true,
+	"value": true, "into": true, "over": true, "using": true, "any": true, "all": true, "some": true,
+	"by": true, "case": true, "when": true, "then": true, "else": true, "union": true, "except": true,
+	"intersect": true, "distinct": true, "lateral": true, "row": true, "with": true, "recursive": true,
+	"limit": true, "offset": true, "is": true, "like": true, "between": true, "div": true,
+	"interval": true, "regexp": true, "rlike": true, "escape": true, "window": true, "partition": true,
+	"straight_join": true, "natural": true, "inner": true, "outer": true, "cross": true, "for": true,
+	"to": true, "of": true, "table": true, "returning": true, "binary": true, "outfile": true,
+	"dumpfile": true, "index": true, "key": true, "ignore": true, "force": true, "use": true,
+	"columns": true, "path": true, "nested": true, "rows": true, "range": true, "preceding": true,
+	"following": true, "unbounded": true, "current": true, "asc": true, "desc": true, "order": true,
+	"group": true, "char": true, "varchar": true, "nchar": true, "decimal": true, "numeric": true,
+	"dec": true, "float": true, "double": true, "real": true, "int": true, "integer": true,
+	"signed": true, "unsigned": true, "datetime": true, "time": true, "timestamp": true, "date": true,
+	"varbinary": true, "json": true, "set": true, "enum": true, "text": true, "blob": true,
+	"collate": true, "charset": true, "sounds": true, "mode": true, "share": true, "update": true,
+	"lock": true, "wait": true, "nowait": true, "skip": true, "locked": true, "fields": true,
+	"lines": true, "terminated": true, "enclosed": true, "optionally": true, "starting": true,
+	"system_time": true, "portion": true, "ordinality": true, "default": true, "error": true,
+	"empty": true, "null": true, "true": true, "false": true, "unknown": true, "left": true,
+	"right": true, "straight": true, "high_priority": true, "sql_no_cache": true, "sql_cache": true,
+	"sql_calc_found_rows": true, "sql_small_result": true, "sql_big_result": true,
+	"sql_buffer_result": true, "all_columns": true,
+}

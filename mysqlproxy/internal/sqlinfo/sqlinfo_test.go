@@ -461,3 +461,34 @@ func FuzzAnalyze(f *testing.F) {
 		_ = FirstKeyword(s)
 	})
 }
+
+// TestRefusedReadsMayCallRoutines: a read the parser refuses calls a
+// stored function, as far as the analysis can tell, when a name that is
+// not a built-in function's, a qualified name or a quoted one comes
+// before "(".
+func TestRefusedReadsMayCallRoutines(t *testing.T) {
+	a := NewAnalyzer(Options{})
+	for sql, want := range map[string]bool{
+		"SELECT f() INTO @v":                                     true,
+		"SELECT 1 INTO @v FROM dual WHERE f() = 1":               true,
+		"VALUES (f())":                                           true,
+		"SELECT * FROM (VALUES (f())) d":                         true,
+		"SELECT db.abs(1) INTO @v":                               true,
+		"SELECT `f`(1) INTO @v":                                  true,
+		"SELECT \"f\"(1) INTO @v":                                true,
+		"SELECT abs(1) INTO @v":                                  false,
+		"VALUES (1), (2)":                                        false,
+		"VALUES (1) UNION VALUES (2)":                            false,
+		"SELECT CAST(1 AS CHAR(3)) INTO @v":                      false,
+		"SELECT x FROM t WHERE id IN (1, 2) INTO @v":             false,
+		"SELECT COUNT(*) FROM t WHERE EXISTS (SELECT 1) INTO @v": false,
+	} {
+		info := a.Analyze(sql)
+		if !info.ParseError {
+			t.Errorf("%s: parsed; the case is for the parser's refusals", sql)
+		}
+		if info.CallsRoutine != want {
+			t.Errorf("%s: CallsRoutine = %v, want %v", sql, info.CallsRoutine, want)
+		}
+	}
+}
