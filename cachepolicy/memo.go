@@ -24,14 +24,29 @@ type memoEntry struct {
 }
 
 type memoShard struct {
-	mu sync.RWMutex         // protects m
-	m  map[uint64]memoEntry // by hash of the key; the entry holds the key to verify
-	_  [64 - 24 - 8]byte    // keep shards on separate cache lines
+	mu    sync.RWMutex          // protects m and bytes
+	m     map[uint64]memoEntry  // by hash of the key; the entry holds the key to verify
+	bytes int                   // the keys' and decisions' strings
+	_     [64 - 24 - 8 - 8]byte // keep shards on separate cache lines
 }
 
-// memo remembers cache() decisions per statement shape. It is bounded: a
-// full shard is emptied, which costs a few Lua calls to refill and keeps
-// the bookkeeping out of the hit path.
+// memoBytes bounds the bytes of strings the memo holds, over all shards:
+// digests are as long as the statements, and each client may send
+// statements of a new shape, megabytes long, one after another.
+const memoBytes = 16 << 20
+
+// size is what an entry's strings take.
+func (e *memoEntry) size() int {
+	n := len(e.key.digest) + len(e.key.db) + len(e.key.user) + len(e.key.kind) + 64
+	for _, d := range e.d.Depends {
+		n += len(d) + 16
+	}
+	return n
+}
+
+// memo remembers cache() decisions per statement shape. It is bounded, in
+// entries and in bytes: a full shard is emptied, which costs a few Lua
+// calls to refill and keeps the bookkeeping out of the hit path.
 type memo struct {
 	perShard int
 	shards   [memoShards]memoShard
@@ -100,11 +115,27 @@ func (m *memo) put(q *Query, d Decision, ok bool) {
 		d:  d,
 		ok: ok,
 	}
+	if d.Depends != nil {
+		// The policy may return the proxy's strings (q.tables).
+		e.d.Depends = make([]string, len(d.Depends))
+		for i, dep := range d.Depends {
+			e.d.Depends[i] = strings.Clone(dep)
+		}
+	}
+	size := e.size()
+	if size > memoBytes/memoShards/8 {
+		return // a shape this long is decided each time
+	}
 	s := &m.shards[h%memoShards]
 	s.mu.Lock()
-	if len(s.m) >= m.perShard {
+	if len(s.m) >= m.perShard || s.bytes+size > memoBytes/memoShards {
 		clear(s.m)
+		s.bytes = 0
+	}
+	if old, ok := s.m[h]; ok {
+		s.bytes -= old.size()
 	}
 	s.m[h] = e
+	s.bytes += size
 	s.mu.Unlock()
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -725,5 +726,49 @@ func TestLocalInfileFullPackets(t *testing.T) {
 				t.Errorf("%s: %d full packets: got %s, want %s", mode.name, packets, got, want)
 			}
 		}
+	}
+}
+
+// TestNewLongShapesBoundedMemory: a client that sends long statements of
+// a new shape each time (thousands of columns, each with a new alias)
+// cannot make mycached keep them: what it remembers of shapes (policy
+// decisions, dependencies, statistics) is bounded in bytes, and no
+// analysis pins its statement's text. Not parallel: it reads the
+// process's heap.
+func TestNewLongShapesBoundedMemory(t *testing.T) {
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, CacheMemory: 8 << 20})
+	c := openDB(t, rootDSN(p.addr, db, ""))
+	c.SetMaxOpenConns(1)
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	base := heap()
+	const n = 200 // 35 MB of statements
+	for i := range n {
+		var b strings.Builder
+		b.WriteString("SELECT ")
+		for j := range 12000 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "id AS a%d_%d", i, j)
+		}
+		b.WriteString(" FROM t WHERE id = 1")
+		rows, err := c.Query(b.String())
+		if err != nil {
+			t.Fatalf("statement %d: %v", i, err)
+		}
+		rows.Close()
+	}
+	grown := int64(heap()) - int64(base)
+	t.Logf("the heap grew by %d MB after %d statements of a new shape", grown>>20, n)
+	if grown > 64<<20 {
+		t.Errorf("the heap grew by %d MB after %d statements of 176 KiB, each of a new shape; want it bounded", grown>>20, n)
 	}
 }

@@ -43,7 +43,8 @@ error 1153 and are never buffered); while a policy hook runs,
 --fill-memory for the responses of cacheable misses while they are filled
 (twice each response, in 16KiB blocks, up to --max-result-bytes; what a
 client does not read stays there until it does), at most 64MiB of
-statement analyses, 64MiB of entries on their way to memcached, about
+statement analyses, 32MiB of what the policy decided for each shape and
+what each shape reads, 64MiB of entries on their way to memcached, about
 10MiB for admission and 100MiB of generations. The worst case is the
 shared part plus, per connection, 256KiB + the larger of the packet limit
 and --policy-memory.

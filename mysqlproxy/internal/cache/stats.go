@@ -1,10 +1,13 @@
 package cache
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/mycached/mycached/cachepolicy"
 	"github.com/mycached/mycached/mysqlproxy/internal/metrics"
@@ -118,12 +121,27 @@ type queryStat struct {
 	adm                    admission
 }
 
+// maxStatDigest is the longest digest kept whole as a shape's name: a
+// longer one (a statement of thousands of columns) is kept as its start
+// and a hash of the rest, so that the shapes tracked hold at most
+// maxTrackedDigests times this many bytes, whatever clients send.
+const maxStatDigest = 1 << 10
+
+// statKey is the name digest is tracked under.
+func statKey(digest string) string {
+	if len(digest) <= maxStatDigest {
+		return digest
+	}
+	return fmt.Sprintf("%s... #%016x", digest[:maxStatDigest-24], xxhash.Sum64String(digest))
+}
+
 // stat returns the counts of digest, created on first use; nil past the
 // cap or for an empty digest.
 func (q *QueryStats) stat(digest string) *queryStat {
 	if digest == "" {
 		return nil
 	}
+	digest = statKey(digest)
 	v, ok := q.m.Load(digest)
 	if !ok {
 		if q.n.Load() >= maxTrackedDigests {

@@ -49,9 +49,10 @@ type pointDeps struct {
 // pointer is a sound key. An entry computed before meta last forgot a
 // table is computed again.
 type depsMemo struct {
-	m sync.Map // depsKey -> *readDeps
-	n sync.Mutex
-	k int
+	m     sync.Map // depsKey -> *readDeps
+	n     sync.Mutex
+	k     int
+	bytes int // what the entries pin: their analyses' digests, mostly
 }
 
 type depsKey struct {
@@ -60,7 +61,13 @@ type depsKey struct {
 	rows bool // the dependencies with row-level ones, not the table-level base
 }
 
-const maxDepsMemo = 20000
+// maxDepsMemo bounds the entries of the memo, and maxDepsMemoBytes what
+// they pin: a statement of a new shape each time, megabytes long, is
+// analysed afresh and memoized under a new analysis each time.
+const (
+	maxDepsMemo      = 20000
+	maxDepsMemoBytes = 16 << 20
+)
 
 // schemaGen counts the DDL the engine has seen, relayed or applied by
 // the follower: what a shape reads may have changed since.
@@ -138,12 +145,17 @@ func (m *depsMemo) load(k depsKey, gen uint64) *readDeps {
 }
 
 func (m *depsMemo) store(k depsKey, d *readDeps) {
+	size := 512 + len(k.info.Digest) + len(k.db)
+	if size > maxDepsMemoBytes/64 {
+		return // computed each time
+	}
 	m.n.Lock()
-	if m.k >= maxDepsMemo {
+	if m.k >= maxDepsMemo || m.bytes+size > maxDepsMemoBytes {
 		m.m.Clear()
-		m.k = 0
+		m.k, m.bytes = 0, 0
 	}
 	m.k++
+	m.bytes += size
 	m.n.Unlock()
 	m.m.Store(k, d)
 }

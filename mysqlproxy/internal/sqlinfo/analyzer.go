@@ -2,6 +2,7 @@ package sqlinfo
 
 import (
 	"hash/maphash"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -311,7 +312,51 @@ func (a *Analyzer) parse(sql, digest string) (info *Info, tmpl *template) {
 	if info.NoCacheHint || hasNoCacheHint(sql) {
 		info.NoCacheHint = true
 	}
+	info.own()
 	return info, tmpl
+}
+
+// own gives the analysis copies of the strings it holds. The parser's
+// names and literals are slices of the text, so an analysis memoized by
+// its digest (an IN list of a million values has a short one), or by
+// its pointer, would otherwise keep the whole text alive, megabytes of
+// it, while the memos count only what the analysis itself holds.
+func (i *Info) own() {
+	c := strings.Clone
+	tables := func(ts []Table) {
+		for k := range ts {
+			ts[k] = Table{DB: c(ts[k].DB), Name: c(ts[k].Name)}
+		}
+	}
+	strs := func(ss []string) {
+		for k := range ss {
+			ss[k] = c(ss[k])
+		}
+	}
+	rows := func(rs [][]Value) {
+		for _, r := range rs {
+			for k := range r {
+				r[k].Lit = c(r[k].Lit)
+			}
+		}
+	}
+	i.WhyNot, i.UseDB = c(i.WhyNot), c(i.UseDB)
+	tables(i.Reads)
+	tables(i.Writes)
+	strs(i.DBWide)
+	strs(i.SetCols)
+	for k := range i.Sets {
+		i.Sets[k].Name, i.Sets[k].Value = c(i.Sets[k].Name), c(i.Sets[k].Value)
+	}
+	if p := i.Point; p != nil {
+		p.Table = Table{DB: c(p.Table.DB), Name: c(p.Table.Name)}
+		strs(p.Cols)
+		rows(p.Rows)
+	}
+	if ins := i.Insert; ins != nil {
+		strs(ins.Cols)
+		rows(ins.Rows)
+	}
 }
 
 // tooComplex is the analysis of a text not parsed for its size or depth

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func tbls(names ...string) []Table {
@@ -489,6 +490,36 @@ func TestRefusedReadsMayCallRoutines(t *testing.T) {
 		}
 		if info.CallsRoutine != want {
 			t.Errorf("%s: CallsRoutine = %v, want %v", sql, info.CallsRoutine, want)
+		}
+	}
+}
+
+// TestAnalysisOwnsItsStrings: an analysis holds no slice of its text, so
+// one memoized by its short digest (an IN list of many values) does not
+// keep the whole text alive.
+func TestAnalysisOwnsItsStrings(t *testing.T) {
+	sql := "SELECT * FROM db.tbl WHERE id IN (" + strings.Repeat("7,", 100000) + "7) AND k = 'x'"
+	info := NewAnalyzer(Options{}).Analyze(sql)
+	start := uintptr(unsafe.Pointer(unsafe.StringData(sql)))
+	inside := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return len(s) > 0 && p >= start && p < start+uintptr(len(sql))
+	}
+	if len(info.Reads) != 1 {
+		t.Fatalf("Reads = %v", info.Reads)
+	}
+	for _, s := range []string{info.Reads[0].DB, info.Reads[0].Name, info.Digest, info.WhyNot} {
+		if inside(s) {
+			t.Errorf("%q is a slice of the statement's text", s)
+		}
+	}
+	if p := info.Point; p != nil {
+		for _, r := range p.Rows {
+			for _, v := range r {
+				if inside(v.Lit) {
+					t.Errorf("literal %q is a slice of the statement's text", v.Lit)
+				}
+			}
 		}
 	}
 }
