@@ -169,3 +169,24 @@ func keys(m map[string]bool) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestReadmeFlagsMatchHelp: the README's list of flags, which says that
+// --help prints it, is what --help prints.
+func TestReadmeFlagsMatchHelp(t *testing.T) {
+	var b strings.Builder
+	writeUsage(&b)
+	help := b.String()
+	start := strings.Index(help, "Listeners:\n")
+	end := strings.Index(help, "  --config FILE")
+	if start < 0 || end < 0 {
+		t.Fatalf("--help has no list of flags:\n%s", help)
+	}
+	end += strings.IndexByte(help[end:], '\n')
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "```\n" + help[start:end] + "\n```"; !strings.Contains(string(readme), want) {
+		t.Errorf("README.md's list of flags is not what --help prints; it should be:\n%s", want)
+	}
+}
