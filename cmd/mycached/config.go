@@ -499,6 +499,10 @@ func readUsersFile(path string) (users []string, passwords map[string]string, er
 			return nil, nil, fmt.Errorf("%s:%d: no user name before the \":\"", path, n)
 		}
 		users = append(users, user)
+		if hasPW && strings.TrimSpace(pw) == "" {
+			// Anyone could log in to --kv-listen as user.
+			return nil, nil, fmt.Errorf("%s:%d: an empty password after %q; give one, or drop the \":\" to name a user of --listen only", path, n, user+":")
+		}
 		if hasPW {
 			if passwords == nil {
 				passwords = make(map[string]string)

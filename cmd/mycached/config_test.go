@@ -54,7 +54,7 @@ admin-users:
 log-format: json
 `)
 	users := writeFile(t, dir, "users", "# kv users\nalice\n\n  bob  \n")
-	pwUsers := writeFile(t, dir, "pwusers", "# user:password\nalice\napp:s3cret:with colon\n  bob : pw  \nnopw:\n")
+	pwUsers := writeFile(t, dir, "pwusers", "# user:password\nalice\napp:s3cret:with colon\n  bob : pw  \n")
 
 	tests := []struct {
 		name  string
@@ -90,10 +90,10 @@ log-format: json
 			return o.kvPasswords, map[string]string(nil)
 		}},
 		{"kv users file with passwords names users", []string{"--kv-users-file", pwUsers}, func(o options) (any, any) {
-			return o.kvUsers, []string{"alice", "app", "bob", "nopw"}
+			return o.kvUsers, []string{"alice", "app", "bob"}
 		}},
 		{"kv users file with passwords", []string{"--kv-users-file", pwUsers}, func(o options) (any, any) {
-			return o.kvPasswords, map[string]string{"app": "s3cret:with colon", "bob": "pw", "nopw": ""}
+			return o.kvPasswords, map[string]string{"app": "s3cret:with colon", "bob": "pw"}
 		}},
 		{"kv listen", []string{"--kv-listen", "127.0.0.1:3308", "--kv-users-file", pwUsers}, func(o options) (any, any) {
 			return o.kvListen, "127.0.0.1:3308"
@@ -134,6 +134,7 @@ func TestParseOptionsErrors(t *testing.T) {
 	noCA := writeFile(t, dir, "ca.pem", "nothing here\n")
 	namesOnly := writeFile(t, dir, "names", "alice\nbob\n")
 	noName := writeFile(t, dir, "noname", "alice\n  :secret\n")
+	noPassword := writeFile(t, dir, "nopassword", "alice:pw\nops: \n")
 	reservedPrefix := writeFile(t, dir, "prefix.yaml", "kv-prefix: \"q:\"\n")
 	longSecret := writeFile(t, dir, "secret", "0123456789abcdef\n")
 	shortSecret := writeFile(t, dir, "short", "0123456789\n")
@@ -183,6 +184,7 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"kv listen without passwords", []string{"--kv-listen", "127.0.0.1:3308", "--kv-users-file", namesOnly}, "--kv-listen: needs users with passwords"},
 		{"kv listen without port", []string{"--kv-listen", "127.0.0.1"}, `--kv-listen: "127.0.0.1"`},
 		{"users file line without a name", []string{"--kv-users-file", noName}, "noname:2: no user name"},
+		{"users file line with an empty password", []string{"--kv-users-file", noPassword}, `nopassword:2: an empty password after "ops:"`},
 		{"unreadable users file", []string{"--kv-users-file", filepath.Join(dir, "nousers")}, "nousers"},
 		{"unreadable yaml", []string{"--config", filepath.Join(dir, "none.yaml")}, "none.yaml"},
 		{"unknown yaml key", []string{"--config", badKey}, `badkey.yaml:2: unknown key "listne"`},
