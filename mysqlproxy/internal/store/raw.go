@@ -270,7 +270,10 @@ func (s *Store) metadumpCmd(ctx context.Context, addr net.Addr, cmd, prefix stri
 				}
 			}
 		}
-		if key == "" || isReserved(key) || !strings.HasPrefix(key, prefix) {
+		// A key no text-protocol client can name (one stored in base64
+		// through the meta protocol, with a space) is left out: a list
+		// with it would fail whatever reads it.
+		if key == "" || isReserved(key) || !strings.HasPrefix(key, prefix) || !legalKey(key) {
 			return
 		}
 		if _, dup := seen[key]; dup || (exp > 0 && exp <= now) {
