@@ -248,16 +248,29 @@ func readGetReply(r *bufio.Reader, keys []string, vals [][]byte, separate bool) 
 			v = valueSpace(&buf, n, len(keys)-next)
 		}
 		if _, err := io.ReadFull(r, v); err != nil {
-			return io.ErrUnexpectedEOF
+			return midReply(err)
 		}
-		if cr, err := r.ReadByte(); err != nil || cr != '\r' {
-			return errProtocol
-		}
-		if lf, err := r.ReadByte(); err != nil || lf != '\n' {
-			return errProtocol
+		for _, want := range []byte("\r\n") {
+			b, err := r.ReadByte()
+			if err != nil {
+				return midReply(err)
+			}
+			if b != want {
+				return errProtocol
+			}
 		}
 		vals[i] = v
 	}
+}
+
+// midReply is the error of a read that failed inside a reply: the end of
+// the stream there is an unexpected one, and a deadline is the deadline,
+// which the caller reports as such, not as a broken reply.
+func midReply(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // bigValue is the size from which a value that does not fit the shared

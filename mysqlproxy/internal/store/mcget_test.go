@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -464,6 +465,23 @@ func TestGetMultiSpreadOverServers(t *testing.T) {
 		}
 		if st.Errors != want || st.Gets != before[i].Gets+1 {
 			t.Errorf("server %d (%s) after the kill: got %d errors in %d gets, want %d in %d", i, st.Addr, st.Errors, st.Gets, want, before[i].Gets+1)
+		}
+	}
+}
+
+// deadlineReader fails as a connection past its deadline does.
+type deadlineReader struct{}
+
+func (deadlineReader) Read([]byte) (int, error) { return 0, os.ErrDeadlineExceeded }
+
+// TestReadGetReplyDeadline: a deadline that passes inside a reply is
+// reported as the deadline, not as a truncated or malformed reply.
+func TestReadGetReplyDeadline(t *testing.T) {
+	for _, prefix := range []string{"VALUE a 0 10\r\n12345", "VALUE a 0 1\r\n1", "VALUE a 0 1\r\n1\r", "VALUE a 0 1\r\n1\r\n", "VALUE a"} {
+		r := bufio.NewReader(io.MultiReader(strings.NewReader(prefix), deadlineReader{}))
+		err := readGetReply(r, []string{"a"}, make([][]byte, 1), false)
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("%q then the deadline: got %v, want the deadline", prefix, err)
 		}
 	}
 }
