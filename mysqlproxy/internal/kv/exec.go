@@ -345,6 +345,12 @@ func fullKey(ns string, k []byte) (string, Result) {
 func storeError(opts Options, op string, err error) Result {
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		if op == "INSERT" || op == "DELETE" || strings.HasPrefix(op, "DROP") {
+			// The command may have reached the cache tier, and may yet
+			// be applied.
+			return errorResult(CodeUnknown, StateGeneral, fmt.Sprintf(
+				"mycached: kv %s timed out: the cache tier did not answer within %v (--kv-timeout); it may or may not have been applied", op, opts.withDefaults().Timeout))
+		}
 		return errorResult(CodeUnknown, StateGeneral, fmt.Sprintf(
 			"mycached: kv %s failed: the cache tier did not answer within %v (--kv-timeout)", op, opts.withDefaults().Timeout))
 	}

@@ -414,6 +414,13 @@ func (s slowStore) GetMulti(ctx context.Context, keys []string) ([][]byte, error
 	return s.fakeStore.GetMulti(ctx, keys)
 }
 
+func (s slowStore) Set(ctx context.Context, key string, val []byte, ttl time.Duration) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	return s.fakeStore.Set(ctx, key, val, ttl)
+}
+
 func (s slowStore) DeleteMulti(ctx context.Context, keys []string) (int, error) {
 	n := 0
 	for _, k := range keys {
@@ -449,6 +456,14 @@ func TestExecStatementDeadline(t *testing.T) {
 		}
 		if q == `DROP` && !strings.Contains(r.Msg, "DROP (after removing ") {
 			t.Errorf("DROP: got %q, want it to say how many pairs it removed", r.Msg)
+		}
+	}
+	// A write that timed out may still be applied: the error says so.
+	slow := slowStore{fakeStore: f, delay: time.Second}
+	for _, q := range []string{`INSERT "k" = "v"`, `DELETE "k0001"`, `DROP`} {
+		r := run(t, slow, opts, "", q)
+		if !r.IsError() || !strings.Contains(r.Msg, "may or may not have been applied") {
+			t.Errorf("%s past the bound: got error %q, want one that says it may have been applied", q, r.Msg)
 		}
 	}
 }
