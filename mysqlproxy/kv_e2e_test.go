@@ -364,3 +364,17 @@ func TestKVAnswerStatusIsItsOwn(t *testing.T) {
 		t.Errorf("kv answer status %#x: want no SESSION_STATE_CHANGED, and autocommit off", st)
 	}
 }
+
+// TestKVTooLargeForMemory: with no memcached, a value the in-process
+// cache cannot hold gets an error that names --cache-memory, not
+// memcached's item size.
+func TestKVTooLargeForMemory(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, CacheMemory: 1 << 20, KVUsers: []string{"root"}})
+	db := openDB(t, rootDSN(p.addr, "", ""))
+	_, err := db.Exec(`INSERT "big" = "` + strings.Repeat("v", 2<<20) + `"`)
+	if err == nil || !strings.Contains(err.Error(), "--cache-memory") || strings.Contains(err.Error(), "memcached") {
+		t.Errorf("a 2 MB value with 1 MiB of --cache-memory and no memcached: %v; want an error naming --cache-memory", err)
+	}
+}

@@ -62,6 +62,10 @@ func execInsert(ctx context.Context, s Store, opts Options, ns string, st *Stmt)
 		return tooLarge(len(st.Value), limit)
 	}
 	if err := s.Set(ctx, key, st.Value, st.TTL); err != nil {
+		if errors.Is(err, ErrTooLargeForMemory) {
+			return errorResult(CodeUnknown, StateGeneral, fmt.Sprintf(
+				"mycached: value of %d bytes does not fit in the in-process cache; raise --cache-memory or store a smaller value", len(st.Value)))
+		}
 		if errors.Is(err, ErrTooLarge) {
 			return tooLarge(len(st.Value), s.ItemSizeMax(ctx))
 		}

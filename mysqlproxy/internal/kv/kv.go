@@ -285,6 +285,9 @@ var (
 	// ErrTooLarge is what a Store wraps when its backend refuses a value
 	// for its size.
 	ErrTooLarge = errors.New("mycached: value too large for the cache tier")
+	// ErrTooLargeForMemory is what a Store with no memcached wraps when
+	// the in-process cache refuses a value.
+	ErrTooLargeForMemory = errors.New("mycached: value too large for the in-process cache")
 )
 
 // Result is what to send to the client: a result set (IsRows, with

@@ -132,6 +132,9 @@ func (k kvStore) GetMulti(ctx context.Context, keys []string) ([][]byte, error) 
 func (k kvStore) Set(ctx context.Context, key string, val []byte, ttl time.Duration) error {
 	err := k.st.RawSet(ctx, key, val, ttl)
 	if errors.Is(err, store.ErrTooLarge) {
+		if k.l1Only {
+			return fmt.Errorf("%w: %w", kv.ErrTooLargeForMemory, err)
+		}
 		return fmt.Errorf("%w: %w", kv.ErrTooLarge, err)
 	}
 	return err
