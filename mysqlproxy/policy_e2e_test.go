@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -834,5 +835,38 @@ func TestSharedScopeProofsEndWithDDL(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestShutdownWithReloadStuck: an admin's MYCACHED RELOAD POLICY stuck
+// opening a script (a FIFO here; a hung network mount in production)
+// does not keep Shutdown from returning once its drain is over.
+func TestShutdownWithReloadStuck(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	dir := t.TempDir()
+	file := writePolicy(t, dir, "p.lua", "function cache(q) end\n")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Policy: []string{file}})
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := openDB(t, rootDSN(p.addr, "", ""))
+	go func() { _, _ = db.Exec("MYCACHED RELOAD POLICY") }()
+	time.Sleep(300 * time.Millisecond) // the reload is waiting in open()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- p.srv.Shutdown(ctx) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Shutdown did not return with a policy reload stuck in open()")
+	}
+	// Let the reload go, so that nothing is left waiting.
+	if w, err := os.OpenFile(file, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+		w.Close()
 	}
 }

@@ -394,10 +394,21 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		_ = s.Close()
-		<-done
+		// Every connection is closed; a session stuck elsewhere (an
+		// admin's policy reload reading a script on a hung mount) must
+		// not keep the process from exiting.
+		select {
+		case <-done:
+		case <-time.After(closeGrace):
+			s.log.Warn("sessions still running after their connections were closed; stopping without them")
+		}
 		return ctx.Err()
 	}
 }
+
+// closeGrace is how long Shutdown waits for sessions once it has closed
+// their connections.
+const closeGrace = 5 * time.Second
 
 // AdminHandler serves the admin endpoints: the status page at / and its
 // data at /status.json, /metrics, /healthz and /debug/pprof/.

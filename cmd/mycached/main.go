@@ -142,6 +142,10 @@ func newLogger(o options, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, hopts))
 }
 
+// reloadGrace is how long serve waits, once it has stopped serving, for
+// a policy reload in progress.
+var reloadGrace = 5 * time.Second
+
 // errorText logs an error as its message. The text handler would print
 // it with %+v, and the driver's errors then carry their stack traces
 // into the log, dozens of lines each.
@@ -247,7 +251,16 @@ func serve(ctx context.Context, logger *slog.Logger, p proxy, ls listeners, sigs
 			_ = p.ReloadPolicy() // which logs how it went
 		}
 	}()
-	defer func() { <-reloaded }()
+	defer func() {
+		// A reload stuck reading a script (a policy on a hung network
+		// mount) must not keep the process from exiting: the drain is
+		// over, and the state is saved.
+		select {
+		case <-reloaded:
+		case <-time.After(reloadGrace):
+			logger.Warn("a policy reload is still running (reading a script?); exiting without waiting for it")
+		}
+	}()
 	defer close(reload)
 
 	var failed error

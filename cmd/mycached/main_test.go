@@ -325,6 +325,29 @@ func TestServeSignalDuringReload(t *testing.T) {
 	}
 }
 
+// TestServeReloadStuck: a policy reload that never ends (a script on a
+// hung mount) does not keep serve from returning on SIGTERM.
+func TestServeReloadStuck(t *testing.T) {
+	defer func(g time.Duration) { reloadGrace = g }(reloadGrace)
+	reloadGrace = 200 * time.Millisecond
+	f := newFakeProxy()
+	f.reloadTakes = time.Hour
+	sigs := make(chan os.Signal, 2)
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), f, listeners{main: listen(t)}, sigs, time.Second)
+	}()
+	<-f.served
+	sigs <- syscall.SIGHUP
+	time.Sleep(100 * time.Millisecond)
+	sigs <- syscall.SIGTERM
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("SIGTERM with a policy reload stuck did not stop serve")
+	}
+}
+
 func TestServeContextCancel(t *testing.T) {
 	f := newFakeProxy()
 	ctx, cancel := context.WithCancel(context.Background())
