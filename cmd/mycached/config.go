@@ -266,8 +266,22 @@ func applyYAML(path string, defs []flagDef, onCommandLine map[string]bool) error
 		return fmt.Errorf("--config: %w", err)
 	}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	// A second document ("---") would be ignored, settings and typos
+	// alike.
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		line := more.Line
+		if len(more.Content) > 0 {
+			line = more.Content[0].Line
+		}
+		return fmt.Errorf("%s:%d: a second YAML document; put every setting in one", path, line)
 	}
 	if len(doc.Content) == 0 {
 		return nil // an empty file
@@ -459,6 +473,9 @@ func (o *options) check() error {
 	}
 	if o.fillMemory == 0 {
 		return errors.New("--fill-memory: must be more than 0")
+	}
+	if o.maxResultBytes == 0 {
+		return errors.New("--max-result-bytes: must be more than 0 (--passthrough caches nothing)")
 	}
 	return nil
 }

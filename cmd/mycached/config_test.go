@@ -130,6 +130,7 @@ func TestParseOptionsErrors(t *testing.T) {
 	badValue := writeFile(t, dir, "badvalue.yaml", "\nbackend-tls: sometimes\n")
 	badSyntax := writeFile(t, dir, "badsyntax.yaml", "listen: [\n")
 	nested := writeFile(t, dir, "nested.yaml", "memcached: {a: b}\n")
+	twoDocs := writeFile(t, dir, "twodocs.yaml", "listen: 127.0.0.1:1\n---\nlistne: 127.0.0.1:2\n")
 	notCert := writeFile(t, dir, "cert.pem", "not a certificate\n")
 	noCA := writeFile(t, dir, "ca.pem", "nothing here\n")
 	namesOnly := writeFile(t, dir, "names", "alice\nbob\n")
@@ -191,6 +192,8 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"bad yaml value", []string{"--config", badValue}, `badvalue.yaml:2: backend-tls: "sometimes" is not one of`},
 		{"yaml syntax", []string{"--config", badSyntax}, "badsyntax.yaml"},
 		{"yaml nested value", []string{"--config", nested}, "nested.yaml:1: memcached"},
+		{"yaml second document", []string{"--config", twoDocs}, "twodocs.yaml:3: a second YAML document"},
+		{"max result bytes zero", []string{"--max-result-bytes", "0"}, "--max-result-bytes: must be more than 0"},
 		{"peer secret without peer listen", []string{"--peer-secret-file", longSecret}, "--peer-secret-file: needs --peer-listen"},
 		{"short peer secret", append(peerArgs, "--peer-secret-file", shortSecret), "at least 16 bytes"},
 		{"empty peer secret", append(peerArgs, "--peer-secret-file", emptySecret), "is empty"},
