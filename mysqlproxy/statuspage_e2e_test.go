@@ -383,3 +383,30 @@ func TestStatusPageInChromium(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminOnlyReads: the admin endpoints answer GET and HEAD, and refuse
+// every other method with 405.
+func TestAdminOnlyReads(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	admin := httptest.NewServer(p.srv.AdminHandler())
+	defer admin.Close()
+	for _, path := range []string{"/healthz", "/metrics", "/status.json", "/", "/debug/pprof/heap"} {
+		for _, method := range []string{"GET", "HEAD", "POST", "PUT", "DELETE", "TRACE"} {
+			req, _ := http.NewRequest(method, admin.URL+path, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+			resp.Body.Close()
+			want := http.StatusOK
+			if method != "GET" && method != "HEAD" {
+				want = http.StatusMethodNotAllowed
+			}
+			if resp.StatusCode != want {
+				t.Errorf("%s %s: %d, want %d", method, path, resp.StatusCode, want)
+			}
+		}
+	}
+}
