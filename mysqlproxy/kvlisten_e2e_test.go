@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -409,5 +410,36 @@ func TestKVListenClosesSilentClients(t *testing.T) {
 	}
 	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("a silent client was closed after %v, want about 10 s", d)
+	}
+}
+
+// TestKVListenDeniedLogBounded: a brute force of the kv listener's
+// passwords cannot fill the log: refused logins are logged within the
+// bound on lines of sessions that end badly.
+func TestKVListenDeniedLogBounded(t *testing.T) {
+	t.Parallel()
+	logs := &logBuffer{}
+	srv, err := mysqlproxy.NewServer(mysqlproxy.Config{KVPasswords: map[string]string{"app": kvPass},
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.ServeKV(ln) }()
+	defer srv.Close()
+	start := time.Now()
+	const attempts = 300
+	for i := range attempts {
+		if c, err := client.Connect(ln.Addr().String(), "app", fmt.Sprintf("guess%d", i), ""); err == nil {
+			c.Close()
+			t.Fatalf("guess %d logged in", i)
+		}
+	}
+	secs := int(time.Since(start)/time.Second) + 2
+	if n := strings.Count(logs.String(), "kv access denied"); n == 0 || n > 20*secs {
+		t.Errorf("%d refused logins in %d s logged %d lines, want some and at most %d", attempts, secs-2, n, 20*secs)
 	}
 }

@@ -128,7 +128,9 @@ func (k *Session) kvHandshake() (bool, error) {
 		host, _, _ := net.SplitHostPort(k.s.ClientAddr)
 		k.s.SendError(seq+1, mysql.ER_ACCESS_DENIED_ERROR, "28000",
 			"Access denied for user '"+hello.User+"'@'"+host+"' (using password: "+using+"); the kv listener accepts the users of --kv-users-file", true)
-		k.s.Log.Info("kv access denied", "user", hello.User)
+		if relay.EndLogAllowed(k.s.Log) {
+			k.s.Log.Info("kv access denied", "user", hello.User)
+		}
 		return false, nil
 	}
 	k.s.Status = mysql.SERVER_STATUS_AUTOCOMMIT

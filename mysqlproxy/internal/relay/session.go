@@ -857,6 +857,11 @@ func (s *Session) LogEnd(msg string, err error) {
 // malformed or broken connections must not fill the disk.
 var endLogs = rateLog{limit: 20}
 
+// EndLogAllowed is for the lines other packages log as a session ends badly
+// (a refused login): it reports whether log may have one more now,
+// within the same bound as the session's own.
+func EndLogAllowed(log *slog.Logger) bool { return endLogs.allow(log) }
+
 // rateLog lets limit lines a second through, and says how many it
 // dropped once the second is over.
 type rateLog struct {
