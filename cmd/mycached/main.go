@@ -41,13 +41,24 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := run(context.Background(), opts, stderr); err != nil {
-		fmt.Fprintf(stderr, "mycached: %s\n", oneLine(err))
-		if policyLoadFailed(err) {
-			return 2
+		if opts.logFormat == "json" {
+			// The log is read by a machine: the last line too.
+			newLogger(opts, stderr).Error("mycached: "+oneLine(err), "exit", exitStatus(err))
+		} else {
+			fmt.Fprintf(stderr, "mycached: %s\n", oneLine(err))
 		}
-		return 1
+		return exitStatus(err)
 	}
 	return 0
+}
+
+// exitStatus is the status run's error err exits with: 2 for a policy
+// that does not load, which is bad configuration, and 1 otherwise.
+func exitStatus(err error) int {
+	if policyLoadFailed(err) {
+		return 2
+	}
+	return 1
 }
 
 // policyLoadFailed reports whether err is a --policy script that could not

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -131,6 +132,25 @@ func TestBinary(t *testing.T) {
 					t.Errorf("stderr: got %q, want one line naming %s", errOut, tt.want)
 				}
 			})
+		}
+	})
+
+	// With --log-format json, the error that stops mycached is a JSON
+	// line too.
+	t.Run("json log of a failure", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		_, errOut, code := runBinary(t, bin, "--listen", ln.Addr().String(), "--log-format", "json")
+		if code != 1 || !strings.Contains(errOut, "address already in use") {
+			t.Errorf("a listen address in use: got exit %d, stderr %q; want 1 and the reason", code, errOut)
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(errOut, "\n"), "\n") {
+			if !json.Valid([]byte(line)) {
+				t.Errorf("stderr line %q is not JSON", line)
+			}
 		}
 	})
 
