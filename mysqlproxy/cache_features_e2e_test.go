@@ -1903,7 +1903,9 @@ func TestWarningsOfAnExecuteAfterDDL(t *testing.T) {
 // binlog follower: another session does not read the old rows.
 func TestRoutineWritesInRefusedReads(t *testing.T) {
 	t.Parallel()
-	m := testenvShared(t)
+	// A server of its own: its CREATE FUNCTION would make the followers
+	// of tests sharing a server invalidate everything.
+	m := privateDB(t)
 	db := m.NewDatabase(t)
 	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
 	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 0), (2, 0)")

@@ -516,3 +516,76 @@ func TestCoWritesLearnedRight(t *testing.T) {
 		})
 	}
 }
+
+// TestViewCallsWritingFunction: a read of a view that calls a stored
+// function which writes is a write, as SELECT f() is: the session reads
+// its own write at once, in a transaction too, and another sidecar reads
+// no old row after the read's answer.
+func TestViewCallsWritingFunction(t *testing.T) {
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	for _, s := range []string{
+		"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 0)",
+		"CREATE FUNCTION bump() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN UPDATE t SET v = v + 1 WHERE id = 1; RETURN 1; END",
+		"CREATE VIEW vw AS SELECT bump() AS x",
+		"CREATE VIEW vw2 AS SELECT x FROM vw",
+	} {
+		mustExec(t, f.direct, s)
+	}
+	f.sync(t)
+	const q = "SELECT v FROM t WHERE id = 1"
+	a, b := conn(t, f.viaA), conn(t, f.viaB)
+	want := readInt(t, a, q)
+	for i, stmts := range [][]string{
+		{"SELECT * FROM vw"},
+		{"SELECT x FROM vw2"},
+		{"DO (SELECT x FROM vw)"},
+		{"SET @z = (SELECT x FROM vw)"},
+		{"BEGIN", "SELECT * FROM vw"},
+	} {
+		warmOn(t, f.viaA, a, q)
+		warmOn(t, f.viaB, b, q)
+		for _, s := range stmts {
+			execOn(t, a, s)
+		}
+		want++
+		if got := readInt(t, a, q); got != want {
+			t.Errorf("%d: right after %q the session read %d, want %d", i, stmts, got, want)
+		}
+		if stmts[0] == "BEGIN" {
+			execOn(t, a, "COMMIT")
+		}
+		if got := readInt(t, b, q); got != want {
+			t.Errorf("%d: right after %q another sidecar read %d, want %d", i, stmts, got, want)
+		}
+	}
+}
+
+// TestPassthroughRoutineWrites: a --passthrough sidecar caches nothing,
+// but a stored function that writes, run by a SELECT through it,
+// invalidates what it may have written for the sidecars that cache.
+func TestPassthroughRoutineWrites(t *testing.T) {
+	m := privateDB(t)
+	db := m.NewDatabase(t)
+	for _, s := range []string{
+		"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)",
+		"CREATE FUNCTION bump() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN UPDATE t SET v = v + 1 WHERE id = 1; RETURN 1; END",
+	} {
+		m.Exec(t, "USE "+db+"; "+s)
+	}
+	mc := privateMemcached(t)
+	pass := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}, Passthrough: true})
+	caching := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}, MemcachedTimeout: 5 * time.Second})
+	via := openDB(t, rootDSN(caching.addr, db, ""))
+	writer := openDB(t, rootDSN(pass.addr, db, ""))
+	direct := openDB(t, rootDSN(m.Addr, db, ""))
+	reader := conn(t, via)
+	const q = "SELECT v FROM t WHERE id = 1"
+	for _, w := range []string{"SELECT bump()", "SELECT bump() + 1 AS x"} {
+		warmOn(t, via, reader, q)
+		mustExec(t, writer, w)
+		if got, want := connDump(reader, q), dump(t, direct, q); got != want {
+			t.Errorf("right after %q through a passthrough sidecar, a caching one read %s, want %s (stale)", w, got, want)
+		}
+	}
+}

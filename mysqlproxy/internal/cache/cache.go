@@ -89,7 +89,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	if why := c.bypassReason(info, st, p); why != "" {
 		e.Stats.bypass(why)
 		qs.note(why, 0)
-		return c.relayRunningCode(p, info)
+		return c.relayRunningCode(p, info, sql)
 	}
 	var params []wire.Param
 	if st != nil && info.Point != nil {
@@ -115,7 +115,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	if deps.why != "" {
 		e.Stats.bypass(deps.why)
 		qs.note(deps.why, 0)
-		return c.relayRunningCode(p, info)
+		return c.relayRunningCode(p, info, sql)
 	}
 	q := &c.q
 	*q = cachepolicy.Query{
@@ -244,18 +244,21 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 }
 
 // relayRunningCode relays a read that is not served from the cache,
-// which may run stored code through a view it reads.
-func (c *Session) relayRunningCode(p []byte, info *sqlinfo.Info) error {
-	if c.lastHit != nil && c.runsCode(info) {
+// which may run stored code through a view it reads: then it is run as
+// a statement that calls a stored function, whose writes are invalidated
+// (see executeParams).
+func (c *Session) relayRunningCode(p []byte, info *sqlinfo.Info, sql string) error {
+	if !c.runsCode(info) {
+		return c.s.RelayMode(p, relay.ModeResult)
+	}
+	if c.lastHit != nil {
 		// The code may read the diagnostics, which are the hit's.
 		if err := c.rerunLastHit(); err != nil {
 			return err
 		}
 	}
-	err := c.s.RelayMode(p, relay.ModeResult)
-	if c.runsCode(info) {
-		c.hiddenCodeRan()
-	}
+	err := c.execute(p, info, sql)
+	c.hiddenCodeRan()
 	return err
 }
 

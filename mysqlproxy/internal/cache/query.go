@@ -23,9 +23,13 @@ import (
 // done.
 func (c *Session) Query(p []byte, sql string) error {
 	c.db, c.started = c.s.Hello.DB, time.Now()
-	if c.e.cfg.Passthrough && sqlinfo.FirstKeyword(sql) == "SELECT" {
-		// Nothing is cached, and a SELECT writes nothing (SELECT ... INTO
-		// OUTFILE writes a file, not a table): no analysis needed.
+	if c.e.cfg.Passthrough && sqlinfo.FirstKeyword(sql) == "SELECT" && !strings.Contains(sql, "(") && c.e.meta() == nil {
+		// Nothing is cached, and a SELECT that calls no function writes
+		// nothing (SELECT ... INTO OUTFILE writes a file, not a table):
+		// no analysis needed. One that may call a stored function, in
+		// its text or through a view (which only a sidecar that reads
+		// the schema knows of), is analysed, so that what it wrote is
+		// invalidated for the sidecars that cache.
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	info := c.e.Analyzer.AnalyzeIn(sql, c.dialect())
@@ -399,6 +403,14 @@ func (c *Session) execute(p []byte, info *sqlinfo.Info, sql string) error {
 func (c *Session) executeParams(p []byte, info *sqlinfo.Info, sql string, params []wire.Param) error {
 	if !slices.Contains(c.s.StaleVars, "sql_log_bin") {
 		c.logBinUnseen = false
+	}
+	if !info.CallsRoutine && info.Kind != sqlinfo.Call && c.viewsRunCode(info) {
+		// A view it reads calls a stored function, which may write: what
+		// it wrote is invalidated, and the session reads it, as after
+		// SELECT f().
+		ran := *info
+		ran.CallsRoutine = true
+		info = &ran
 	}
 	before, lastGTID := c.s.Status, c.s.Vars["last_gtid"]
 	c.callFrom = nil
@@ -1269,6 +1281,12 @@ func (c *Session) hiddenCodeRan() {
 	}
 	c.s.IdentityStale = true
 	c.tempsMayHide()
+}
+
+// viewsRunCode reports whether a view the statement reads calls a stored
+// function.
+func (c *Session) viewsRunCode(info *sqlinfo.Info) bool {
+	return c.e.meta() != nil && len(info.Reads) > 0 && c.e.deps(info, c.db).runsCode
 }
 
 // runsCode reports whether a statement ran stored code that its text
