@@ -31,6 +31,7 @@ func (s *Store) PeerRefresh(ctx context.Context, self string, ttl time.Duration)
 		var lines []string
 		members = members[:0]
 		fresh, listed := false, false
+		last := now.Add(ttl).Unix() // when the last listing kept ends
 		if it != nil {
 			for _, ln := range strings.Split(string(it.Value), "\n") {
 				addr, exp, ok := strings.Cut(ln, " ")
@@ -38,6 +39,7 @@ func (s *Store) PeerRefresh(ctx context.Context, self string, ttl time.Duration)
 				if !ok || perr != nil || addr == "" || t <= now.Unix() {
 					continue // expired, or not ours to read
 				}
+				last = max(last, t)
 				if addr == self {
 					listed = true
 					fresh = t >= now.Add(ttl/2).Unix()
@@ -54,7 +56,11 @@ func (s *Store) PeerRefresh(ctx context.Context, self string, ttl time.Duration)
 		}
 		lines = append(lines, self+" "+strconv.FormatInt(now.Add(ttl).Unix(), 10))
 		members = append(members, self)
-		item := &memcache.Item{Key: peersKey, Value: []byte(strings.Join(lines, "\n")), Expiration: int32(3 * ttl / time.Second)}
+		// The list outlives every listing in it, with room for
+		// memcached's clock, which counts whole seconds: a sidecar that
+		// lists itself for a short while must not cut the others' short.
+		life := last - now.Unix() + int64(2*ttl/time.Second) + 2
+		item := &memcache.Item{Key: peersKey, Value: []byte(strings.Join(lines, "\n")), Expiration: int32(min(life, 30*24*3600))}
 		err = s.mcDo(ctx, func() error {
 			if it == nil {
 				return s.mc.Add(item)

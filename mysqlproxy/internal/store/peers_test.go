@@ -1,8 +1,12 @@
 package store
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,5 +69,37 @@ func TestPeerRefreshWithoutMemcached(t *testing.T) {
 	s := newStore(t, Options{Servers: []string{testenv.BlackHole(t)}, Timeout: 50 * time.Millisecond})
 	if _, _, err := s.PeerRefresh(context.Background(), "a:1", time.Second); err == nil {
 		t.Fatal("no error from a memcached that never answers")
+	}
+}
+
+// TestPeerListOutlivesShortListings: a sidecar that lists itself for a
+// short while does not cut the list's life in memcached short, which
+// would drop the others' listings with it.
+func TestPeerListOutlivesShortListings(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	ctx := context.Background()
+	long := newStore(t, Options{Servers: []string{mc.Addr}, Timeout: 5 * time.Second})
+	short := newStore(t, Options{Servers: []string{mc.Addr}, Timeout: 5 * time.Second})
+	if _, _, err := long.PeerRefresh(ctx, "long:1", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := short.PeerRefresh(ctx, "short:1", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", mc.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := fmt.Fprintf(c, "mg %s t\r\n", peersKey); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ttl int
+	if _, err := fmt.Sscanf(line, "HD t%d", &ttl); err != nil || ttl < 30 {
+		t.Errorf("the peer list lives %q in memcached, want at least the 30 s of its longest listing", strings.TrimSpace(line))
 	}
 }
