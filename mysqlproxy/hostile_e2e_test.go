@@ -609,6 +609,30 @@ func TestRefusedHeadHidesNoWrite(t *testing.T) {
 	}
 }
 
+// localInfileRequested connects to addr as a client that takes LOCAL
+// INFILE requests, sends load, and reads the server's request for the
+// file.
+func localInfileRequested(t *testing.T, addr, db, load string) (*client.Conn, *rawConn) {
+	t.Helper()
+	c, err := client.ConnectWithDialer(context.Background(), "tcp", addr, "root", rootPass, db,
+		dialWithCaps(mysqlc.CLIENT_LOCAL_FILES), func(c *client.Conn) error {
+			c.ReadTimeout = 20 * time.Second
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &rawConn{Conn: c}
+	if err := rc.command(append([]byte{mysqlc.COM_QUERY}, load...)...); err != nil {
+		t.Fatal(err)
+	}
+	req, err := rc.ReadPacket()
+	if err != nil || len(req) == 0 || req[0] != mysqlc.LocalInFile_HEADER {
+		t.Fatalf("%s: no LOCAL INFILE request: %x %v", addr, req, err)
+	}
+	return c, rc
+}
+
 // TestLocalInfileCommandOutOfOrder: a client that answers the server's
 // LOCAL INFILE request with a new command gets the server's error and a
 // closed connection, through mycached as directly, not a session that
@@ -624,23 +648,8 @@ func TestLocalInfileCommandOutOfOrder(t *testing.T) {
 	}{{"cache", mysqlproxy.Config{Backend: m.Addr}}, {"passthrough", mysqlproxy.Config{Backend: m.Addr, Passthrough: true}}} {
 		p := startProxy(t, mode.cfg)
 		answer := func(addr string) string {
-			c, err := client.ConnectWithDialer(context.Background(), "tcp", addr, "root", rootPass, db,
-				dialWithCaps(mysqlc.CLIENT_LOCAL_FILES), func(c *client.Conn) error {
-					c.ReadTimeout = 10 * time.Second
-					return nil
-				})
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, rc := localInfileRequested(t, addr, db, "LOAD DATA LOCAL INFILE 'x.csv' INTO TABLE ld")
 			defer c.Close()
-			rc := &rawConn{Conn: c}
-			if err := rc.command(append([]byte{mysqlc.COM_QUERY}, "LOAD DATA LOCAL INFILE 'x.csv' INTO TABLE ld"...)...); err != nil {
-				t.Fatal(err)
-			}
-			req, err := rc.ReadPacket()
-			if err != nil || len(req) == 0 || req[0] != mysqlc.LocalInFile_HEADER {
-				t.Fatalf("%s: no LOCAL INFILE request: %x %v", addr, req, err)
-			}
 			// A new command, sequence id 0, instead of the file.
 			if err := rc.command(append([]byte{mysqlc.COM_QUERY}, "SELECT 1"...)...); err != nil {
 				t.Fatal(err)
@@ -686,23 +695,8 @@ func TestLocalInfileFullPackets(t *testing.T) {
 		for _, packets := range []int{1, 2} {
 			load := func(addr string) string {
 				m.Exec(t, "DELETE FROM "+db+".ld")
-				c, err := client.ConnectWithDialer(context.Background(), "tcp", addr, "root", rootPass, db,
-					dialWithCaps(mysqlc.CLIENT_LOCAL_FILES), func(c *client.Conn) error {
-						c.ReadTimeout = 20 * time.Second
-						return nil
-					})
-				if err != nil {
-					t.Fatal(err)
-				}
+				c, rc := localInfileRequested(t, addr, db, "LOAD DATA LOCAL INFILE 'x.csv' IGNORE INTO TABLE ld FIELDS TERMINATED BY ','")
 				defer c.Close()
-				rc := &rawConn{Conn: c}
-				if err := rc.command(append([]byte{mysqlc.COM_QUERY}, "LOAD DATA LOCAL INFILE 'x.csv' IGNORE INTO TABLE ld FIELDS TERMINATED BY ','"...)...); err != nil {
-					t.Fatal(err)
-				}
-				req, err := rc.ReadPacket()
-				if err != nil || len(req) == 0 || req[0] != mysqlc.LocalInFile_HEADER {
-					t.Fatalf("%s: no LOCAL INFILE request: %x %v", addr, req, err)
-				}
 				// packets full packets, each followed by its empty
 				// continuation, then the empty end of the file.
 				data := file.Bytes()[:packets*mysqlc.MaxPayloadLen]

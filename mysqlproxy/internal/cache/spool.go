@@ -44,8 +44,8 @@ func (s *spool) Write(p []byte) (int, error) {
 		}
 		s.through = true
 		s.overflow(s.held.Len()+len(p) <= s.limit)
-		err := s.writeHeld()
-		s.endStall()
+		end, err := s.writeHeld()
+		end()
 		if err != nil {
 			return 0, err
 		}
@@ -54,24 +54,23 @@ func (s *spool) Write(p []byte) (int, error) {
 }
 
 // writeHeld writes what the spool holds to the client, and lets go of it.
-// A client that reads none of it for a while is cut off (see stallGuard);
-// the caller clears the deadline (endStall) once the response is flushed.
-func (s *spool) writeHeld() error {
-	var err error
+// A client that reads none of it for a while is cut off (see stallGuard).
+// The deadline stays set while the caller flushes; end clears it.
+func (s *spool) writeHeld() (end func(), err error) {
+	end = func() {}
 	if s.held.Len() > 0 {
 		_, err = s.held.WriteTo(s.guard)
+		end = s.guard.end
 	}
 	s.held.Reset(s.limit, s.budget)
-	return err
+	return end, err
 }
-
-// endStall clears the write deadline writeHeld set.
-func (s *spool) endStall() { s.guard.end() }
 
 // drain writes what the spool holds to the client, and flushes it.
 func (s *spool) drain(sess *relay.Session) error {
-	defer s.endStall()
-	if err := s.writeHeld(); err != nil {
+	end, err := s.writeHeld()
+	defer end()
+	if err != nil {
 		return relay.ClientError{Err: err}
 	}
 	return sess.Flush()
