@@ -58,6 +58,7 @@ func (s *Server) startCoherence(dir *statedir.Dir) {
 		return
 	}
 	c.state = "connecting"
+	s.cache.FollowerDue(true)
 	go c.run()
 }
 
@@ -70,6 +71,11 @@ func (c *coherence) run() {
 		c.mu.Lock()
 		c.state = state
 		c.mu.Unlock()
+		if warn {
+			// Not running soon: strict reads rest on the parse of
+			// writes, as without a follower, instead of waiting.
+			c.srv.cache.FollowerDue(false)
+		}
 		if state != said && warn {
 			c.srv.log.Error("binlog follower not running; invalidation rests on the parse of writes that pass through mycached", "why", state)
 		}

@@ -636,3 +636,36 @@ func TestStalenessMetricWithoutFollower(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "a finite staleness once the follower caught up", func() bool { return staleness(p) != "+Inf" })
 }
+
+// TestStrictHitsWaitForTheFollower: a strict hit checks the generations
+// in memcached, which are only as current as the followers bumping them.
+// Followers that cannot reconnect (their account's password rotated)
+// leave every sidecar behind the server: a write made directly must not
+// be served old, as it is not in bounded mode.
+func TestStrictHitsWaitForTheFollower(t *testing.T) {
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 1)")
+	f.sync(t)
+	q := "SELECT v FROM t WHERE id = 1"
+	f.warm(t, q)
+	account := "'" + testenv.BinlogUser + "'@'" + m.Host + "'"
+	m.Exec(t, "SET PASSWORD FOR "+account+" = PASSWORD('rotated')")
+	t.Cleanup(func() { m.Exec(t, "SET PASSWORD FOR "+account+" = PASSWORD('"+testenv.BinlogPassword+"')") })
+	// The password change itself invalidates everything: warm again.
+	f.sync(t)
+	f.warm(t, q)
+	for _, id := range followerConns(t, m) {
+		m.Exec(t, "KILL ?", id)
+	}
+	mustExec(t, f.direct, "UPDATE t SET v = 2 WHERE id = 1")
+	// Past 5 s (more than --max-staleness), the followers are late.
+	time.Sleep(5500 * time.Millisecond)
+	f.fresh(t, q)
+	for _, p := range []*proxy{f.a, f.b} {
+		if n := metricValue(t, p, "mycached_strict_fallbacks_total"); n < 1 {
+			t.Errorf("mycached_strict_fallbacks_total = %v, want at least 1", n)
+		}
+	}
+}

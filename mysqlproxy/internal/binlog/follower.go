@@ -1263,8 +1263,10 @@ func reached(applied, pos map[uint32]uint64) bool {
 }
 
 // Wait returns once every transaction committed on the server before it
-// was called has been applied, and bumped again after its settle delay.
+// was called has been applied, and bumped again after its settle delay,
+// and the follower is known to be current as of then (FreshAsOf).
 func (f *Follower) Wait(ctx context.Context) error {
+	start := time.Now()
 	pos, err := f.opts.Meta.BinlogPos(ctx)
 	if err != nil {
 		return err
@@ -1279,7 +1281,7 @@ func (f *Follower) Wait(ctx context.Context) error {
 		f.mu.Lock()
 		done := reached(f.appliedLocked(), want)
 		if done {
-			done = len(f.settling) == 0 && f.settlingNow == 0
+			done = len(f.settling) == 0 && f.settlingNow == 0 && !f.fresh.Before(start)
 		}
 		f.mu.Unlock()
 		if done {

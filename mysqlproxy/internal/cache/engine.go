@@ -98,7 +98,11 @@ type Engine struct {
 	fill     *wire.Budget              // Config.Fill
 	metaP    atomic.Pointer[meta.Meta] // nil: no metadata, every dependency table-level
 	follower atomic.Pointer[Follower]
-	peers    atomic.Pointer[Peers]
+	// followerDue says a follower is configured and has not yet given
+	// up: until it runs, nothing says what changed while no sidecar
+	// was following the binlog.
+	followerDue atomic.Bool
+	peers       atomic.Pointer[Peers]
 
 	flights flight.Early
 	ghosts  ghosts
@@ -191,6 +195,15 @@ func (e *Engine) mode(c Consistency) (store.Mode, bool) {
 		c = e.cfg.Consistency
 	}
 	if c != Bounded {
+		if e.followerLate() {
+			// The generations in memcached are only as current as the
+			// followers that bump them: this one is late (it resumes
+			// after a restart, or cannot reconnect), and so may every
+			// other, as after a fleet's restart. The read goes to the
+			// server until it has caught up.
+			e.Stats.strictFallbacks.Inc()
+			return store.Strict, false
+		}
 		if p := e.peers.Load(); p != nil && (*p).Trusted() && e.followerCurrent() {
 			e.Stats.peerChecked.Inc()
 			return store.Bounded, true
@@ -206,6 +219,30 @@ func (e *Engine) mode(c Consistency) (store.Mode, bool) {
 	}
 	return store.Bounded, true
 }
+
+// strictLag is how far behind the server a follower may be before strict
+// reads stop trusting the generations it bumps, if MaxStaleness is less:
+// strict hits are as current as the followers, whose lag under a burst
+// of writes is no reason to stop serving them; a follower that cannot
+// reconnect, or has not caught up since it started, is.
+const strictLag = 5 * time.Second
+
+// followerLate reports whether a follower is configured and further
+// behind than strictLag (or MaxStaleness): it is running and behind, it
+// cannot reconnect, or it is due and not running yet. A sidecar whose
+// follower cannot run (the binlog is off, a grant is missing) relies on
+// the parse of the writes it relays, as without one.
+func (e *Engine) followerLate() bool {
+	f := e.follower.Load()
+	if f == nil {
+		return e.followerDue.Load()
+	}
+	return time.Since((*f).FreshAsOf()) > max(e.cfg.MaxStaleness, strictLag)
+}
+
+// FollowerDue says whether a follower is configured and expected to run
+// soon: until SetFollower gives it, strict reads go to the server.
+func (e *Engine) FollowerDue(due bool) { e.followerDue.Store(due) }
 
 // followerCurrent reports whether the follower is within MaxStaleness.
 func (e *Engine) followerCurrent() bool {

@@ -17,19 +17,20 @@ import (
 // Stats are the cache's counters, exported on /metrics and by SHOW
 // MYCACHED STATUS.
 type Stats struct {
-	reg           *metrics.Registry
-	hitsL1        *metrics.Counter // mycached_cache_hits_total{tier="l1"}
-	hitsMemcached *metrics.Counter // mycached_cache_hits_total{tier="memcached"}
-	misses        *metrics.Counter
-	bypasses      *metrics.CounterVec
-	stores        *metrics.Counter
-	shared        *metrics.Counter
-	refreshes     *metrics.Counter
-	invalidations *metrics.Counter
-	fallbacks     *metrics.Counter
-	peerChecked   *metrics.Counter
-	hitLatency    *metrics.Histogram
-	missLatency   *metrics.Histogram
+	reg             *metrics.Registry
+	hitsL1          *metrics.Counter // mycached_cache_hits_total{tier="l1"}
+	hitsMemcached   *metrics.Counter // mycached_cache_hits_total{tier="memcached"}
+	misses          *metrics.Counter
+	bypasses        *metrics.CounterVec
+	stores          *metrics.Counter
+	shared          *metrics.Counter
+	refreshes       *metrics.Counter
+	invalidations   *metrics.Counter
+	fallbacks       *metrics.Counter
+	strictFallbacks *metrics.Counter
+	peerChecked     *metrics.Counter
+	hitLatency      *metrics.Histogram
+	missLatency     *metrics.Histogram
 }
 
 // NewStats registers the cache's metrics in reg, with gauges that read
@@ -37,19 +38,20 @@ type Stats struct {
 func NewStats(reg *metrics.Registry, st *store.Store, sessions func() int) *Stats {
 	hits := reg.CounterVec("mycached_cache_hits_total", "Reads served from the cache, by tier.", "tier")
 	s := &Stats{
-		reg:           reg,
-		hitsL1:        hits.With("l1"),
-		hitsMemcached: hits.With("memcached"),
-		misses:        reg.Counter("mycached_cache_misses_total", "Cacheable reads not found in the cache."),
-		bypasses:      reg.CounterVec("mycached_cache_bypass_total", "Reads that did not use the cache, by reason.", "reason"),
-		stores:        reg.Counter("mycached_cache_stores_total", "Responses stored in the cache."),
-		shared:        reg.Counter("mycached_cache_singleflight_shared_total", "Misses answered by another client's concurrent fill."),
-		refreshes:     reg.Counter("mycached_cache_refreshes_total", "Reads that refreshed an entry past its soft ttl (read afresh while others were served the entry)."),
-		invalidations: reg.Counter("mycached_invalidations_total", "Generation bumps requested by writes."),
-		fallbacks:     reg.Counter("mycached_bounded_fallbacks_total", "Bounded reads sent to the server because the binlog follower was not current."),
-		peerChecked:   reg.Counter("mycached_strict_local_checks_total", "Strict reads checked against the local view because every peer was linked."),
-		hitLatency:    reg.Histogram("mycached_hit_latency_seconds", "Time from lookup to replay of a hit.", metrics.DefaultLatencyBuckets()),
-		missLatency:   reg.Histogram("mycached_miss_latency_seconds", "Time from lookup to stored response of a miss.", metrics.DefaultLatencyBuckets()),
+		reg:             reg,
+		hitsL1:          hits.With("l1"),
+		hitsMemcached:   hits.With("memcached"),
+		misses:          reg.Counter("mycached_cache_misses_total", "Cacheable reads not found in the cache."),
+		bypasses:        reg.CounterVec("mycached_cache_bypass_total", "Reads that did not use the cache, by reason.", "reason"),
+		stores:          reg.Counter("mycached_cache_stores_total", "Responses stored in the cache."),
+		shared:          reg.Counter("mycached_cache_singleflight_shared_total", "Misses answered by another client's concurrent fill."),
+		refreshes:       reg.Counter("mycached_cache_refreshes_total", "Reads that refreshed an entry past its soft ttl (read afresh while others were served the entry)."),
+		invalidations:   reg.Counter("mycached_invalidations_total", "Generation bumps requested by writes."),
+		fallbacks:       reg.Counter("mycached_bounded_fallbacks_total", "Bounded reads sent to the server because the binlog follower was not current."),
+		strictFallbacks: reg.Counter("mycached_strict_fallbacks_total", "Strict reads sent to the server because the binlog follower was not current: it resumes after a restart, or cannot reconnect."),
+		peerChecked:     reg.Counter("mycached_strict_local_checks_total", "Strict reads checked against the local view because every peer was linked."),
+		hitLatency:      reg.Histogram("mycached_hit_latency_seconds", "Time from lookup to replay of a hit.", metrics.DefaultLatencyBuckets()),
+		missLatency:     reg.Histogram("mycached_miss_latency_seconds", "Time from lookup to stored response of a miss.", metrics.DefaultLatencyBuckets()),
 	}
 	// The reasons known here are created up front, so that /metrics lists
 	// them at 0 before the first bypass and a rate() over them starts from
