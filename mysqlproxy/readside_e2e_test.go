@@ -2876,3 +2876,68 @@ func (x *rsRun) rsHiddenTable(set, lit string) {
 	n.same(hide)
 	x.fresh(row2)
 }
+
+// TestTimeReadAsDateAfterMidnight: a TIME value read as a date takes the
+// current date in the session's time zone, whether the text says so
+// (CAST(tm AS DATETIME), SEC_TO_TIME()) or a generated column or a view
+// does. Such a read cached before midnight is not served after it. The
+// session's zone puts its midnight within the next minute.
+func TestTimeReadAsDateAfterMidnight(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".tm (id INT PRIMARY KEY, tm TIME, v DATETIME AS (CAST(tm AS DATETIME)) VIRTUAL)")
+	m.Exec(t, "INSERT INTO "+db+".tm (id, tm) VALUES (1, '10:00:00')")
+	m.Exec(t, "CREATE VIEW "+db+".vt AS SELECT id, YEAR(tm) + DAYOFYEAR(tm) AS d FROM "+db+".tm")
+	m.Exec(t, "CREATE TABLE "+db+".plain (id INT PRIMARY KEY)")
+	m.Exec(t, "INSERT INTO "+db+".plain VALUES (1)")
+	policy := writePolicy(t, t.TempDir(), "all.lua", "function cache(q)\n  if q.cacheable and q.kind == \"select\" then return {ttl = 600, admit = \"always\"} end\nend\n")
+	p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr, Policy: []string{policy}}))
+	via := openDB(t, rootDSN(p.addr, db, ""))
+	direct := openDB(t, rootDSN(m.Addr, db, ""))
+	reads := []string{
+		"SELECT id, v FROM tm",
+		"SELECT CAST(tm AS DATETIME) FROM tm",
+		"SELECT id, d FROM vt",
+		"SELECT CAST(SEC_TO_TIME(36000 + id) AS DATETIME) FROM plain",
+		"SELECT id, DATE(MAKETIME(10, id, 0)) FROM plain",
+	}
+	// A zone whose local time is 23:59 now, with at least 5 seconds to
+	// midnight (offsets are whole minutes: the seconds are UTC's).
+	for time.Now().UTC().Second() > 55 {
+		time.Sleep(200 * time.Millisecond)
+	}
+	now := time.Now().UTC()
+	off := (23*60 + 59 - (now.Hour()*60 + now.Minute()) + 1440) % 1440
+	if off > 13*60 {
+		off -= 1440
+	}
+	sign := "+"
+	if off < 0 {
+		sign, off = "-", -off
+	}
+	zone := fmt.Sprintf("SET time_zone = '%s%02d:%02d'", sign, off/60, off%60)
+	midnight := now.Truncate(time.Minute).Add(time.Minute)
+	cv, cd := conn(t, via), conn(t, direct)
+	execOn(t, cv, zone)
+	execOn(t, cd, zone)
+	for _, q := range reads {
+		connDump(cv, q)
+		before := hits(t, via)
+		if got, want := connDump(cv, q), connDump(cd, q); got != want {
+			t.Fatalf("%s before midnight: got %s, want %s", q, got, want)
+		}
+		if hits(t, via) == before {
+			t.Fatalf("%s was not served from the cache before midnight; the test proves nothing\n%s", q, dump(t, via, "SHOW MYCACHED QUERIES"))
+		}
+	}
+	if !time.Now().Before(midnight) {
+		t.Fatalf("the reads took past the zone's midnight; the test proves nothing")
+	}
+	time.Sleep(time.Until(midnight) + 500*time.Millisecond)
+	for _, q := range reads {
+		if got, want := connDump(cv, q), connDump(cd, q); got != want {
+			t.Errorf("%s after midnight: got %s, want %s (yesterday's date)", q, got, want)
+		}
+	}
+}

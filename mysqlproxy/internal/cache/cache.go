@@ -117,6 +117,10 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		qs.note(deps.why, 0)
 		return c.relayRunningCode(p, info, sql)
 	}
+	c.until = time.Time{}
+	if deps.dated || st != nil && relay.TimeParam(st, p) {
+		c.until = c.nextMidnight(time.Now())
+	}
 	q := &c.q
 	*q = cachepolicy.Query{
 		SQL: sql, Digest: info.Digest, Kind: info.Kind.String(), Tables: deps.tables,
@@ -554,6 +558,17 @@ func (c *Session) put(key string, check []byte, deps []string, gens store.Snap, 
 	}
 	if dec.SoftTTL > 0 && dec.SoftTTL < dec.TTL {
 		e.Soft = now.Add(dec.SoftTTL)
+	}
+	if !c.until.IsZero() {
+		// The result may hold the current date: it is not served past
+		// the midnight after its read began.
+		if !c.until.After(now) {
+			return
+		}
+		e.Expires = minTime(e.Expires, c.until)
+		if !e.Soft.IsZero() {
+			e.Soft = minTime(e.Soft, c.until)
+		}
 	}
 	if err := c.e.Store.PutAsync(key, e); err == nil {
 		c.e.Stats.stores.Inc()

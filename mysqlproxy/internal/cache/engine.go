@@ -322,6 +322,10 @@ type Session struct {
 	// (ROW_COUNT(), warnings, FOUND_ROWS()) is not what it would be.
 	lastHit    []byte
 	lastHitSQL string // its statement's text
+	// until is when the current read's entry must expire at the latest:
+	// its session's next midnight, for a read that may take the current
+	// date (readDeps.dated); zero otherwise.
+	until time.Time
 	// hitDiag is what of the diagnostics the statements run since the
 	// hit left as they were: the hit's to make.
 	hitDiag diagnostics

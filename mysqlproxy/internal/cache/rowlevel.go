@@ -171,7 +171,7 @@ func (c *Session) readDepsFor(info *sqlinfo.Info, params []wire.Param, memo bool
 	if keys == nil {
 		return base
 	}
-	d := &readDeps{tables: base.tables, point: true, keys: keys, gen: base.gen}
+	d := &readDeps{tables: base.tables, point: true, keys: keys, gen: base.gen, dated: base.dated}
 	d.all = make([]string, 0, len(keys)+len(pt.tail))
 	d.keyStr = make([]string, len(keys))
 	for i, k := range keys {

@@ -30,7 +30,10 @@ type readDeps struct {
 	why string
 	// runsCode says a view it reads calls a stored function.
 	runsCode bool
-	gen      uint64 // meta's Gen when computed
+	// dated says it may take the current date (sqlinfo.Info.Dated,
+	// meta.Table.Dated).
+	dated bool
+	gen   uint64 // meta's Gen when computed
 	// pt is, for the table-level dependencies of a primary-key lookup
 	// that can be row-level, what every lookup of the shape shares.
 	pt *pointDeps
@@ -88,7 +91,7 @@ func (e *Engine) deps(info *sqlinfo.Info, db string) *readDeps {
 	if d := e.depsMemo.load(k, gen); d != nil {
 		return d
 	}
-	d := &readDeps{gen: gen}
+	d := &readDeps{gen: gen, dated: info.Dated}
 	var dbs []string
 	add := func(dep, db string) {
 		if !slices.Contains(d.all, dep) {
@@ -120,6 +123,9 @@ func (e *Engine) deps(info *sqlinfo.Info, db string) *readDeps {
 		}
 		if err == nil && m.RunsCode && m.Kind != meta.Base {
 			d.runsCode = true
+		}
+		if err == nil && m.Dated {
+			d.dated = true
 		}
 	}
 	d.all = append(d.all, dbs...)

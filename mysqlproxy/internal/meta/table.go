@@ -53,6 +53,10 @@ type Table struct {
 	// information_schema, or one calling a nondeterministic function), or
 	// "".
 	Uncacheable string
+	// Dated says that a read of it may take the current date: it has a
+	// TIME column (of its own, or of a view's base tables), or is a view
+	// that makes a TIME value, which takes it when read as a date.
+	Dated bool
 	// RunsCode says that reading or writing it may run stored code,
 	// which may change the session unseen: a table with triggers, a view
 	// that calls a stored function.
@@ -637,6 +641,9 @@ func (m *Meta) learnTable(ctx context.Context, t *Table, qname string, depth int
 			return nil
 		}
 		pos[f], types[f] = i, strings.ToLower(c["type"])
+		if typ := types[f]; typ == "time" || strings.HasPrefix(typ, "time(") {
+			t.Dated = true
+		}
 		if strings.Contains(strings.ToLower(c["extra"]), "auto_increment") {
 			t.AutoInc = f
 		}
@@ -879,6 +886,7 @@ func (m *Meta) learnView(ctx context.Context, t *Table, qname string, depth int)
 		why = "view:" + w
 	}
 	t.RunsCode = info.CallsRoutine
+	t.Dated = info.Dated
 	for _, r := range sqlinfo.Qualify(info.Reads, t.DB) {
 		t.Also = appendUniq(t.Also, m.namer.Table(r.DB, r.Name))
 		base, err := m.table(ctx, r.DB, r.Name, depth+1)
@@ -889,6 +897,7 @@ func (m *Meta) learnView(ctx context.Context, t *Table, qname string, depth int)
 			why = base.Uncacheable
 		}
 		t.RunsCode = t.RunsCode || base.RunsCode && base.Kind != Base
+		t.Dated = t.Dated || base.Dated
 		for _, a := range base.Also {
 			t.Also = appendUniq(t.Also, a)
 		}

@@ -179,6 +179,12 @@ func ExecuteParams(st *Stmt, p []byte) []wire.Param {
 	return wire.DecodeParams(p, int(st.Params), st.Types)
 }
 
+// TimeParam reports whether an execute of st binds a parameter as a TIME
+// value (wire.HasTimeParam).
+func TimeParam(st *Stmt, p []byte) bool {
+	return wire.HasTimeParam(p, int(st.Params), st.Types)
+}
+
 // WithTypes returns an execute that carries its parameter types. A client
 // sends them once and leaves them out after; if that first execute was
 // answered without the backend, the backend never saw them, so every

@@ -56,6 +56,7 @@ func analyzeStmts(stmts []ast.StmtNode, sql string) *Info {
 		}
 		info.Temporary = info.Temporary || st.Temporary
 		info.CallsRoutine = info.CallsRoutine || st.CallsRoutine
+		info.Dated = info.Dated || st.Dated
 		switch {
 		case locksTables(s):
 			info.LocksTables, info.UnlocksTables = true, false
@@ -271,6 +272,7 @@ func analyzeOne(s ast.StmtNode, sql string) *Info {
 	info.Reads = w.reads
 	info.NoCacheHint = w.noHint
 	info.CallsRoutine = w.routine
+	info.Dated = w.dated
 	for _, t := range w.seqWrites {
 		info.MayWrite = true
 		if t.Name == "" {

@@ -145,6 +145,10 @@ type Info struct {
 	// CallsRoutine reports a call of a stored function, which may write
 	// whatever the statement's kind: SELECT f(), SET @x = f(), DO f().
 	CallsRoutine bool
+	// Dated reports a TIME value the text makes (CAST(x AS TIME),
+	// SEC_TO_TIME(), TIMEDIFF(), ...): read as a DATE or a DATETIME, it
+	// takes the current date, so the result may change at midnight.
+	Dated bool
 	// Point is set when the WHERE of a single-statement SELECT, UPDATE or
 	// DELETE on one table pins columns of that table to constants; see
 	// Point. A SELECT qualifies only when it reads that one table, with no

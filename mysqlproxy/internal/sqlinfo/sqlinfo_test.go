@@ -523,3 +523,24 @@ func TestAnalysisOwnsItsStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestDated: the texts that make a TIME value, which takes the current
+// date when read as a date, are told from those that do not.
+func TestDated(t *testing.T) {
+	a := NewAnalyzer(Options{})
+	for q, want := range map[string]bool{
+		"SELECT CAST(SEC_TO_TIME(36000 + id) AS DATETIME) FROM t":    true,
+		"SELECT id, DATE(MAKETIME(10, id, 0)) FROM t":                true,
+		"SELECT CAST(c AS TIME) FROM t":                              true,
+		"SELECT CONVERT(c, TIME) FROM t":                             true,
+		"SELECT TIMEDIFF(a, b) FROM t; SELECT 1":                     true,
+		"SELECT 1; SELECT ADDTIME(a, '01:00') FROM t":                true,
+		"SELECT TIME(a) FROM t":                                      true,
+		"SELECT CAST(c AS DATETIME), DATE(d), COALESCE(a, b) FROM t": false,
+		"SELECT id FROM t WHERE d > '2024-01-01'":                    false,
+	} {
+		if got := a.Analyze(q).Dated; got != want {
+			t.Errorf("%s: Dated = %v, want %v", q, got, want)
+		}
+	}
+}

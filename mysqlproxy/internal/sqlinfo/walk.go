@@ -2,6 +2,7 @@ package sqlinfo
 
 import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 )
 
 // walker collects the tables a statement reads and the reasons it cannot be
@@ -14,6 +15,8 @@ type walker struct {
 	subquery bool
 	// routine reports a call of a stored function.
 	routine bool
+	// dated reports a TIME value made by the text (Info.Dated).
+	dated bool
 	// seqWrites are the sequences NEXTVAL, SETVAL and s.nextval advance.
 	seqWrites []Table
 	// skip holds table nodes that are write targets only, not reads.
@@ -77,6 +80,10 @@ func (w *walker) Enter(n ast.Node) (ast.Node, bool) {
 		w.subquery = true
 	case *ast.TableName:
 		w.table(x)
+	case *ast.FuncCastExpr:
+		if x.Tp != nil && x.Tp.GetType() == mysql.TypeDuration {
+			w.dated = true
+		}
 	case *ast.FuncCallExpr:
 		w.funcCall(x)
 	case *ast.ColumnNameExpr:
@@ -162,7 +169,18 @@ func (w *walker) funcCall(x *ast.FuncCallExpr) {
 		w.reject("stored-function:" + name)
 	case nondeterministic[name]:
 		w.reject("nondeterministic:" + name)
+	case timeValued[name]:
+		w.dated = true
 	}
+}
+
+// timeValued lists the built-in functions that make a TIME value out of
+// what is not one, which takes the current date when read as a date
+// (Info.Dated). Those that pass one through (COALESCE, DATE_ADD, ...) get
+// it from a TIME column, which the table's Meta tells, or from these.
+var timeValued = map[string]bool{
+	"addtime": true, "subtime": true, "maketime": true, "sec_to_time": true,
+	"str_to_date": true, "time": true, "timediff": true,
 }
 
 // seqDotOp notes the sequence operations of sql_mode=ORACLE, s.nextval

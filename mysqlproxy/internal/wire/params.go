@@ -16,6 +16,26 @@ type Param struct {
 	Int  bool // the value was bound as an integer
 }
 
+// HasTimeParam reports whether a COM_STMT_EXECUTE packet binds one of its
+// n parameters as a TIME value, which takes the current date when read as
+// a date. types are the types bound by an earlier execute, for packets
+// that do not send them again.
+func HasTimeParam(p []byte, n int, types []byte) bool {
+	if n == 0 {
+		return false
+	}
+	at := 10 + (n+7)/8
+	if len(p) > at && p[at] != 0 && len(p) >= at+1+2*n {
+		types = p[at+1 : at+1+2*n]
+	}
+	for i := 0; i+1 < len(types); i += 2 {
+		if types[i] == mysql.MYSQL_TYPE_TIME {
+			return true
+		}
+	}
+	return false
+}
+
 // DecodeParams reads the n parameter values of a COM_STMT_EXECUTE packet.
 // types are the types bound by an earlier execute, for packets that do not
 // send them again. It returns nil when the packet cannot be read.

@@ -1,6 +1,10 @@
 package wire
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
 
 // TestDecodeParamsReadsAsTheServerDoes: values are known only where the
 // server's reading of their type is certain; after a parameter whose
@@ -45,5 +49,33 @@ func TestDecodeParamsReadsAsTheServerDoes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHasTimeParam: an execute that binds a TIME value is told, whether
+// it sends its types or relies on those bound before.
+func TestHasTimeParam(t *testing.T) {
+	head := []byte{0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0}
+	exec := func(bound byte, types ...byte) []byte {
+		p := append(append([]byte(nil), head...), 0, bound) // null bitmap for 2 params, new-params-bound
+		return append(p, types...)
+	}
+	timeTypes := []byte{mysql.MYSQL_TYPE_LONG, 0, mysql.MYSQL_TYPE_TIME, 0}
+	intTypes := []byte{mysql.MYSQL_TYPE_LONG, 0, mysql.MYSQL_TYPE_DATETIME, 0}
+	for _, c := range []struct {
+		name  string
+		p     []byte
+		bound []byte
+		want  bool
+	}{
+		{"types sent", exec(1, timeTypes...), nil, true},
+		{"other types sent", exec(1, intTypes...), timeTypes, false},
+		{"types bound before", exec(0), timeTypes, true},
+		{"other types bound before", exec(0), intTypes, false},
+		{"truncated", exec(1, mysql.MYSQL_TYPE_TIME), nil, false},
+	} {
+		if got := HasTimeParam(c.p, 2, c.bound); got != c.want {
+			t.Errorf("%s: HasTimeParam = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
