@@ -211,7 +211,7 @@ func (f Facts) Problems() []string {
 func (f Facts) Advice() []string {
 	var out []string
 	if f.BinlogRowMetadata != "FULL" && f.BinlogRowMetadata != "" {
-		out = append(out, "binlog_row_metadata is "+f.BinlogRowMetadata+": primary keys are learned with SHOW KEYS instead of read from each event; binlog_row_metadata=FULL saves those statements")
+		out = append(out, "binlog_row_metadata is "+f.BinlogRowMetadata+": primary keys are learned with SHOW CREATE TABLE instead of read from each event, and columns moved or renamed by DDL run with sql_log_bin=0 go unseen (writes then invalidate the wrong rows); binlog_row_metadata=FULL closes that gap")
 	}
 	all := f.Grants["ALL PRIVILEGES"] || f.Grants["ALL"]
 	if !all && (!f.Grants["SELECT"] || !f.Grants["SHOW VIEW"]) {
