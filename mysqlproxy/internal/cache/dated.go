@@ -6,6 +6,7 @@ import (
 	"time"
 )
 
+// minTime returns the earlier of a and b.
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {
 		return b
