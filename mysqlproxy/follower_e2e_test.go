@@ -76,6 +76,18 @@ func (f *fleet) warm(t *testing.T, q string) {
 }
 
 // warmAll is warm for each of qs.
+// warmRow creates table t with the row (1, 1), waits for the followers,
+// and warms the row's lookup on both sidecars, which it returns.
+func (f *fleet) warmRow(t *testing.T) string {
+	t.Helper()
+	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 1)")
+	f.sync(t)
+	q := "SELECT v FROM t WHERE id = 1"
+	f.warm(t, q)
+	return q
+}
+
 func (f *fleet) warmAll(t *testing.T, qs ...string) {
 	t.Helper()
 	for _, q := range qs {
@@ -486,11 +498,7 @@ var errBadConn = driver.ErrBadConn
 func TestFollowerBounded(t *testing.T) {
 	m := privateDB(t)
 	f := startFleet(t, m, mysqlproxy.Config{Consistency: mysqlproxy.ConsistencyBounded, MaxStaleness: 2 * time.Second})
-	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
-	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 1)")
-	f.sync(t)
-	q := "SELECT v FROM t WHERE id = 1"
-	f.warm(t, q)
+	q := f.warmRow(t)
 	gets := mycachedStatus(t, f.viaA)["Memcached_gets"]
 	for range 20 {
 		dump(t, f.viaA, q)

@@ -112,11 +112,7 @@ func followerConns(t testing.TB, m *testenv.MariaDB) []int64 {
 func TestFollowerResumesAfterKill(t *testing.T) {
 	m := privateDB(t)
 	f := startFleet(t, m, mysqlproxy.Config{})
-	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
-	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 1)")
-	f.sync(t)
-	q := "SELECT v FROM t WHERE id = 1"
-	f.warm(t, q)
+	q := f.warmRow(t)
 	ids := followerConns(t, m)
 	if len(ids) != 2 {
 		t.Fatalf("found %d follower connections on the server, want 2", len(ids))
@@ -182,11 +178,7 @@ func TestFollowerServerRestart(t *testing.T) {
 func TestFollowerBackWithServer(t *testing.T) {
 	m := privateDB(t)
 	f := startFleet(t, m, mysqlproxy.Config{})
-	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
-	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 1)")
-	f.sync(t)
-	const q = "SELECT v FROM t WHERE id = 1"
-	f.warm(t, q)
+	q := f.warmRow(t)
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -272,11 +264,7 @@ func TestFollowerPurgedPosition(t *testing.T) {
 func TestFollowerMemcachedDown(t *testing.T) {
 	m := privateDB(t)
 	f := startFleet(t, m, mysqlproxy.Config{})
-	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
-	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 1)")
-	f.sync(t)
-	q := "SELECT v FROM t WHERE id = 1"
-	f.warm(t, q)
+	q := f.warmRow(t)
 	if err := f.mc.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -645,11 +633,7 @@ func TestStalenessMetricWithoutFollower(t *testing.T) {
 func TestStrictHitsWaitForTheFollower(t *testing.T) {
 	m := privateDB(t)
 	f := startFleet(t, m, mysqlproxy.Config{})
-	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
-	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 1)")
-	f.sync(t)
-	q := "SELECT v FROM t WHERE id = 1"
-	f.warm(t, q)
+	q := f.warmRow(t)
 	account := "'" + testenv.BinlogUser + "'@'" + m.Host + "'"
 	m.Exec(t, "SET PASSWORD FOR "+account+" = PASSWORD('rotated')")
 	t.Cleanup(func() { m.Exec(t, "SET PASSWORD FOR "+account+" = PASSWORD('"+testenv.BinlogPassword+"')") })

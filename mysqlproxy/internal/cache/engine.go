@@ -233,11 +233,10 @@ const strictLag = 5 * time.Second
 // follower cannot run (the binlog is off, a grant is missing) relies on
 // the parse of the writes it relays, as without one.
 func (e *Engine) followerLate() bool {
-	f := e.follower.Load()
-	if f == nil {
+	if e.follower.Load() == nil {
 		return e.followerDue.Load()
 	}
-	return time.Since((*f).FreshAsOf()) > max(e.cfg.MaxStaleness, strictLag)
+	return !e.followerWithin(max(e.cfg.MaxStaleness, strictLag))
 }
 
 // FollowerDue says whether a follower is configured and expected to run
@@ -245,9 +244,13 @@ func (e *Engine) followerLate() bool {
 func (e *Engine) FollowerDue(due bool) { e.followerDue.Store(due) }
 
 // followerCurrent reports whether the follower is within MaxStaleness.
-func (e *Engine) followerCurrent() bool {
+func (e *Engine) followerCurrent() bool { return e.followerWithin(e.cfg.MaxStaleness) }
+
+// followerWithin reports whether a follower runs and was last known to
+// have applied everything less than d ago.
+func (e *Engine) followerWithin(d time.Duration) bool {
 	f := e.follower.Load()
-	return f != nil && time.Since((*f).FreshAsOf()) <= e.cfg.MaxStaleness
+	return f != nil && time.Since((*f).FreshAsOf()) <= d
 }
 
 // Session is one client session's cache state. It is owned by the
