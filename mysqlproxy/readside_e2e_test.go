@@ -2891,6 +2891,9 @@ func TestTimeReadAsDateAfterMidnight(t *testing.T) {
 	m.Exec(t, "CREATE VIEW "+db+".vt AS SELECT id, YEAR(tm) + DAYOFYEAR(tm) AS d FROM "+db+".tm")
 	m.Exec(t, "CREATE TABLE "+db+".plain (id INT PRIMARY KEY)")
 	m.Exec(t, "INSERT INTO "+db+".plain VALUES (1)")
+	// A column of another type whose expression reads a TIME as a date.
+	m.Exec(t, "CREATE TABLE "+db+".gen (id INT PRIMARY KEY, s INT, d DATETIME AS (CAST(SEC_TO_TIME(s) AS DATETIME)) VIRTUAL)")
+	m.Exec(t, "INSERT INTO "+db+".gen (id, s) VALUES (1, 36000)")
 	policy := writePolicy(t, t.TempDir(), "all.lua", "function cache(q)\n  if q.cacheable and q.kind == \"select\" then return {ttl = 600, admit = \"always\"} end\nend\n")
 	p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr, Policy: []string{policy}}))
 	via := openDB(t, rootDSN(p.addr, db, ""))
@@ -2901,6 +2904,7 @@ func TestTimeReadAsDateAfterMidnight(t *testing.T) {
 		"SELECT id, d FROM vt",
 		"SELECT CAST(SEC_TO_TIME(36000 + id) AS DATETIME) FROM plain",
 		"SELECT id, DATE(MAKETIME(10, id, 0)) FROM plain",
+		"SELECT * FROM gen",
 	}
 	// A zone whose local time is 23:59 now, with at least 5 seconds to
 	// midnight (offsets are whole minutes: the seconds are UTC's).

@@ -594,9 +594,11 @@ func (m *Meta) learnTable(ctx context.Context, t *Table, qname string, depth int
 	if elsewhere(t.Engine) {
 		t.Uncacheable = "engine:" + strings.ToLower(t.Engine)
 	}
-	if why := generatedVaries(create, mk); why != "" && t.Uncacheable == "" {
+	why, dated := generatedVaries(create, mk)
+	if why != "" && t.Uncacheable == "" {
 		t.Uncacheable = why
 	}
+	t.Dated = dated
 	forLines(create, mk, func(line, ml string) {
 		if ix := fkRe.FindStringSubmatchIndex(ml); ix != nil && changesChild(line[ix[6]:ix[7]]) {
 			pdb := t.DB
@@ -686,9 +688,10 @@ const generatedAs = " GENERATED ALWAYS AS ("
 // must not be cached because of its generated columns, or "". MariaDB
 // lets a VIRTUAL column call NOW(), RAND(), CONNECTION_ID() or
 // CURRENT_USER(): its values change with no write to the table, so no
-// generation covers them.
-func generatedVaries(create, mk string) string {
-	why := ""
+// generation covers them. dated says that one reads a TIME value as a
+// date, as CAST(SEC_TO_TIME(n) AS DATETIME) does: its values change at
+// midnight, whatever type the column has.
+func generatedVaries(create, mk string) (why string, dated bool) {
 	forLines(create, mk, func(line, ml string) {
 		i := strings.Index(ml, generatedAs)
 		if why != "" || i < 0 || !strings.HasPrefix(strings.TrimSpace(ml), "`") {
@@ -707,8 +710,9 @@ func generatedVaries(create, mk string) string {
 		if ok, w := info.CacheableIn(""); !ok {
 			why = "generated:" + w
 		}
+		dated = dated || info.Dated
 	})
-	return why
+	return why, dated
 }
 
 // maskQuoted returns create with what is inside its quoted strings, and

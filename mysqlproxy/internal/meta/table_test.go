@@ -10,21 +10,30 @@ import (
 )
 
 func TestGeneratedVaries(t *testing.T) {
-	for _, c := range []struct{ create, want string }{
-		{"CREATE TABLE `t` (\n  `id` int(11) NOT NULL,\n  `a` int(11) DEFAULT NULL\n) ENGINE=InnoDB", ""},
-		{"CREATE TABLE `t` (\n  `b` int(11) GENERATED ALWAYS AS (`a` + 1) VIRTUAL INVISIBLE COMMENT 'now() ) VIRTUAL',\n) ENGINE=InnoDB", ""},
-		{"CREATE TABLE `t` (\n  `c` varchar(10) GENERATED ALWAYS AS (concat('a)b\\')',`a`,\"x)\")) STORED,\n) ENGINE=InnoDB", ""},
-		{"CREATE TABLE `t` (\n  `n` datetime(6) GENERATED ALWAYS AS (current_timestamp(6)) VIRTUAL,\n) ENGINE=InnoDB", "generated:nondeterministic:current_timestamp"},
-		{"CREATE TABLE `t` (\n  `x` double GENERATED ALWAYS AS (rand() * `id`) VIRTUAL\n) ENGINE=InnoDB", "generated:nondeterministic:rand"},
-		{"CREATE TABLE `t` (\n  `x` int GENERATED ALWAYS AS (1 +\n", "generated-unreadable"},
+	for _, c := range []struct {
+		create, want string
+		dated        bool
+	}{
+		{"CREATE TABLE `t` (\n  `id` int(11) NOT NULL,\n  `a` int(11) DEFAULT NULL\n) ENGINE=InnoDB", "", false},
+		{"CREATE TABLE `t` (\n  `b` int(11) GENERATED ALWAYS AS (`a` + 1) VIRTUAL INVISIBLE COMMENT 'now() ) VIRTUAL',\n) ENGINE=InnoDB", "", false},
+		{"CREATE TABLE `t` (\n  `c` varchar(10) GENERATED ALWAYS AS (concat('a)b\\')',`a`,\"x)\")) STORED,\n) ENGINE=InnoDB", "", false},
+		{"CREATE TABLE `t` (\n  `n` datetime(6) GENERATED ALWAYS AS (current_timestamp(6)) VIRTUAL,\n) ENGINE=InnoDB", "generated:nondeterministic:current_timestamp", false},
+		{"CREATE TABLE `t` (\n  `x` double GENERATED ALWAYS AS (rand() * `id`) VIRTUAL\n) ENGINE=InnoDB", "generated:nondeterministic:rand", false},
+		{"CREATE TABLE `t` (\n  `x` int GENERATED ALWAYS AS (1 +\n", "generated-unreadable", false},
 		// A comment that reads like a generated column is not one.
-		{"CREATE TABLE `t` (\n  `a` int COMMENT '\n GENERATED ALWAYS AS (rand()) VIRTUAL'\n) ENGINE=InnoDB", ""},
+		{"CREATE TABLE `t` (\n  `a` int COMMENT '\n GENERATED ALWAYS AS (rand()) VIRTUAL'\n) ENGINE=InnoDB", "", false},
 		// Nor does a name; and a name may hold a newline.
-		{"CREATE TABLE `t` (\n  `a\n GENERATED ALWAYS AS (rand()) VIRTUAL` int\n) ENGINE=InnoDB", ""},
-		{"CREATE TABLE `t` (\n  `g\nx` double GENERATED ALWAYS AS (rand()) VIRTUAL\n) ENGINE=InnoDB", "generated:nondeterministic:rand"},
+		{"CREATE TABLE `t` (\n  `a\n GENERATED ALWAYS AS (rand()) VIRTUAL` int\n) ENGINE=InnoDB", "", false},
+		{"CREATE TABLE `t` (\n  `g\nx` double GENERATED ALWAYS AS (rand()) VIRTUAL\n) ENGINE=InnoDB", "generated:nondeterministic:rand", false},
+		// A column of another type that reads a TIME as a date takes
+		// today's date.
+		{"CREATE TABLE `g` (\n  `x` int(11) DEFAULT NULL,\n  `d` datetime GENERATED ALWAYS AS (cast(sec_to_time(`x`) as datetime)) VIRTUAL,\n) ENGINE=InnoDB", "", true},
+		{"CREATE TABLE `g` (\n  `s` varchar(8),\n  `d` varchar(30) GENERATED ALWAYS AS (concat(timediff(`s`,'01:00:00') + interval 0 day)) VIRTUAL\n) ENGINE=InnoDB", "", true},
+		{"CREATE TABLE `g` (\n  `a` int COMMENT 'cast(sec_to_time(1) as datetime)',\n  `b` int GENERATED ALWAYS AS (`a` + 1) VIRTUAL\n) ENGINE=InnoDB", "", false},
 	} {
-		if got := generatedVaries(c.create, maskQuoted(c.create)); got != c.want {
-			t.Errorf("generatedVaries(%q) = %q, want %q", c.create, got, c.want)
+		got, dated := generatedVaries(c.create, maskQuoted(c.create))
+		if got != c.want || dated != c.dated {
+			t.Errorf("generatedVaries(%q) = %q, %v, want %q, %v", c.create, got, dated, c.want, c.dated)
 		}
 	}
 }
