@@ -187,6 +187,8 @@ func TestKVErrors(t *testing.T) {
 	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}, KVMaxBytes: 2 << 20, KVUsers: []string{"root"}})
 	db := openDB(t, rootDSN(p.addr, "", ""))
 	db.SetMaxOpenConns(1)
+	const errs, inserts, selects = "mycached_kv_errors_total", `mycached_kv_statements_total{op="insert"}`, `mycached_kv_statements_total{op="select"}`
+	errs0, inserts0 := metricValue(t, p, errs), metricValue(t, p, inserts)
 	for _, c := range []struct {
 		q    string
 		args []any
@@ -212,9 +214,22 @@ func TestKVErrors(t *testing.T) {
 			t.Fatalf("after %.40s the connection broke: %v", c.q, err)
 		}
 	}
+	// Each error shows, those that did not parse too; the inserts that
+	// parsed ran, and failed.
+	if got := metricValue(t, p, errs) - errs0; got != 7 {
+		t.Errorf("%s grew by %v, want 7", errs, got)
+	}
+	if got := metricValue(t, p, inserts) - inserts0; got != 5 {
+		t.Errorf("%s grew by %v, want 5", inserts, got)
+	}
+	selects0 := metricValue(t, p, selects)
 	if got := kvRows(t, db, `SELECT "big", "overitem"`); len(got) != 0 {
 		t.Errorf("a refused value was written: %q", got)
 	}
+	if got := metricValue(t, p, selects) - selects0; got != 1 {
+		t.Errorf("%s grew by %v, want 1", selects, got)
+	}
+	errs1, inserts1 := metricValue(t, p, errs), metricValue(t, p, inserts)
 	// A user without kv rights.
 	db2 := m.NewDatabase(t)
 	user := "nokv" + strings.ReplaceAll(db2, "_", "")
@@ -230,6 +245,9 @@ func TestKVErrors(t *testing.T) {
 	var s string
 	if err := u.QueryRow(`SELECT "plain sql"`).Scan(&s); err != nil || s != "plain sql" {
 		t.Errorf(`SELECT "plain sql" for a non-kv user: got %q, %v; want MySQL's answer`, s, err)
+	}
+	if metricValue(t, p, errs) != errs1 || metricValue(t, p, inserts) != inserts1 {
+		t.Errorf("SQL of an account outside --kv-users counted as kv")
 	}
 }
 

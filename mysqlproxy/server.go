@@ -130,12 +130,12 @@ func NewServer(cfg Config) (*Server, error) {
 	// Responses filled into the cache and large kv replies, while their
 	// clients read them, share one bound.
 	fill := wire.NewBudget(cfg.FillMemory)
+	s.reg = metrics.NewRegistry()
 	s.kv = kvproxy.New(kvproxy.Config{
 		Prefix: cfg.KVPrefix, MaxBytes: cfg.KVMaxBytes, Users: cfg.KVUsers,
 		PerUser: cfg.KVPerUser, Passwords: cfg.KVPasswords, Timeout: cfg.KVTimeout,
-		Replies: fill,
+		Replies: fill, Metrics: s.reg,
 	}, s.store, len(cfg.Memcached) == 0)
-	s.reg = metrics.NewRegistry()
 	stats := cache.NewStats(s.reg, s.store, s.sessionCount)
 	policy := cfg.PolicyEngine
 	switch {

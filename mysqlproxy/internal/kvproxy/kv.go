@@ -13,6 +13,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/mycached/mycached/mysqlproxy/internal/kv"
+	"github.com/mycached/mycached/mysqlproxy/internal/metrics"
 	"github.com/mycached/mycached/mysqlproxy/internal/relay"
 	"github.com/mycached/mycached/mysqlproxy/internal/store"
 	"github.com/mycached/mycached/mysqlproxy/internal/wire"
@@ -38,6 +39,8 @@ type Config struct {
 	// Replies bounds the bytes of large replies held while clients read
 	// them (the cache's fill memory); nil: no bound.
 	Replies *wire.Budget
+	// Metrics, when set, gets the kv statements' counters.
+	Metrics *metrics.Registry
 }
 
 // Server is the kv state every session shares. Its methods are safe for
@@ -45,12 +48,24 @@ type Config struct {
 type Server struct {
 	cfg Config
 	kv  kvStore
+	// ops counts the statements run, by kind; errs the error replies.
+	ops  *metrics.CounterVec
+	errs *metrics.Counter
 }
 
 // New returns a kv server storing its pairs in st's raw namespace; l1Only
 // says no memcached is configured, so values have no item size limit.
 func New(cfg Config, st *store.Store, l1Only bool) *Server {
-	return &Server{cfg: cfg, kv: kvStore{st: st, l1Only: l1Only}}
+	srv := &Server{cfg: cfg, kv: kvStore{st: st, l1Only: l1Only}}
+	if cfg.Metrics != nil {
+		srv.ops = cfg.Metrics.CounterVec("mycached_kv_statements_total", "Key/value pseudo-queries run, by statement.", "op")
+		srv.errs = cfg.Metrics.Counter("mycached_kv_errors_total", "Key/value pseudo-queries answered with an error, those that did not parse included.")
+		// Every kind shows from the start, at 0.
+		for _, op := range []kv.Op{kv.OpInsert, kv.OpSelect, kv.OpDelete, kv.OpSelectAll, kv.OpDrop} {
+			srv.ops.With(opLabel(op))
+		}
+	}
+	return srv
 }
 
 // Session is one client session's kv state. It is owned by the session's
@@ -213,7 +228,15 @@ func (k *Session) Query(sql string) (bool, error) {
 }
 
 func (k *Session) execKV(st *kv.Stmt) kv.Result {
+	if k.srv.ops != nil {
+		k.srv.ops.With(opLabel(st.Op)).Inc()
+	}
 	return kv.Exec(context.Background(), k.srv.kv, k.kvOptions(), k.kvNamespace(), st)
+}
+
+// opLabel names op as the statements counter's label does.
+func opLabel(op kv.Op) string {
+	return strings.ReplaceAll(strings.ToLower(op.String()), " *", "_all")
 }
 
 // kvOptions are the kv language's options from the server's config.
@@ -232,6 +255,9 @@ func (k *Session) writeKVResult(r kv.Result, binary bool) error {
 	defer r.Release()
 	switch {
 	case r.IsError():
+		if k.srv.errs != nil {
+			k.srv.errs.Inc()
+		}
 		return k.s.WriteErr(r.Code, r.State, r.Msg)
 	case r.IsRows:
 		return k.s.WriteRows(r.Columns, len(r.Rows), func(row, col int) ([]byte, bool) {
