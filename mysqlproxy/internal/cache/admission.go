@@ -57,6 +57,18 @@ const (
 	admLosingFor = 250 * time.Millisecond
 )
 
+// A shape brought back by its ghosts starts cold: its real hits come
+// only as its entries are stored again, and a shape whose keys repeat at
+// a distance (uniform reads over many rows) loses its first windows and
+// is rejected again, while its ghosts keep saying it would pay. Each such
+// failed return holds it rejected for twice as long as the one before,
+// from admHold up to admHoldMax; a shape that pays for real once back
+// starts over.
+const (
+	admHold    = time.Second
+	admHoldMax = time.Minute
+)
+
 // A rejected shape's reads are judged by a sample of them, so that the
 // others cost no more than a passthrough: the texts (or parameters) one
 // in admSample hashes to, the same in every session and sidecar, so that
@@ -102,7 +114,13 @@ type admission struct {
 	admittedWindows     int // consecutive windows read through the cache
 	losing              int // consecutive windows whose hits did not pay
 	losingSince         time.Time
-	why                 atomic.Pointer[string]
+	// returned says the shape was admitted again by its ghosts, and has
+	// not paid for real since; failedReturns counts such returns that
+	// ended rejected, and heldUntil is when its ghosts may bring it back.
+	returned      bool
+	failedReturns int
+	heldUntil     time.Time
+	why           atomic.Pointer[string]
 
 	now func() time.Time // time.Now when nil
 }
@@ -215,6 +233,19 @@ func (a *admission) verdict() {
 	case a.relayCost == 0 || a.missCost == 0:
 	case saved >= spent:
 		a.losing = 0
+		switch {
+		case a.state.Load() != admRejected:
+			if a.admittedWindows >= 2 {
+				// It paid by its real hits.
+				a.returned, a.failedReturns = false, 0
+			}
+		case a.clock().Before(a.heldUntil):
+			why += fmt.Sprintf("; held rejected until %s, after %d failed returns", a.heldUntil.Format("15:04:05"), a.failedReturns)
+			a.why.Store(&why)
+			return
+		default:
+			a.returned = true
+		}
 		a.state.Store(admAdmitted)
 	default:
 		now := a.clock()
@@ -223,6 +254,10 @@ func (a *admission) verdict() {
 		}
 		a.losing++
 		if a.windows >= admProbationWindows && a.losing >= admLosing && now.Sub(a.losingSince) >= admLosingFor {
+			if a.state.Load() != admRejected && a.returned {
+				a.heldUntil = now.Add(min(admHold<<min(a.failedReturns, 16), admHoldMax))
+				a.failedReturns++
+			}
 			a.state.Store(admRejected)
 		}
 	}

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -150,6 +151,79 @@ func TestAdmissionLosingStreak(t *testing.T) {
 	}
 	if st, why := b.describe(); st != "admitted" {
 		t.Fatalf("losing windows in pairs between winning ones: %s (%s), want admitted", st, why)
+	}
+}
+
+// TestAdmissionHeldAfterFailedReturns: uniform reads over many rows.
+// Rejected, the ghosts say most reads would hit; admitted again, its
+// entries are not there yet and the real hits do not pay, so it is
+// rejected again. Each failed return holds it rejected longer, up to
+// admHoldMax; one that pays for real once back starts over.
+func TestAdmissionHeldAfterFailedReturns(t *testing.T) {
+	const miss, relay = 400 * time.Microsecond, 150 * time.Microsecond
+	clock := time.Unix(1e9, 0)
+	a := admission{now: func() time.Time { return clock }}
+	step := func() { clock = clock.Add(admLosingFor / 2) }
+	// Judged by its real hits (10 of 128), it is rejected.
+	for range 2 * admProbationWindows {
+		if st, _ := a.describe(); st == "rejected" {
+			break
+		}
+		run(&a, 10, 100, miss, relay)
+		step()
+	}
+	// returnAndFail lets the ghosts bring it back and the real hits
+	// reject it; it reports whether it came back at all.
+	returnAndFail := func() bool {
+		run(&a, 0, 100, miss, relay)
+		if st, _ := a.describe(); st != "admitted" {
+			return false
+		}
+		for range 2 * (2 + admLosing) {
+			step()
+			run(&a, 10, 100, miss, relay)
+			if st, _ := a.describe(); st == "rejected" {
+				break
+			}
+		}
+		if st, why := a.describe(); st != "rejected" {
+			t.Fatalf("a return whose real hits do not pay: %s (%s), want rejected", st, why)
+		}
+		return true
+	}
+	if st, why := a.describe(); st != "rejected" {
+		t.Fatalf("warm with 10/128 real hits: %s (%s)", st, why)
+	}
+	if !returnAndFail() {
+		t.Fatal("the ghosts did not bring a rejected shape back the first time")
+	}
+	for i := range 10 {
+		hold := min(admHold<<i, admHoldMax)
+		if returnAndFail() {
+			t.Fatalf("after failed return %d, it came back at once; want it held for %v", i+1, hold)
+		}
+		if _, why := a.describe(); !strings.Contains(why, "held rejected") {
+			t.Errorf("the verdict does not say it is held: %s", why)
+		}
+		clock = clock.Add(hold - time.Millisecond)
+		if returnAndFail() {
+			t.Fatalf("after failed return %d, it came back before %v", i+1, hold)
+		}
+		clock = clock.Add(time.Millisecond)
+		if !returnAndFail() {
+			t.Fatalf("after failed return %d, it did not come back after %v", i+1, hold)
+		}
+	}
+	// Back, and paying by its real hits: the holds start over.
+	run(&a, 0, 100, miss, relay)
+	clock = clock.Add(admHoldMax)
+	run(&a, 0, 100, miss, relay)
+	for range 4 {
+		step()
+		run(&a, 100, 100, miss, relay)
+	}
+	if st, why := a.describe(); st != "admitted" || a.failedReturns != 0 {
+		t.Fatalf("paying for real: %s (%s), %d failed returns", st, why, a.failedReturns)
 	}
 }
 
