@@ -63,10 +63,12 @@ const (
 // is rejected again, while its ghosts keep saying it would pay. Each such
 // failed return holds it rejected for twice as long as the one before,
 // from admHold up to admHoldMax; a shape that pays for real once back
-// starts over.
+// starts over. Entries stored while it is back stay for their ttl, so a
+// key space too large to warm in one return still warms over several:
+// the bound keeps that from taking much longer than it did.
 const (
 	admHold    = time.Second
-	admHoldMax = time.Minute
+	admHoldMax = 16 * time.Second
 )
 
 // A rejected shape's reads are judged by a sample of them, so that the
