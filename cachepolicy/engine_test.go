@@ -29,6 +29,7 @@ func TestReload(t *testing.T) {
 		is               error
 	}{
 		{"syntax", "function cache(q)\n  return { ttl = }\nend\n", "p.lua:2", ErrCompile},
+		{"cut short", "function cache(q) return {ttl = ", "p.lua: at the end of the script", ErrCompile},
 		{"top level error", "local x = 1\nerror(\"no\")\n", "p.lua:2", ErrTopLevel},
 		{"hook not a function", "cache = 5\n", "cache is a number", ErrTopLevel},
 	}

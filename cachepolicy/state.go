@@ -46,6 +46,11 @@ func compileChunk(name string, text []byte) (*lua.FunctionProto, error) {
 	chunk, err := parse.Parse(strings.NewReader(string(text)), name)
 	if err != nil {
 		if pe, ok := err.(*parse.Error); ok {
+			if pe.Pos.Line < 1 {
+				// The parser names no line for an error at the end of
+				// the text (an unclosed function or table).
+				return nil, fmt.Errorf("%w: %s: at the end of the script: %s", ErrCompile, name, pe.Message)
+			}
 			return nil, fmt.Errorf("%w: %s:%d: %s near %q", ErrCompile, name, pe.Pos.Line, pe.Message, pe.Token)
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrCompile, name, err)
