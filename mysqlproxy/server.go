@@ -479,7 +479,7 @@ func (s *Server) StatusRows() [][2]string {
 // Cache is the cache engine that admin statements inspect.
 func (s *Server) Cache() *cache.Engine { return s.cache }
 
-const stalenessHelp = "How far behind the server the local view may be: the time since the follower was last known to have applied everything; +Inf while it never was (no follower runs, or it has not caught up since it started)."
+const stalenessHelp = "How far behind the server the local view may be: the time since the follower was last known to have applied everything; +Inf while it never was (no follower runs, or it has not caught up since it started or since its stream was last cut)."
 
 // followerMetrics exports the binlog follower's state.
 func (s *Server) followerMetrics() {

@@ -110,9 +110,13 @@ type Follower struct {
 	applied *mysql.MariadbGTIDSet
 	// at is where in the binlog applied lies, when the follower read it
 	// there (not after a start without a position, or a lost one).
-	at       binlogAt
-	polls    []poll // server positions read, not yet reached
-	fresh    time.Time
+	at    binlogAt
+	polls []poll // server positions read, not yet reached
+	fresh time.Time
+	// cut is when the stream was last cut: polls read before it say
+	// nothing of what the server did since (a restart empties MEMORY
+	// tables, unlogged).
+	cut      time.Time
 	running  bool
 	lastErr  string
 	lastMsg  time.Time
@@ -283,7 +287,8 @@ func (f *Follower) Close() {
 
 // FreshAsOf returns a time before which every committed change has been
 // applied: a read served from the local view is stale by at most
-// time.Since(FreshAsOf()). The zero time means never.
+// time.Since(FreshAsOf()). The zero time means never, or not since the
+// stream was last cut.
 func (f *Follower) FreshAsOf() time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -355,6 +360,11 @@ func (f *Follower) run() {
 		backoff = retryAfter(backoff, f.running, time.Since(began))
 		f.running = false
 		f.lastErr = err.Error()
+		// Until the stream is back and has reached a position read
+		// after this, what the server did is unknown: a restart, or
+		// writes the stream had not delivered yet.
+		f.fresh, f.cut = time.Time{}, time.Now()
+		f.polls = f.polls[:0]
 		f.mu.Unlock()
 		if errors.Is(err, context.Canceled) {
 			// serverWentBack stopped the stream: follow on at once.
@@ -898,6 +908,10 @@ func (f *Follower) advanceLocked() {
 	applied := f.appliedLocked()
 	n := 0
 	for _, pl := range f.polls {
+		if pl.at.Before(f.cut) {
+			n++ // read before the stream was cut: it proves nothing
+			continue
+		}
 		if !reached(applied, pl.pos) {
 			break
 		}

@@ -224,7 +224,8 @@ func (e *Engine) mode(c Consistency) (store.Mode, bool) {
 // reads stop trusting the generations it bumps, if MaxStaleness is less:
 // strict hits are as current as the followers, whose lag under a burst
 // of writes is no reason to stop serving them; a follower that cannot
-// reconnect, or has not caught up since it started, is.
+// reconnect, or has not caught up since it started or since its stream
+// was last cut (FreshAsOf is zero then), is.
 const strictLag = 5 * time.Second
 
 // followerLate reports whether a follower is configured and further
