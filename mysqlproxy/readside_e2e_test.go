@@ -2905,6 +2905,7 @@ func TestTimeReadAsDateAfterMidnight(t *testing.T) {
 		"SELECT CAST(SEC_TO_TIME(36000 + id) AS DATETIME) FROM plain",
 		"SELECT id, DATE(MAKETIME(10, id, 0)) FROM plain",
 		"SELECT * FROM gen",
+		"SELECT id, CAST(TIME '10:00:00' AS DATETIME), TIMESTAMP({t '10:00:00'}) FROM plain",
 	}
 	// A zone whose local time is 23:59 now, with at least 5 seconds to
 	// midnight (offsets are whole minutes: the seconds are UTC's).

@@ -538,9 +538,19 @@ func TestDated(t *testing.T) {
 		"SELECT TIME(a) FROM t":                                      true,
 		"SELECT CAST(c AS DATETIME), DATE(d), COALESCE(a, b) FROM t": false,
 		"SELECT id FROM t WHERE d > '2024-01-01'":                    false,
+		"SELECT CAST(TIME '10:00:00' AS DATE) FROM t":                true,
+		"SELECT TIMESTAMP({t '10:00:00'}) FROM t":                    true,
+		"SELECT id FROM t WHERE d > DATE '2024-01-01'":               false,
+		"SELECT id FROM t WHERE d < {ts '2024-01-01 10:00:00'}":      false,
+		"SELECT id FROM t WHERE d = {d '2024-01-01'}":                false,
 	} {
-		if got := a.Analyze(q).Dated; got != want {
+		info := a.Analyze(q)
+		if got := info.Dated; got != want {
 			t.Errorf("%s: Dated = %v, want %v", q, got, want)
+		}
+		// Typed literals are constants, not calls of stored functions.
+		if ok, why := info.CacheableIn("d"); !ok && !strings.Contains(q, ";") {
+			t.Errorf("%s: not cacheable: %s", q, why)
 		}
 	}
 }

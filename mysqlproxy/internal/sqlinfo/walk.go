@@ -163,6 +163,13 @@ func (w *walker) funcCall(x *ast.FuncCallExpr) {
 	case name == "point" && len(x.Args) == 2:
 		// The grammar's POINT(x, y); called otherwise, the name is a
 		// stored function's.
+	case name == ast.DateLiteral || name == ast.TimestampLiteral:
+		// DATE '…', TIMESTAMP '…' and ODBC's {d '…'}, {ts '…'}:
+		// constants, which the parser writes as calls.
+	case name == ast.TimeLiteral:
+		// TIME '…' and {t '…'}: a TIME value, which takes the current
+		// date when read as a date.
+		w.dated = true
 	case !builtins[name]:
 		// MySQL's UUID_V4() too: MariaDB 10.11 calls a stored function.
 		w.routine = true
