@@ -285,6 +285,13 @@ func (f *Follower) Close() {
 	f.save()
 }
 
+// timedOut reports a stream cut by its own read deadline. go-mysql
+// formats the cause into its error's text.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || strings.Contains(err.Error(), "i/o timeout")
+}
+
 // FreshAsOf returns a time before which every committed change has been
 // applied: a read served from the local view is stale by at most
 // time.Since(FreshAsOf()). The zero time means never, or not since the
@@ -360,11 +367,16 @@ func (f *Follower) run() {
 		backoff = retryAfter(backoff, f.running, time.Since(began))
 		f.running = false
 		f.lastErr = err.Error()
-		// Until the stream is back and has reached a position read
-		// after this, what the server did is unknown: a restart, or
-		// writes the stream had not delivered yet.
-		f.fresh, f.cut = time.Time{}, time.Now()
-		f.polls = f.polls[:0]
+		if !timedOut(err) {
+			// Until the stream is back and has reached a position
+			// read after this, what the server did is unknown: it
+			// may have restarted. A stream cut by its own read
+			// deadline (a heartbeat late on a busy machine) keeps
+			// its freshness, which then ages as the server is not
+			// heard from.
+			f.fresh, f.cut = time.Time{}, time.Now()
+			f.polls = f.polls[:0]
+		}
 		f.mu.Unlock()
 		if errors.Is(err, context.Canceled) {
 			// serverWentBack stopped the stream: follow on at once.

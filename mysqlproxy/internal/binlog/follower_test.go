@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -399,6 +402,27 @@ func TestSavedPosition(t *testing.T) {
 	} {
 		if got := samePos(set(tc.a), set(tc.b)); got != tc.same {
 			t.Errorf("samePos(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.same)
+		}
+	}
+}
+
+// TestTimedOut: a stream cut by its read deadline is told from one the
+// server ended. go-mysql formats the cause into its error's text, as the
+// first and third cases do.
+func TestTimedOut(t *testing.T) {
+	deadline := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("%w: io.ReadFull(header) failed. err %v", mysql.ErrBadConn, deadline), true},
+		{fmt.Errorf("reading: %w", deadline), true},
+		{fmt.Errorf("%w: io.ReadFull(header) failed. err %v", mysql.ErrBadConn, io.EOF), false},
+		{fmt.Errorf("%w: io.ReadFull(header) failed. err %v", mysql.ErrBadConn, syscall.ECONNRESET), false},
+		{&mysql.MyError{Code: 1053, Message: "Server shutdown in progress"}, false},
+	} {
+		if got := timedOut(c.err); got != c.want {
+			t.Errorf("timedOut(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 }
