@@ -553,4 +553,15 @@ func TestDated(t *testing.T) {
 			t.Errorf("%s: not cacheable: %s", q, why)
 		}
 	}
+	// A stored function named as the parser names typed literals is
+	// still one.
+	for _, q := range []string{
+		"SELECT `'tidb``.(dateliteral`('x') FROM t",
+		"SELECT `'TIDB``.(TimeLiteral`('x'), DATE '2024-01-01' FROM t",
+		"SELECT `'tidb``.(timestampliteral`('x') FROM t",
+	} {
+		if ok, _ := a.Analyze(q).CacheableIn("d"); ok {
+			t.Errorf("%s: cacheable, but it calls a stored function", q)
+		}
+	}
 }

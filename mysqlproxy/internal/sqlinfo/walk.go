@@ -1,6 +1,8 @@
 package sqlinfo
 
 import (
+	"strings"
+
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 )
@@ -17,6 +19,9 @@ type walker struct {
 	routine bool
 	// dated reports a TIME value made by the text (Info.Dated).
 	dated bool
+	// literalNamed says the text may name a function as the parser
+	// names typed literals (see literalNamed).
+	literalNamed bool
 	// seqWrites are the sequences NEXTVAL, SETVAL and s.nextval advance.
 	seqWrites []Table
 	// skip holds table nodes that are write targets only, not reads.
@@ -163,6 +168,9 @@ func (w *walker) funcCall(x *ast.FuncCallExpr) {
 	case name == "point" && len(x.Args) == 2:
 		// The grammar's POINT(x, y); called otherwise, the name is a
 		// stored function's.
+	case w.literalNamed && (name == ast.DateLiteral || name == ast.TimestampLiteral || name == ast.TimeLiteral):
+		w.routine = true
+		w.reject("stored-function:" + name)
 	case name == ast.DateLiteral || name == ast.TimestampLiteral:
 		// DATE '…', TIMESTAMP '…' and ODBC's {d '…'}, {ts '…'}:
 		// constants, which the parser writes as calls.
@@ -179,6 +187,14 @@ func (w *walker) funcCall(x *ast.FuncCallExpr) {
 	case timeValued[name]:
 		w.dated = true
 	}
+}
+
+// literalNamed reports whether sql may call a stored function by the name
+// the parser gives typed literals ("'tidb`.(dateliteral", quoted), which
+// the parser cannot tell from a literal: then none is taken for one.
+func literalNamed(sql string) bool {
+	l := strings.ToLower(sql)
+	return strings.Contains(l, "(dateliteral") || strings.Contains(l, "(timeliteral") || strings.Contains(l, "(timestampliteral")
 }
 
 // timeValued lists the built-in functions that make a TIME value out of
