@@ -118,7 +118,7 @@ func analyzeStmt(s ast.StmtNode, sql string) *Info {
 
 func analyzeOne(s ast.StmtNode, sql string) *Info {
 	info := &Info{}
-	w := &walker{literalNamed: literalNamed(sql)}
+	w := &walker{sql: sql}
 	switch x := s.(type) {
 	case *ast.SelectStmt, *ast.SetOprStmt:
 		info.Kind = Select

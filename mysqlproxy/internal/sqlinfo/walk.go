@@ -19,9 +19,8 @@ type walker struct {
 	routine bool
 	// dated reports a TIME value made by the text (Info.Dated).
 	dated bool
-	// literalNamed says the text may name a function as the parser
-	// names typed literals (see literalNamed).
-	literalNamed bool
+	// sql is the text the statement was parsed from.
+	sql string
 	// seqWrites are the sequences NEXTVAL, SETVAL and s.nextval advance.
 	seqWrites []Table
 	// skip holds table nodes that are write targets only, not reads.
@@ -168,7 +167,7 @@ func (w *walker) funcCall(x *ast.FuncCallExpr) {
 	case name == "point" && len(x.Args) == 2:
 		// The grammar's POINT(x, y); called otherwise, the name is a
 		// stored function's.
-	case w.literalNamed && (name == ast.DateLiteral || name == ast.TimestampLiteral || name == ast.TimeLiteral):
+	case (name == ast.DateLiteral || name == ast.TimestampLiteral || name == ast.TimeLiteral) && literalNamed(w.sql):
 		w.routine = true
 		w.reject("stored-function:" + name)
 	case name == ast.DateLiteral || name == ast.TimestampLiteral:
