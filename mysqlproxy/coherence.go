@@ -40,8 +40,8 @@ type coherence struct {
 	watchDone chan struct{}
 }
 
-// retryEvery is how often an unreachable backend or a server whose binlog
-// cannot be followed is asked again.
+// retryEvery is the longest wait before an unreachable backend, or a
+// server whose binlog cannot be followed, is asked again.
 const retryEvery = 10 * time.Second
 
 // startCoherence starts the follower's supervisor; dir is the state
@@ -81,6 +81,9 @@ func (c *coherence) run() {
 		}
 		said = state
 	}
+	// A server that was refused is asked again soon: an operator who
+	// read the warning fixes it, and is not kept waiting for long.
+	wait := time.Second
 	for {
 		if c.start(say) {
 			return
@@ -88,8 +91,9 @@ func (c *coherence) run() {
 		select {
 		case <-c.stop:
 			return
-		case <-time.After(retryEvery):
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, retryEvery)
 	}
 }
 
@@ -119,6 +123,16 @@ func (c *coherence) start(say func(string, bool)) bool {
 		}
 		for _, g := range m.Facts().Gaps() {
 			c.srv.log.Error("binlog follower: " + g)
+		}
+	} else {
+		// Asked again: the settings or the grants that kept the
+		// follower from running may have been fixed since.
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ConnectTimeout)
+		err := m.ReadFacts(ctx)
+		cancel()
+		if err != nil {
+			say(err.Error(), true)
+			return false
 		}
 	}
 	if probs := m.Facts().Problems(); len(probs) > 0 {

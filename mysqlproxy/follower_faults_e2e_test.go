@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -623,6 +624,58 @@ func TestStalenessMetricWithoutFollower(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "a finite staleness once the follower caught up", func() bool { return staleness(p) != "+Inf" })
+}
+
+// TestFollowerStartsOnceGranted: a follower whose account lacks
+// REPLICATION SLAVE when the sidecar starts is refused, says so, and
+// starts once the grant is given. What was cached before it ran, parse
+// based, is not trusted: a direct write made then is seen.
+func TestFollowerStartsOnceGranted(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	account := "'" + testenv.BinlogUser + "'@'" + m.Host + "'"
+	m.Exec(t, "REVOKE REPLICATION SLAVE ON *.* FROM "+account)
+	cfg := withBinlog(mysqlproxy.Config{Backend: m.Addr})
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := mysqlproxy.NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	var refused error
+	waitFor(t, 20*time.Second, "the follower to be refused", func() bool {
+		refused = srv.WaitBinlog(context.Background())
+		return refused != nil && strings.Contains(refused.Error(), "REPLICATION SLAVE")
+	})
+	name := m.NewDatabase(t)
+	direct := openDB(t, rootDSN(m.Addr, name, ""))
+	via := openDB(t, rootDSN(ln.Addr().String(), name, ""))
+	mustExec(t, direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, direct, "INSERT INTO t VALUES (1, 1)")
+	q := "SELECT v FROM t WHERE id = 1"
+	want := dump(t, direct, q)
+	dump(t, via, q)
+	before := hits(t, via)
+	if got := dump(t, via, q); got != want {
+		t.Fatalf("%s: got %s, want %s", q, got, want)
+	}
+	if hits(t, via) == before {
+		t.Fatalf("%s was not served from the cache; the test proves nothing", q)
+	}
+	mustExec(t, direct, "UPDATE t SET v = 2 WHERE id = 1")
+	m.Exec(t, "GRANT REPLICATION SLAVE ON *.* TO "+account)
+	waitFor(t, 20*time.Second, "the follower to start once granted", func() bool { return srv.WaitBinlog(context.Background()) == nil })
+	if got, want := dump(t, via, q), dump(t, direct, q); got != want {
+		t.Errorf("%s after the follower started: got %s, want %s (stale)", q, got, want)
+	}
+	if st := dump(t, via, "SHOW MYCACHED STATUS"); !strings.Contains(st, "running") || strings.Contains(st, "REPLICATION SLAVE") {
+		t.Errorf("SHOW MYCACHED STATUS once granted:\n%s\nwant the follower running", st)
+	}
 }
 
 // TestStrictHitsWaitForTheFollower: a strict hit checks the generations
