@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -250,5 +251,56 @@ func TestCacheFaultBumpPending(t *testing.T) {
 				t.Errorf("cached read after the bump landed: got %d, want 1", v)
 			}
 		})
+	}
+}
+
+// TestWriteOKWaitsForASlowBump: sidecar A's link to memcached holds what
+// A sends for 300 ms, past its 50 ms memcached timeout, while memcached
+// itself answers. An UPDATE through A must not be acknowledged before its
+// bump lands: sidecar B, which reads the generations in memcached, must
+// not serve the old row to a read made right after the OK.
+func TestWriteOKWaitsForASlowBump(t *testing.T) {
+	t.Parallel()
+	db := testenvShared(t)
+	mc := privateMemcached(t)
+	var delay atomic.Int64
+	link := newRelay(t, mc.Addr, func(dst io.Writer, src io.Reader) {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				time.Sleep(time.Duration(delay.Load()))
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+	a := startProxy(t, mysqlproxy.Config{Backend: db.Addr, Memcached: []string{link.addr()}, MemcachedTimeout: 50 * time.Millisecond})
+	b := startProxy(t, mysqlproxy.Config{Backend: db.Addr, Memcached: []string{mc.Addr}, MemcachedTimeout: 5 * time.Second})
+	name := db.NewDatabase(t)
+	viaA := openDB(t, rootDSN(a.addr, name, ""))
+	viaB := openDB(t, rootDSN(b.addr, name, ""))
+	mustExec(t, viaA, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, viaA, "INSERT INTO t VALUES (1, 1)")
+	q := "SELECT v FROM t WHERE id = 1"
+	dump(t, viaB, q)
+	storesSettled(t, viaB)
+	before := hits(t, viaB)
+	old := dump(t, viaB, q)
+	if hits(t, viaB) == before {
+		t.Fatalf("%s was not served from the cache; the test proves nothing", q)
+	}
+	delay.Store(int64(300 * time.Millisecond))
+	mustExec(t, viaA, "UPDATE t SET v = 2 WHERE id = 1")
+	if got := dump(t, viaB, q); got == old {
+		t.Errorf("%s through B right after the UPDATE's OK through A: got the old row %s", q, got)
+	}
+	delay.Store(0)
+	if n := metricValue(t, a, "mycached_bumps_late"); n < 1 {
+		t.Errorf("mycached_bumps_late = %v, want at least 1", n)
 	}
 }

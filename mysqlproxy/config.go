@@ -72,6 +72,11 @@ type Config struct {
 	Memcached []string
 	// MemcachedTimeout bounds every memcached operation (default 50ms).
 	MemcachedTimeout time.Duration
+	// BumpWait bounds how long a write's OK waits for its invalidations
+	// to reach memcached once a first try failed while memcached was
+	// answering: other sidecars read them there (default 1s; negative:
+	// the OK does not wait, and the invalidations land in the background).
+	BumpWait time.Duration
 	// MemcachedGets is the most gets in flight per memcached server
 	// before concurrent lookups queue and share one (default 2; under
 	// load the store narrows to one).

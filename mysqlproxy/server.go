@@ -122,6 +122,7 @@ func NewServer(cfg Config) (*Server, error) {
 		Servers:          cfg.Memcached,
 		Timeout:          cfg.MemcachedTimeout,
 		RawTimeout:       cfg.KVTimeout,
+		BumpWait:         cfg.BumpWait,
 		GetsInFlight:     cfg.MemcachedGets,
 		L1Bytes:          cfg.CacheMemory,
 		CompressMinBytes: cfg.CompressMinBytes,

@@ -75,6 +75,7 @@ log-format: json
 		{"size G", []string{"--kv-max-bytes", "1G"}, func(o options) (any, any) { return o.kvMaxBytes, int64(1 << 30) }},
 		{"size plain", []string{"--compress-min-bytes", "1500"}, func(o options) (any, any) { return o.compressMinBytes, int64(1500) }},
 		{"duration", []string{"--memcached-timeout", "20ms"}, func(o options) (any, any) { return o.memcachedTimeout, 20 * time.Millisecond }},
+		{"no bump wait", []string{"--bump-wait", "0"}, func(o options) (any, any) { return bumpWait(o.bumpWait), time.Duration(-1) }},
 		{"kv timeout", []string{"--kv-timeout", "250ms"}, func(o options) (any, any) { return o.kvTimeout, 250 * time.Millisecond }},
 		{"kv prefix", []string{"--kv-prefix", "app/kv:"}, func(o options) (any, any) { return o.kvPrefix, "app/kv:" }},
 		{"kv prefix near a reserved one", []string{"--kv-prefix", "gq:"}, func(o options) (any, any) { return o.kvPrefix, "gq:" }},

@@ -106,6 +106,7 @@ func proxyConfig(o options, logger *slog.Logger) mysqlproxy.Config {
 		TLS:                 o.serverTLS,
 		Memcached:           o.memcached,
 		MemcachedTimeout:    o.memcachedTimeout,
+		BumpWait:            bumpWait(o.bumpWait),
 		MemcachedGets:       o.memcachedGets,
 		CacheMemory:         cacheMemory,
 		MaxResultBytes:      o.maxResultBytes,
@@ -311,4 +312,13 @@ wait:
 	}
 	logger.Info("stopped")
 	return failed
+}
+
+// bumpWait is --bump-wait as Config takes it: 0 there means the default,
+// and on the command line no wait.
+func bumpWait(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

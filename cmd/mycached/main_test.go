@@ -183,6 +183,7 @@ func TestProxyConfig(t *testing.T) {
 		TLS:                 o.serverTLS,
 		Memcached:           []string{"127.0.0.1:2"},
 		MemcachedTimeout:    50 * time.Millisecond,
+		BumpWait:            time.Second,
 		MemcachedGets:       2,
 		CacheMemory:         -1,
 		MaxResultBytes:      16 << 20,

@@ -63,6 +63,8 @@ func NewStats(reg *metrics.Registry, st *store.Store, sessions func() int) *Stat
 	reg.GaugeFunc("mycached_l1_bytes", "Bytes held by the in-process cache.", func() float64 { return float64(st.Stats().L1Bytes) })
 	reg.GaugeFunc("mycached_l1_entries", "Entries held by the in-process cache.", func() float64 { return float64(st.Stats().L1Entries) })
 	reg.GaugeFunc("mycached_pending_bumps", "Invalidations waiting for memcached to come back.", func() float64 { return float64(st.Stats().PendingBumps) })
+	reg.GaugeFunc("mycached_bumps_late", "Writes whose invalidations failed to reach memcached at first and landed when tried again, before the write's OK.", func() float64 { return float64(st.Stats().BumpsLate) })
+	reg.GaugeFunc("mycached_bumps_unlanded", "Writes answered OK with invalidations still pending in memcached: other sidecars may serve what they changed until they land or their followers see the write.", func() float64 { return float64(st.Stats().BumpsUnlanded) })
 	reg.GaugeFunc("mycached_memcached_errors", "memcached operations that failed.", func() float64 { return float64(st.Stats().MemcachedErrors) })
 	reg.GaugeFunc("mycached_stores_queued", "Entries whose memcached write is queued or under way (writes run off the clients' path).", func() float64 { return float64(st.Stats().StoresQueued) })
 	reg.GaugeFunc("mycached_stores_dropped", "Entries whose memcached write was dropped because the queue was full.", func() float64 { return float64(st.Stats().StoresDropped) })

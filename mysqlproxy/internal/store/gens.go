@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
 )
@@ -231,9 +233,61 @@ func (s *Store) ensureGen(ctx context.Context, key string) (uint64, error) {
 // cannot reach memcached is never dropped: it stays pending (Lookup and
 // Snapshot of its deps return Bypass) and a background goroutine retries
 // it with backoff until it lands.
+//
+// A write's bumps that fail while memcached was answering (a stalled
+// link, a lost packet, a busy server) are tried again before Bump
+// returns, for up to Options.BumpWait: until they land, other sidecars
+// could serve what the write changed after its client heard OK. When
+// bumps were already pending (memcached unreachable), Bump returns at
+// once: every write would otherwise wait the bound.
 func (s *Store) Bump(ctx context.Context, deps []string) {
-	s.bump(ctx, deps)
+	answering := s.pending.n.Load() == 0
+	if err := s.bump(ctx, deps); err != nil {
+		if !answering || s.opts.BumpWait < 0 || !s.landPending(ctx, deps, time.Now().Add(s.opts.BumpWait)) {
+			s.stats.bumpsUnlanded.Add(1)
+		}
+	}
 	s.tell(deps)
+}
+
+// landPending tries the pending ones among deps again until they land or
+// deadline passes, one pipelined try at a time, and reports whether they
+// landed.
+func (s *Store) landPending(ctx context.Context, deps []string, deadline time.Time) bool {
+	pause := retryMin
+	for {
+		seqs := s.pending.seqs(deps)
+		if len(seqs) == 0 {
+			s.stats.bumpsLate.Add(1)
+			return true // landed, by the retry loop perhaps
+		}
+		if _, global := seqs[globalDep]; global {
+			return false // the set gave way to the global bump: too much failed
+		}
+		todo := make([]string, 0, len(seqs))
+		for d := range seqs {
+			todo = append(todo, d)
+		}
+		failed := s.bumpPipelinedBy(ctx, todo, deadline)
+		for _, d := range todo {
+			if !slices.Contains(failed, d) {
+				s.pending.landed(d, seqs[d])
+			}
+		}
+		if len(failed) == 0 {
+			continue // seqs is empty now, unless they failed again meanwhile
+		}
+		// A refused connection fails at once: pause before trying again.
+		if time.Until(deadline) < pause {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
 }
 
 // BumpApplied is Bump for what the binlog follower applies: every

@@ -92,6 +92,11 @@ func (c *mcConn) incrMulti(keys []string, replies []incrReply, deadline time.Tim
 // then set afresh one by one, and keys that do not exist are left so (see
 // bumpOne). It returns the deps whose bump failed.
 func (s *Store) bumpPipelined(ctx context.Context, deps []string) []string {
+	return s.bumpPipelinedBy(ctx, deps, time.Now().Add(s.opts.Timeout))
+}
+
+// bumpPipelinedBy is bumpPipelined with a deadline of the caller's.
+func (s *Store) bumpPipelinedBy(ctx context.Context, deps []string, deadline time.Time) []string {
 	if s.mcErr != nil || len(s.pools) == 0 {
 		s.stats.mcErrors.Add(1)
 		return deps
@@ -106,7 +111,6 @@ func (s *Store) bumpPipelined(ctx context.Context, deps []string) []string {
 		}
 		groups[si] = append(groups[si], i)
 	}
-	deadline := time.Now().Add(s.opts.Timeout)
 	var failed []string
 	for si, idx := range groups {
 		if len(idx) == 0 {

@@ -80,6 +80,26 @@ func (p *pendingSet) any(deps []string) bool {
 	return false
 }
 
+// seqs returns the pending ones among deps with their sequence numbers,
+// and the global dep with its own when it is pending.
+func (p *pendingSet) seqs(deps []string) map[string]uint64 {
+	if p.n.Load() == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]uint64{}
+	if seq, ok := p.m[globalDep]; ok {
+		out[globalDep] = seq
+	}
+	for _, d := range deps {
+		if seq, ok := p.m[d]; ok {
+			out[d] = seq
+		}
+	}
+	return out
+}
+
 func (p *pendingSet) snapshot() map[string]uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -68,6 +68,12 @@ type Options struct {
 	// that times out falls back to MySQL; a kv operation has nowhere to
 	// fall back to, so it waits longer before it fails.
 	RawTimeout time.Duration
+	// BumpWait bounds how long a write's bumps are tried again, before
+	// its client hears OK, once the first try failed while memcached
+	// answered (default 1s; < 0: not tried again before the OK). Other
+	// sidecars read the generations in memcached: until a bump lands
+	// there, they may serve what the write changed.
+	BumpWait time.Duration
 	// GetsInFlight is the most lookup gets outstanding on one server
 	// (per timeout class) before concurrent lookups queue and share one
 	// get (default DefaultGetsInFlight; see batch.go).
@@ -169,6 +175,10 @@ type Stats struct {
 	MemcachedGetWrites uint64 // writes that sent them: fewer when concurrent gets share one
 	StoresQueued       int64  // memcached writes of entries queued or under way
 	StoresDropped      uint64 // memcached writes of entries dropped on a full queue
+	// BumpsLate counts writes whose bumps failed at first and landed
+	// when tried again, before the write's OK; BumpsUnlanded, writes
+	// answered with bumps still pending (see Options.BumpWait).
+	BumpsLate, BumpsUnlanded uint64
 }
 
 type counters struct {
@@ -178,6 +188,7 @@ type counters struct {
 	bumps, stores, chunked             atomic.Uint64
 	mcGets, mcGetWrites                atomic.Uint64 // lookups sent, and the writes that sent them
 	genCreates                         atomic.Uint64 // round trips that created a missing generation after a get
+	bumpsLate, bumpsUnlanded           atomic.Uint64 // see Stats
 }
 
 // Store is the cache. Its methods are safe for concurrent use.
@@ -221,6 +232,9 @@ func New(opts Options) *Store {
 		opts.RawTimeout = time.Second
 	}
 	opts.RawTimeout = max(opts.RawTimeout, opts.Timeout)
+	if opts.BumpWait == 0 {
+		opts.BumpWait = time.Second
+	}
 	if opts.GetsInFlight <= 0 {
 		opts.GetsInFlight = DefaultGetsInFlight
 	}
@@ -329,6 +343,8 @@ func (s *Store) Stats() Stats {
 		MemcachedGetWrites: s.stats.mcGetWrites.Load(),
 		StoresQueued:       s.bg.busy.Load(),
 		StoresDropped:      s.bg.dropped.Load(),
+		BumpsLate:          s.stats.bumpsLate.Load(),
+		BumpsUnlanded:      s.stats.bumpsUnlanded.Load(),
 	}
 	if s.l1 != nil {
 		st.L1Bytes, st.L1Entries = s.l1.usage()
