@@ -1460,6 +1460,10 @@ func TestRefusedExecuteKeepsStatement(t *testing.T) {
 		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0x08, 0, 5, 0, 0, 0, 0, 0, 0, 0)...)
 		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xfe, 0)...)
 		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 0, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h')...)
+		// An execute by it without types, which MariaDB refuses though
+		// the statement was given types: through mycached too, which
+		// must not add the types it remembers nor answer from the cache.
+		sp.send(lastID, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 0, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h')...)
 		// Long data before a refused execute: it stays for the next.
 		id = sp.prep("SELECT id FROM t WHERE v = ?")
 		for range 3 {
@@ -1502,6 +1506,15 @@ func TestLastStatementID(t *testing.T) {
 		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0x08, 0, 5, 0, 0, 0, 0, 0, 0, 0)...)
 		sp.send(lastID, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0xfe, 0, 1, 'x')...)
 		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 0, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h')...)
+		// By it without types after it was prepared, and after an
+		// execute by its own id gave it types: MariaDB refuses both, and
+		// takes the same execute by its own id.
+		id = sp.prep("SELECT ? AS v FROM t WHERE id = 3")
+		sp.send(lastID, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 0, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h')...)
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 1, 0x08, 0, 5, 0, 0, 0, 0, 0, 0, 0)...)
+		sp.send(lastID, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0)...)
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0)...)
+		sp.send(lastID, mysqlc.COM_STMT_EXECUTE, append(hdr, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0)...)
 		// A cursor opened by it: the next plain execute closes it.
 		id = sp.prep("SELECT id FROM t ORDER BY id")
 		sp.send(id, mysqlc.COM_STMT_EXECUTE, hdr...)

@@ -221,9 +221,11 @@ func (c *Session) Execute(p []byte, st *relay.Stmt) error {
 	}
 	info := note.info
 	c.db, c.started = note.db, time.Now()
-	if c.e.cfg.Passthrough && info.Kind == sqlinfo.Select {
+	if c.e.cfg.Passthrough && info.Kind == sqlinfo.Select || relay.UntypedLast(st, p) {
 		// Nothing is served from the cache, so the backend has seen every
-		// execute and its types: relay it as it is.
+		// execute and its types: relay it as it is. An execute by the
+		// last statement's id without types is refused by the server,
+		// and must be, through mycached too.
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	p = relay.WithTypes(st, p)

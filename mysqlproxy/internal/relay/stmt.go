@@ -185,6 +185,19 @@ func TimeParam(st *Stmt, p []byte) bool {
 	return wire.HasTimeParam(p, int(st.Params), st.Types)
 }
 
+// UntypedLast reports whether p, an execute of st, names the statement by
+// LastStmtID and carries no parameter types for parameters st has. MariaDB
+// refuses such an execute (1835, malformed packet): it takes the types of
+// a statement named so from the execute alone. It is relayed as it is,
+// neither given types nor answered from the cache.
+func UntypedLast(st *Stmt, p []byte) bool {
+	if st.Params == 0 || len(p) < 5 || wire.Le32(p[1:]) != LastStmtID {
+		return false
+	}
+	at := 10 + (int(st.Params)+7)/8
+	return len(p) <= at || p[at] == 0
+}
+
 // WithTypes returns an execute that carries its parameter types. A client
 // sends them once and leaves them out after; if that first execute was
 // answered without the backend, the backend never saw them, so every
