@@ -301,12 +301,20 @@ cur.execute('SELECT "pk"')
 print(cur.fetchall())
 cur.execute('DELETE %s', ("pk",))
 print(cur.rowcount)
+cur.execute("INSERT %s = X'00ff80'", ("pb",))
+cur.execute('SELECT "pb"')
+print(cur.fetchall())
+cur.execute('SELECT "pb", "pk"')
+print(cur.fetchall())
 `, host, port, rootPass)
 	out, err = py.CombinedOutput()
 	if err != nil {
 		t.Fatalf("python: %v\n%s", err, out)
 	}
-	if got := string(out); got != "(('pk', 'pv'),)\n1\n" {
+	// A value that is not UTF-8 is labelled binary, as MariaDB labels
+	// X'00ff80': PyMySQL gives it as bytes, where decoding it as text
+	// raised and broke the connection.
+	if got := string(out); got != "(('pk', 'pv'),)\n1\n(('pb', b'\\x00\\xff\\x80'),)\n(('pb', b'\\x00\\xff\\x80'),)\n" {
 		t.Errorf("PyMySQL output: got %q", got)
 	}
 }
@@ -380,6 +388,16 @@ func TestKVAnswerStatusIsItsOwn(t *testing.T) {
 	st := rc.endStatus(last)
 	if st&mysqlc.SERVER_SESSION_STATE_CHANGED != 0 || st&mysqlc.SERVER_STATUS_AUTOCOMMIT != 0 {
 		t.Errorf("kv answer status %#x: want no SESSION_STATE_CHANGED, and autocommit off", st)
+	}
+	// A full scan: the server flags its answer NO_INDEX_USED, which
+	// says nothing of the next statement.
+	_, scan := rc.exchange(t, append([]byte{mysqlc.COM_QUERY}, "SELECT * FROM mysql.global_priv"...)...)
+	if rc.endStatus(scan)&mysqlc.SERVER_STATUS_NO_INDEX_USED == 0 {
+		t.Fatalf("the server did not flag a full scan NO_INDEX_USED: %x", scan)
+	}
+	_, last = rc.exchange(t, append([]byte{mysqlc.COM_QUERY}, `SELECT "k"`...)...)
+	if st := rc.endStatus(last); st&^(mysqlc.SERVER_STATUS_IN_TRANS|mysqlc.SERVER_STATUS_AUTOCOMMIT) != 0 {
+		t.Errorf("kv answer after a full scan: status %#x, want only the session's flags", st)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -260,7 +261,7 @@ func (k *Session) writeKVResult(r kv.Result, binary bool) error {
 		}
 		return k.s.WriteErr(r.Code, r.State, r.Msg)
 	case r.IsRows:
-		return k.s.WriteRows(r.Columns, len(r.Rows), func(row, col int) ([]byte, bool) {
+		return k.s.WriteRows(r.Columns, collations(r), len(r.Rows), func(row, col int) ([]byte, bool) {
 			return r.Rows[row][col], true
 		}, binary)
 	}
@@ -443,4 +444,23 @@ func (l LuaKV) Delete(key string) error {
 	defer cancel()
 	_, err := l.kv.DeleteMulti(ctx, []string{l.prefix + key})
 	return err
+}
+
+// collations labels each column of a kv result utf8mb4 when all its
+// values are UTF-8, and binary otherwise, as MariaDB labels a string
+// literal and an X'...' one: a client decoding a binary value as text
+// would fail (PyMySQL and MySQLdb raise, and break the connection) or
+// garble it.
+func collations(r kv.Result) []uint16 {
+	out := make([]uint16, len(r.Columns))
+	for c := range out {
+		out[c] = wire.CollationUTF8MB4
+		for _, row := range r.Rows {
+			if c < len(row) && !utf8.Valid(row[c]) {
+				out[c] = wire.CollationBinary
+				break
+			}
+		}
+	}
+	return out
 }

@@ -35,7 +35,7 @@ func (s *Session) WriteErr(code uint16, state, msg string) error {
 // WriteResult answers the current command with a text result set whose
 // columns are all strings; a nil value is NULL.
 func (s *Session) WriteResult(cols []string, rows [][]*string) error {
-	return s.WriteRows(cols, len(rows), func(r, c int) ([]byte, bool) {
+	return s.WriteRows(cols, nil, len(rows), func(r, c int) ([]byte, bool) {
 		if c < len(rows[r]) && rows[r][c] != nil {
 			return []byte(*rows[r][c]), true
 		}
@@ -45,16 +45,21 @@ func (s *Session) WriteResult(cols []string, rows [][]*string) error {
 
 // WriteRows answers with a result set of nrows rows of string columns
 // cols, in the text protocol, or in the binary protocol of
-// COM_STMT_EXECUTE. cell returns a row's column value, or false for NULL.
-func (s *Session) WriteRows(cols []string, nrows int, cell func(row, col int) ([]byte, bool), binaryRows bool) error {
+// COM_STMT_EXECUTE. colls are the columns' collations (wire.Collation*;
+// nil: all utf8mb4). cell returns a row's column value, or false for NULL.
+func (s *Session) WriteRows(cols []string, colls []uint16, nrows int, cell func(row, col int) ([]byte, bool), binaryRows bool) error {
 	seq := s.ReplySeq()
 	var err error
 	b := mysql.AppendLengthEncodedInteger(nil, uint64(len(cols)))
 	if seq, err = s.Client.WritePacket(b, seq); err != nil {
 		return ClientError{err}
 	}
-	for _, c := range cols {
-		b = wire.AppendColumnDef(b[:0], c, s.ExtMeta)
+	for i, c := range cols {
+		coll := uint16(wire.CollationUTF8MB4)
+		if i < len(colls) {
+			coll = colls[i]
+		}
+		b = wire.AppendColumnDefIn(b[:0], c, s.ExtMeta, coll)
 		if seq, err = s.Client.WritePacket(b, seq); err != nil {
 			return ClientError{err}
 		}
@@ -105,9 +110,16 @@ func (s *Session) WriteRows(cols []string, nrows int, cell func(row, col int) ([
 }
 
 // ownStatus is the status of an answer of mycached's own: the session's,
-// less what only the server's answer that set it meant (a state change
-// it reported, which this answer does not carry).
-func (s *Session) ownStatus() uint16 { return s.Status &^ mysql.SERVER_SESSION_STATE_CHANGED }
+// less what only the server's answer that set it meant.
+func (s *Session) ownStatus() uint16 { return s.Status & sessionStatus }
+
+// sessionStatus are the status flags that describe the session rather
+// than the statement that last set them (an index not used, a slow
+// query, a cursor, a state change): an answer of mycached's own carries
+// these alone, as the server's to a statement that set none of the
+// others would.
+const sessionStatus = mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_STATUS_AUTOCOMMIT |
+	mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED | mysql.SERVER_STATUS_IN_TRANS_READONLY
 
 // Flush sends what the client's buffer holds.
 func (s *Session) Flush() error {

@@ -137,6 +137,18 @@ func AppendEOF(b []byte, status uint16) []byte {
 // AppendColumnDef appends a protocol 4.1 column definition for a utf8mb4
 // string column; extMeta adds MariaDB's extended metadata field (empty).
 func AppendColumnDef(b []byte, name string, extMeta bool) []byte {
+	return AppendColumnDefIn(b, name, extMeta, CollationUTF8MB4)
+}
+
+// Collations a column of mycached's own is labelled with.
+const (
+	CollationUTF8MB4 = 45 // utf8mb4_general_ci
+	CollationBinary  = 63 // binary: bytes, as MariaDB labels X'...'
+)
+
+// AppendColumnDefIn is AppendColumnDef for a column of collation coll; a
+// binary one is flagged so.
+func AppendColumnDefIn(b []byte, name string, extMeta bool, coll uint16) []byte {
 	lenstr := func(b []byte, s string) []byte {
 		b = mysql.AppendLengthEncodedInteger(b, uint64(len(s)))
 		return append(b, s...)
@@ -151,10 +163,14 @@ func AppendColumnDef(b []byte, name string, extMeta bool) []byte {
 		b = lenstr(b, "")
 	}
 	b = append(b, 0x0c)
-	b = binary.LittleEndian.AppendUint16(b, 45) // utf8mb4_general_ci
+	b = binary.LittleEndian.AppendUint16(b, coll)
 	b = binary.LittleEndian.AppendUint32(b, 1<<24)
 	b = append(b, mysql.MYSQL_TYPE_VAR_STRING)
-	b = binary.LittleEndian.AppendUint16(b, 0)
+	var flags uint16
+	if coll == CollationBinary {
+		flags = mysql.BINARY_FLAG
+	}
+	b = binary.LittleEndian.AppendUint16(b, flags)
 	b = append(b, 0, 0, 0) // decimals, filler
 	return b
 }
