@@ -443,3 +443,45 @@ func TestKVListenDeniedLogBounded(t *testing.T) {
 		t.Errorf("%d refused logins in %d s logged %d lines, want some and at most %d", attempts, secs-2, n, 20*secs)
 	}
 }
+
+// TestKVListenUnknownStatement: an execute or a reset of a statement the
+// session never prepared gets the server's error, message included, on
+// the kv-only listener and for a kv account's last statement id.
+func TestKVListenUnknownStatement(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	kvAddr := startKVListener(t, mysqlproxy.Config{})
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, KVUsers: []string{"root"}})
+	errOf := func(c *rawConn, payload ...byte) string {
+		_, last := c.exchange(t, payload...)
+		if len(last) < 9 || last[0] != 0xff {
+			t.Fatalf("want an error packet, got %x", last)
+		}
+		return fmt.Sprintf("%d #%s %s", binary.LittleEndian.Uint16(last[1:]), last[4:9], last[9:])
+	}
+	exec := func(id uint32) []byte {
+		return binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_EXECUTE}, id)
+	}
+	direct := dialRaw(t, m.Addr, "root", rootPass, "", false)
+	kvOnly := dialRaw(t, kvAddr, "app", kvPass, "", false)
+	for _, cmd := range [][]byte{
+		append(exec(77), 0, 1, 0, 0, 0),
+		binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_RESET}, 77),
+	} {
+		if got, want := errOf(kvOnly, cmd...), errOf(direct, cmd...); got != want {
+			t.Errorf("kv listener, command %x: got %q, want %q", cmd[0], got, want)
+		}
+	}
+	// A kv account whose last prepare was kv, then one the server
+	// refused: the last statement id names none.
+	via := dialRaw(t, p.addr, "root", rootPass, "", false)
+	for _, c := range []*rawConn{direct, via} {
+		for _, q := range []string{"INSERT ? = ?", "SELCT 1"} {
+			_, _ = c.Prepare(q) // kv through mycached, refused directly; refused
+		}
+	}
+	last := append(exec(0xffffffff), 0, 1, 0, 0, 0)
+	if got, want := errOf(via, last...), errOf(direct, last...); got != want {
+		t.Errorf("execute of the last statement after a refused prepare: got %q, want %q", got, want)
+	}
+}

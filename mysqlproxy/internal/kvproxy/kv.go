@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -350,7 +351,7 @@ func (k *Session) Command(p []byte) (bool, error) {
 			case mysql.COM_STMT_CLOSE, mysql.COM_STMT_SEND_LONG_DATA:
 				return true, nil // no response
 			}
-			return true, k.s.WriteErr(mysql.ER_UNKNOWN_STMT_HANDLER, "HY000", "Unknown prepared statement handler (4294967295)")
+			return true, k.s.WriteErr(mysql.ER_UNKNOWN_STMT_HANDLER, "HY000", unknownStmt(p))
 		}
 		id = k.last
 	}
@@ -463,4 +464,21 @@ func collations(r kv.Result) []uint16 {
 		}
 	}
 	return out
+}
+
+// unknownStmt is the server's message for a COM_STMT_* command p that
+// names no statement.
+func unknownStmt(p []byte) string {
+	id := "0"
+	if len(p) >= 5 {
+		id = strconv.FormatUint(uint64(wire.Le32(p[1:])), 10)
+	}
+	fn := "mysqld_stmt_execute"
+	switch p[0] {
+	case mysql.COM_STMT_RESET:
+		fn = "mysqld_stmt_reset"
+	case mysql.COM_STMT_FETCH:
+		fn = "mysqld_stmt_fetch"
+	}
+	return "Unknown prepared statement handler (" + id + ") given to " + fn
 }

@@ -262,7 +262,7 @@ func (k *Session) dispatchKV(p []byte) error {
 				return k.executeLocal(id, k.local[id], p)
 			}
 		}
-		return k.s.WriteErr(mysql.ER_UNKNOWN_STMT_HANDLER, "HY000", "mycached: unknown prepared statement handler")
+		return k.s.WriteErr(mysql.ER_UNKNOWN_STMT_HANDLER, "HY000", unknownStmt(p))
 	case mysql.COM_STMT_CLOSE:
 		if len(p) >= 5 {
 			delete(k.local, wire.Le32(p[1:]))
@@ -279,7 +279,7 @@ func (k *Session) dispatchKV(p []byte) error {
 			delete(k.long, wire.Le32(p[1:]))
 			return k.s.WriteOK(0)
 		}
-		return k.s.WriteErr(mysql.ER_UNKNOWN_STMT_HANDLER, "HY000", "mycached: unknown prepared statement handler")
+		return k.s.WriteErr(mysql.ER_UNKNOWN_STMT_HANDLER, "HY000", unknownStmt(p))
 	}
 	return k.s.WriteErr(mysql.ER_UNKNOWN_COM_ERROR, "08S01", "mycached: the kv listener does not support this command")
 }
