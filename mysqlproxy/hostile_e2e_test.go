@@ -766,3 +766,41 @@ func TestNewLongShapesBoundedMemory(t *testing.T) {
 		t.Errorf("the heap grew by %d MB after %d statements of 176 KiB, each of a new shape; want it bounded", grown>>20, n)
 	}
 }
+
+// TestContinuationOutOfOrder: a command's full first packet continued by
+// a packet with the wrong sequence id gets the server's error, at the
+// sequence id the server answers at, and a closed connection.
+func TestContinuationOutOfOrder(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	answer := func(addr string) string {
+		rc := dialRaw(t, addr, "root", rootPass, "", false)
+		payload := make([]byte, mysqlc.MaxPayloadLen)
+		payload[0] = mysqlc.COM_QUERY
+		copy(payload[1:], "SELECT 1 -- ")
+		for i := 13; i < len(payload); i++ {
+			payload[i] = 'x'
+		}
+		var b []byte
+		b = append(b, 0xff, 0xff, 0xff, 0)
+		b = append(b, payload...)
+		b = append(b, 1, 0, 0, 5, 'x') // seq 5 where 1 is due
+		_ = rc.Conn.Conn.SetDeadline(time.Now().Add(20 * time.Second))
+		if _, err := rc.Conn.Conn.Write(b); err != nil {
+			return "write: " + err.Error()
+		}
+		raw, err := io.ReadAll(rc.Conn.Conn)
+		if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+			return hex.EncodeToString(raw) + " " + err.Error()
+		}
+		return hex.EncodeToString(raw) + " closed"
+	}
+	want := answer(m.Addr)
+	if !strings.Contains(want, "8404") || !strings.HasSuffix(want, "closed") { // 1156
+		t.Fatalf("directly: %s", want)
+	}
+	if got := answer(p.addr); got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}

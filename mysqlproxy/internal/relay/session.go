@@ -428,7 +428,9 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 			case errors.Is(err, wire.ErrPacketTooLarge):
 				s.refuseTooLarge()
 			case errors.Is(err, wire.ErrOutOfOrder):
-				s.SendError(0, mysql.ER_NET_PACKETS_OUT_OF_ORDER, "08S01", "Got packets out of order", true)
+				// At the sequence id the server expected next, as it
+				// answers.
+				s.SendError(s.Client.LastSeq+1, mysql.ER_NET_PACKETS_OUT_OF_ORDER, "08S01", "Got packets out of order", true)
 			}
 			s.LogEnd("client read", err)
 			return
