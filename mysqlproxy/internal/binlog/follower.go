@@ -404,7 +404,7 @@ func (f *Follower) run() {
 				why = "an event after it cannot be read"
 				f.log.Error("binlog: an event after the follower's position cannot be read; following on from the server's position", "err", err)
 			} else {
-				f.log.Warn("binlog: the server no longer has the follower's position", "err", err)
+				f.log.Warn("binlog: the server no longer has the follower's position: its binlog was purged past it (PURGE BINARY LOGS, expire_logs_days or binlog_expire_logs_seconds shorter than the sidecar was down) or reset, or another server answers; keep binlogs longer than sidecars may be away", "err", err)
 			}
 			f.followFromServer(why)
 		} else {
