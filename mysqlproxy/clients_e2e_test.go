@@ -647,3 +647,54 @@ public class LoadCompressed { public static void main(String[] a) throws Excepti
 		}
 	}
 }
+
+// TestE2ECompressedChangeUser: mysqlclient's change_user on a connection
+// under the compressed protocol, where the server asks the client to
+// switch its authentication method: the client's reply is numbered by
+// its frame, and must reach the server as the packet after the server's.
+// It failed with 1156 and a lost connection.
+func TestE2ECompressedChangeUser(t *testing.T) {
+	t.Parallel()
+	m, p := sharedProxy(t)
+	db := m.NewDatabase(t)
+	for _, u := range []string{"cu_one", "cu_two"} {
+		m.Exec(t, "CREATE USER IF NOT EXISTS '"+u+"'@'%' IDENTIFIED BY '"+u+"pw'")
+		m.Exec(t, "GRANT SELECT ON "+db+".* TO '"+u+"'@'%'")
+	}
+	const script = `
+import os, MySQLdb._mysql as M
+for compress in (0, 1):
+    # mysqlclient turns compression on for any compress argument, 0 too.
+    kw = {"compress": 1} if compress else {}
+    c = M.connect(host=os.environ["MC_HOST"], port=int(os.environ["MC_PORT"]), user="cu_one", passwd="cu_onepw", db=os.environ["MC_DB"], **kw)
+    for user, pw in (("cu_two", "cu_twopw"), ("cu_two", "wrong"), ("cu_one", "cu_onepw")):
+        try:
+            c.change_user(user, pw, os.environ["MC_DB"])
+            r = "ok"
+        except Exception as e:
+            r = "error %d" % e.args[0]
+        try:
+            c.query("SELECT CURRENT_USER()")
+            r2 = c.store_result().fetch_row()[0][0].decode()
+        except Exception as e:
+            r2 = "error %d" % e.args[0]
+        print(compress, user, r, r2)
+`
+	run := func(addr string) string {
+		host, port := hostPort(t, addr)
+		cmd := exec.Command("/usr/bin/python3", "-c", script)
+		cmd.Env = append(os.Environ(), "MC_HOST="+host, "MC_PORT="+port, "MC_DB="+db)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("mysqlclient against %s: %v\n%s", addr, err, out)
+		}
+		return string(out)
+	}
+	want := run(m.Addr)
+	if !strings.Contains(want, "1 cu_two ok cu_two@%") {
+		t.Fatalf("directly, change_user under compression did not work; the script is broken:\n%s", want)
+	}
+	if got := run(p.addr); got != want {
+		t.Errorf("through mycached:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -541,6 +541,12 @@ func (s *Session) authExchange(first []byte, seq, delta byte) (bool, []byte, byt
 		if err != nil {
 			return false, nil, 0, err
 		}
+		if s.Client.Compressed() {
+			// The frames number a compressed client's packets, and the
+			// packet's own id is given as 0 (see wire.Conn.ReadPacket):
+			// the reply is the one after the packet it answers.
+			cseq = bseq - delta + 1
+		}
 		buf = c
 		s.ErrSeq = cseq + 1
 		if _, err := s.Backend.WritePacket(c, cseq+delta); err != nil {
