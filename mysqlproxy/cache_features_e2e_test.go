@@ -1955,3 +1955,45 @@ func TestRoutineWritesInRefusedReads(t *testing.T) {
 		}
 	}
 }
+
+// TestDiagnosticsAfterAHitAndUse: USE leaves FOUND_ROWS() as the read
+// before it made it, and sets ROW_COUNT() to 0, whether that read was a
+// hit or not and whichever database USE names; so do SET, DO and BEGIN
+// for ROW_COUNT(). Each sequence runs on a new session directly and
+// through mycached, and their answers are compared.
+func TestDiagnosticsAfterAHitAndUse(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db, other := m.NewDatabase(t), m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1), (2), (3), (4)")
+	// An account of no privilege beyond the two databases, as an
+	// application's.
+	m.Exec(t, "CREATE USER 'diag_app'@'%' IDENTIFIED BY 'pw'")
+	m.Exec(t, "GRANT ALL ON "+db+".* TO 'diag_app'@'%'")
+	m.Exec(t, "GRANT ALL ON "+other+".* TO 'diag_app'@'%'")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	stmts := map[string]string{
+		"R": "SELECT id FROM " + db + ".t WHERE id <= 3", "F": "SELECT FOUND_ROWS(), ROW_COUNT()", "X": "SELECT 1",
+		"U": "USE " + db, "O": "USE " + other, "S": "SET @z = 1", "D": "DO 1", "B": "BEGIN", "C": "COMMIT",
+	}
+	run := func(addr, seq string) string {
+		c := conn(t, openDB(t, testenv.DSNFor(addr, "diag_app", "pw", db, "")))
+		defer c.Close()
+		var out []string
+		for _, k := range strings.Split(seq, ",") {
+			rows, err := c.QueryContext(context.Background(), stmts[k])
+			got := outcome(rows, err)
+			if k == "F" {
+				out = append(out, got)
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	for _, seq := range []string{"R,R,U,F", "R,X,R,U,F", "R,R,R,O,F", "X,R,U,F", "R,F,R,U,F", "X,R,U,X,F",
+		"X,R,S,F", "X,R,D,F", "X,R,B,F,C", "X,R,S,S,F", "X,R,O,U,F"} {
+		if got, want := run(p.addr, seq), run(m.Addr, seq); got != want {
+			t.Errorf("%s: got %s, want %s", seq, got, want)
+		}
+	}
+}

@@ -1676,6 +1676,23 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// A hit, then a statement that sets ROW_COUNT() to 0 and leaves
+		// FOUND_ROWS() as the hit's: a read of both gets the later
+		// statement's 0 and the hit's count, as it does directly.
+		class: "session", name: "row-count-after-a-hit-and-a-set",
+		setup: rsRows,
+		body: func(x *rsRun) {
+			s := x.rootVia(x.A())
+			q := "SELECT id FROM t WHERE id < 5"
+			s.warm(q)
+			for _, mid := range []string{"SET @z = 1", "DO 1", "BEGIN", "COMMIT", "SET NAMES utf8mb4", "SET @z = 2; SET @y = 3"} {
+				s.same(q)
+				s.exec(mid)
+				s.same("SELECT ROW_COUNT(), FOUND_ROWS()")
+			}
+		},
+	},
+	{
 		class: "session", name: "set-statement-for",
 		setup: append([]string{"CREATE TABLE n (id INT PRIMARY KEY)", "INSERT INTO n VALUES (1), (2), (3)"}, rsStateTab...),
 		body: func(x *rsRun) {

@@ -326,6 +326,11 @@ type Session struct {
 	// (ROW_COUNT(), warnings, FOUND_ROWS()) is not what it would be.
 	lastHit    []byte
 	lastHitSQL string // its statement's text
+	// zeroedRowCount says the statements run since the hit left
+	// ROW_COUNT() at 0 (a SET, a DO, a BEGIN): the hit's rerun, for
+	// what else they left as the hit's, sets it to -1, and is followed
+	// by a DO that sets it back.
+	zeroedRowCount bool
 	// until is when the current read's entry must expire at the latest:
 	// its session's next midnight, for a read that may take the current
 	// date (readDeps.dated); zero otherwise.

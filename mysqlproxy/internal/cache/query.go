@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"slices"
@@ -43,8 +44,11 @@ func (c *Session) Query(p []byte, sql string) error {
 	execDiag := c.notePrepared(sql)
 	// Stored code, or statements the text does not show, may read the
 	// diagnostics (SHOW WARNINGS, GET DIAGNOSTICS in a procedure,
-	// FOUND_ROWS() in a function).
-	if c.lastHit != nil && (c.hitDiag&diagnosticsRead(sql) != 0 || execDiag || runsHiddenStatements(info, sql) || info.CallsRoutine) {
+	// FOUND_ROWS() in a function). USE leaves FOUND_ROWS() as it was,
+	// which a rerun of the hit after it, in another database, could not
+	// make: the hit runs before it.
+	if c.lastHit != nil && (c.hitDiag&diagnosticsRead(sql) != 0 || execDiag || runsHiddenStatements(info, sql) || info.CallsRoutine ||
+		info.Kind == sqlinfo.Use && c.hitDiag&diagFoundRows != 0) {
 		if err := c.rerunLastHit(); err != nil {
 			return err
 		}
@@ -143,6 +147,7 @@ func (c *Session) ranSinceHit(info *sqlinfo.Info, sql string, resp *relay.Respon
 	}
 	hidden := runsHiddenStatements(info, sql) || c.runsCode(info)
 	c.hitDiag &^= diagRowCount
+	c.zeroedRowCount = resp.Kind == relay.RespOK && resp.Results <= 1 && resp.Affected == 0 && !hidden
 	switch info.Kind {
 	case sqlinfo.Set, sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace,
 		sqlinfo.DDL, sqlinfo.Begin, sqlinfo.Commit, sqlinfo.Rollback, sqlinfo.Savepoint, sqlinfo.LoadData:
@@ -173,8 +178,22 @@ func (c *Session) rerunLastHit() error {
 	w := discard()
 	defer putDiscard(w)
 	if p[0] == mysql.COM_STMT_EXECUTE {
-		return c.s.ReplayExecute(sql, p, w)
+		if err := c.s.ReplayExecute(sql, p, w); err != nil {
+			return err
+		}
+	} else if err := c.discardOn(p, w); err != nil {
+		return err
 	}
+	if c.hitDiag&diagRowCount == 0 && c.zeroedRowCount {
+		// ROW_COUNT() was the later statement's 0, not the hit's -1;
+		// DO leaves FOUND_ROWS() and sets it to 0 again.
+		return c.discardOn([]byte("\x03DO 0"), w)
+	}
+	return nil
+}
+
+// discardOn runs command p on the backend, its answer going to w.
+func (c *Session) discardOn(p []byte, w *bufio.Writer) error {
 	if err := c.s.Forward(p); err != nil {
 		return err
 	}
