@@ -1,6 +1,7 @@
 package mysqlproxy_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -696,5 +697,67 @@ for compress in (0, 1):
 	}
 	if got := run(p.addr); got != want {
 		t.Errorf("through mycached:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestE2EKilledTLSSession: a session over TLS whose backend session is
+// killed while it idles. MariaDB closes such a socket with no TLS
+// close_notify, so the C client reports the next statement's failure as
+// 2026 (a TLS error: unexpected EOF), not 2013: through mycached too.
+// (The shared server has no certificate; against one that has, directly,
+// the same script prints 2026.)
+func TestE2EKilledTLSSession(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	serverTLS, _ := selfSignedTLS(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, TLS: serverTLS})
+	const script = `
+import os, time, MySQLdb._mysql as M
+c = M.connect(host=os.environ["MC_HOST"], port=int(os.environ["MC_PORT"]), user="root", passwd=os.environ["MC_PASS"], ssl={"cipher": "ALL"})
+c.query("SELECT CONNECTION_ID()")
+print(int(c.store_result().fetch_row()[0][0]), flush=True)
+input()
+try:
+    c.query("SELECT 1")
+    print("no error")
+except Exception as e:
+    print("error", e.args[0])
+`
+	host, port := hostPort(t, p.addr)
+	cmd := exec.Command("/usr/bin/python3", "-c", script)
+	cmd.Env = append(os.Environ(), "MC_HOST="+host, "MC_PORT="+port, "MC_PASS="+rootPass)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs strings.Builder
+	cmd.Stderr = &errs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(stdout)
+	id, err := r.ReadString('\n')
+	if err != nil {
+		_ = cmd.Wait()
+		t.Fatalf("python: %v\n%s", err, errs.String())
+	}
+	// The backend session carries the client's: its id is the one the
+	// client read through mycached.
+	m.Exec(t, "KILL "+strings.TrimSpace(id))
+	time.Sleep(500 * time.Millisecond) // the kill reaches mycached, which closes the client's socket
+	_, _ = in.Write([]byte("\n"))
+	_ = in.Close()
+	rest, _ := r.ReadString(0)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("python: %v\n%s%s", err, rest, errs.String())
+	}
+	out := strings.Builder{}
+	out.WriteString(rest)
+	if got := out.String(); !strings.HasSuffix(got, "error 2026\n") {
+		t.Errorf("after the KILL, through mycached over TLS:\n%s\nwant error 2026, as directly", got)
 	}
 }

@@ -376,7 +376,15 @@ func (s *Session) endDead() {
 		_ = s.Client.NetConn.SetWriteDeadline(time.Now().Add(time.Second))
 		_, _ = s.Client.NetConn.Write(s.deadBytes)
 	}
-	if tc, ok := wire.Transport(s.Client.NetConn).(*net.TCPConn); ok && s.deadReset {
+	t := wire.Transport(s.Client.NetConn)
+	if tc, ok := t.(*tls.Conn); ok {
+		// The server ends such a session's TLS with no close_notify, and
+		// its client reports the end as a TLS error (2026, where a
+		// close_notify makes it 2013): the socket closes under the TLS.
+		t = tc.NetConn()
+		defer t.Close()
+	}
+	if tc, ok := t.(*net.TCPConn); ok && s.deadReset {
 		_ = tc.SetLinger(0)
 	}
 	s.Log.Info("the backend closed the session; closing the client's connection")
