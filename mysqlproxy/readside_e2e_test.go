@@ -523,7 +523,10 @@ func (tw *twin) sameWith(what string, get func(*sql.Conn) string) string {
 // proves nothing.
 func (tw *twin) warmWith(what string, get func(*sql.Conn) string) string {
 	tw.x.t.Helper()
-	for i := 0; i < 20; i++ {
+	// A fill is stored after its client has the answer; and strict reads
+	// go to the server while a follower catches up after its stream was
+	// cut, which on a loaded machine takes seconds.
+	for start, pause := time.Now(), 10*time.Millisecond; time.Since(start) < 15*time.Second; pause = min(2*pause, 500*time.Millisecond) {
 		before := tw.executed()
 		got, want := get(tw.via), get(tw.direct)
 		hit := tw.executed() == before
@@ -533,8 +536,7 @@ func (tw *twin) warmWith(what string, get func(*sql.Conn) string) string {
 		if hit {
 			return want
 		}
-		// A fill is stored after its client has the answer.
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(pause)
 	}
 	tw.x.t.Fatalf("%s, %s was never served from the cache; the case proves nothing", tw.label, what)
 	return ""

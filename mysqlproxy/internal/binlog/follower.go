@@ -380,6 +380,7 @@ func (f *Follower) run() {
 		f.mu.Unlock()
 		if errors.Is(err, context.Canceled) {
 			// serverWentBack stopped the stream: follow on at once.
+			f.log.Info("binlog: the stream was stopped; following again", "err", err)
 			f.reconnects.Add(1)
 			continue
 		}
