@@ -755,9 +755,7 @@ except Exception as e:
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("python: %v\n%s%s", err, rest, errs.String())
 	}
-	out := strings.Builder{}
-	out.WriteString(rest)
-	if got := out.String(); !strings.HasSuffix(got, "error 2026\n") {
+	if got := rest; !strings.HasSuffix(got, "error 2026\n") {
 		t.Errorf("after the KILL, through mycached over TLS:\n%s\nwant error 2026, as directly", got)
 	}
 }

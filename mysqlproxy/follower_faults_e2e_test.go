@@ -602,17 +602,8 @@ func TestStalenessMetricWithoutFollower(t *testing.T) {
 	// wait for it).
 	cfg := withBinlog(mysqlproxy.Config{Backend: m.Addr})
 	cfg.BinlogPassword = "wrong"
-	srv, err := mysqlproxy.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	wrong := &proxy{srv: srv, addr: ln.Addr().String()}
+	wrong := startUnwaited(t, cfg)
+	srv := wrong.srv
 	waitFor(t, 10*time.Second, "the follower to fail", func() bool { return srv.WaitBinlog(context.Background()) != nil })
 	for _, p := range []*proxy{startProxy(t, mysqlproxy.Config{Backend: m.Addr}), wrong} {
 		if got := staleness(p); got != "+Inf" {
@@ -637,16 +628,8 @@ func TestFollowerStartsOnceGranted(t *testing.T) {
 	m.Exec(t, "REVOKE REPLICATION SLAVE ON *.* FROM "+account)
 	cfg := withBinlog(mysqlproxy.Config{Backend: m.Addr})
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := mysqlproxy.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	p := startUnwaited(t, cfg)
+	srv := p.srv
 	var refused error
 	waitFor(t, 20*time.Second, "the follower to be refused", func() bool {
 		refused = srv.WaitBinlog(context.Background())
@@ -654,7 +637,7 @@ func TestFollowerStartsOnceGranted(t *testing.T) {
 	})
 	name := m.NewDatabase(t)
 	direct := openDB(t, rootDSN(m.Addr, name, ""))
-	via := openDB(t, rootDSN(ln.Addr().String(), name, ""))
+	via := openDB(t, rootDSN(p.addr, name, ""))
 	mustExec(t, direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
 	mustExec(t, direct, "INSERT INTO t VALUES (1, 1)")
 	q := "SELECT v FROM t WHERE id = 1"
@@ -710,4 +693,21 @@ func TestStrictHitsWaitForTheFollower(t *testing.T) {
 			t.Errorf("mycached_strict_fallbacks_total = %v, want at least 1", n)
 		}
 	}
+}
+
+// startUnwaited starts a sidecar with cfg as startProxy does, without
+// waiting for its follower, which the test expects not to start.
+func startUnwaited(t testing.TB, cfg mysqlproxy.Config) *proxy {
+	t.Helper()
+	srv, err := mysqlproxy.NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return &proxy{srv: srv, addr: ln.Addr().String()}
 }

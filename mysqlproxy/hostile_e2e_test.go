@@ -657,11 +657,7 @@ func TestLocalInfileCommandOutOfOrder(t *testing.T) {
 			// The raw bytes up to the close: the sequence id of the
 			// error is the server's to choose.
 			_ = c.Conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-			raw, err := io.ReadAll(c.Conn)
-			if err != nil && !errors.Is(err, syscall.ECONNRESET) {
-				return hex.EncodeToString(raw) + " " + err.Error()
-			}
-			return hex.EncodeToString(raw) + " closed"
+			return readToClose(c.Conn)
 		}
 		want := answer(m.Addr)
 		if !strings.Contains(want, "8404") || !strings.HasSuffix(want, "closed") { // 1156
@@ -790,11 +786,7 @@ func TestContinuationOutOfOrder(t *testing.T) {
 		if _, err := rc.Conn.Conn.Write(b); err != nil {
 			return "write: " + err.Error()
 		}
-		raw, err := io.ReadAll(rc.Conn.Conn)
-		if err != nil && !errors.Is(err, syscall.ECONNRESET) {
-			return hex.EncodeToString(raw) + " " + err.Error()
-		}
-		return hex.EncodeToString(raw) + " closed"
+		return readToClose(rc.Conn.Conn)
 	}
 	want := answer(m.Addr)
 	if !strings.Contains(want, "8404") || !strings.HasSuffix(want, "closed") { // 1156
@@ -803,4 +795,15 @@ func TestContinuationOutOfOrder(t *testing.T) {
 	if got := answer(p.addr); got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
+}
+
+// readToClose returns the bytes r gives until the peer closes, in hex,
+// and "closed", or the error that ended the read instead (a reset counts
+// as a close).
+func readToClose(r io.Reader) string {
+	raw, err := io.ReadAll(r)
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		return hex.EncodeToString(raw) + " " + err.Error()
+	}
+	return hex.EncodeToString(raw) + " closed"
 }
