@@ -673,11 +673,12 @@ func TestStrictHitsWaitForTheFollower(t *testing.T) {
 	f := startFleet(t, m, mysqlproxy.Config{})
 	q := f.warmRow(t)
 	account := "'" + testenv.BinlogUser + "'@'" + m.Host + "'"
-	m.Exec(t, "SET PASSWORD FOR "+account+" = PASSWORD('rotated')")
+	// Unlogged: a logged change of grants invalidates everything, and
+	// waiting for the followers to apply it needs the account's old
+	// password for a connection of their own, which the pool may not
+	// still hold.
+	m.Exec(t, "SET STATEMENT sql_log_bin = 0 FOR ALTER USER "+account+" IDENTIFIED BY 'rotated'")
 	t.Cleanup(func() { m.Exec(t, "SET PASSWORD FOR "+account+" = PASSWORD('"+testenv.BinlogPassword+"')") })
-	// The password change itself invalidates everything: warm again.
-	f.sync(t)
-	f.warm(t, q)
 	for _, id := range followerConns(t, m) {
 		m.Exec(t, "KILL ?", id)
 	}
