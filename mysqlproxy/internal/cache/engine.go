@@ -383,6 +383,9 @@ type stmtNote struct {
 	// schema is the engine's schemaGen when the server last prepared
 	// the statement, at PREPARE or at an execute it ran.
 	schema uint64
+	// diag is what of the diagnostics the statement may read
+	// (diagnosticsRead of its text), read once at PREPARE.
+	diag diagnostics
 }
 
 // user is the session's user name as policies see it: the account's.

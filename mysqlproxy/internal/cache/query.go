@@ -224,6 +224,7 @@ func (c *Session) Prepare(p []byte) (*relay.Stmt, error) {
 		st.Ext = &stmtNote{
 			info: c.e.Analyzer.AnalyzeIn(st.SQL, c.dialect()), db: c.s.Hello.DB,
 			state: c.state.digestOf(c.s), known: known, schema: c.e.schemaGen(),
+			diag: diagnosticsRead(st.SQL),
 		}
 	}
 	return st, err
@@ -248,7 +249,7 @@ func (c *Session) Execute(p []byte, st *relay.Stmt) error {
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	p = relay.WithTypes(st, p)
-	if c.lastHit != nil && (c.hitDiag&diagnosticsRead(st.SQL) != 0 || runsHiddenStatements(info, st.SQL) || info.CallsRoutine) {
+	if c.lastHit != nil && (c.hitDiag&note.diag != 0 || runsHiddenStatements(info, st.SQL) || info.CallsRoutine) {
 		if err := c.rerunLastHit(); err != nil {
 			return err
 		}
