@@ -554,6 +554,39 @@ func TestLateHandshakeReply(t *testing.T) {
 	}
 }
 
+// TestOversizedHandshakeReply: a handshake response larger than mycached
+// reads (2 MiB of connection attributes) gets Bad handshake, which the
+// client reads once it has sent it all, and not a reset connection.
+func TestOversizedHandshakeReply(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	nc := dialGreeted(t, p.addr)
+	body := binary.LittleEndian.AppendUint32(nil, mysqlc.CLIENT_PROTOCOL_41|mysqlc.CLIENT_SECURE_CONNECTION|mysqlc.CLIENT_CONNECT_ATTRS|mysqlc.CLIENT_PLUGIN_AUTH)
+	body = binary.LittleEndian.AppendUint32(body, 1<<24)
+	body = append(body, 45)
+	body = append(body, make([]byte, 23)...)
+	body = append(body, "root\x00\x00"...)
+	attrs := append([]byte{1, 'k', 0xfd, 0, 0, 32}, bytes.Repeat([]byte{'x'}, 2<<20)...)
+	body = append(append(body, 0xfd, byte(len(attrs)), byte(len(attrs)>>8), byte(len(attrs)>>16)), attrs...)
+	pkt := append([]byte{byte(len(body)), byte(len(body) >> 8), byte(len(body) >> 16), 1}, body...)
+	// Written as a client on a slower link writes it: the part after
+	// the first comes once mycached has read the header.
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	for len(pkt) > 0 {
+		n := min(len(pkt), 256<<10)
+		if _, err := nc.Write(pkt[:n]); err != nil {
+			t.Fatalf("writing a 2 MiB handshake response, %d bytes before its end: %v", len(pkt), err)
+		}
+		pkt = pkt[n:]
+		time.Sleep(20 * time.Millisecond)
+	}
+	got := readUntilClosed(t, nc)
+	if !strings.Contains(got, "\xff\x13\x04#08S01Bad handshake") {
+		t.Errorf("a 2 MiB handshake response got %q, want error 1043 Bad handshake", got)
+	}
+}
+
 // TestRefusedHeadHidesNoWrite: a multi-statement text whose first
 // statement the parser refuses is not read by its first keyword alone.
 // The write after it invalidates what it wrote, with no binlog follower

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"time"
 
@@ -261,9 +262,7 @@ func (s *Session) handshake() (bool, error) {
 	// The client's reply: maybe an SSL request first.
 	resp, cseq, err := s.readReply(s.buf)
 	if errors.Is(err, wire.ErrPacketTooLarge) {
-		// A reply no client sends: the server calls it a bad handshake.
-		s.SendError(cseq+1, mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake", true)
-		return false, errBadHandshake
+		return false, s.refuseLargeReply(cseq)
 	}
 	if err != nil {
 		return false, err
@@ -290,7 +289,9 @@ func (s *Session) handshake() (bool, error) {
 			return false, ClientError{err}
 		}
 		clientTLS = true
-		if resp, _, err = s.readReply(resp); err != nil {
+		if resp, cseq, err = s.readReply(resp); errors.Is(err, wire.ErrPacketTooLarge) {
+			return false, s.refuseLargeReply(cseq)
+		} else if err != nil {
 			return false, err
 		}
 		cseq = s.Client.LastSeq
@@ -378,6 +379,19 @@ func (s *Session) readReply(buf []byte) ([]byte, byte, error) {
 		return nil, 0, ClientError{err}
 	}
 	return p, seq, err
+}
+
+// refuseLargeReply answers a handshake response larger than any client
+// sends (over 1 MiB of connection attributes) as the server answers a
+// malformed one: Bad handshake. The rest of it is read and dropped for up
+// to a second first, as far as a packet the server would take goes: a
+// connection closed with bytes unread is reset, and the client would see
+// the reset, not the error.
+func (s *Session) refuseLargeReply(cseq byte) error {
+	s.SendError(cseq+1, mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake", true)
+	_ = s.Client.NetConn.SetReadDeadline(time.Now().Add(time.Second))
+	_, _ = io.CopyN(io.Discard, s.Client.R, 1<<24)
+	return errBadHandshake
 }
 
 // refuseHandshake answers a handshake response mycached cannot read with
