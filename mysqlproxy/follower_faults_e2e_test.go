@@ -394,6 +394,15 @@ func TestFollowerGlobalOnlyVariables(t *testing.T) {
 	waitFor(t, 10*time.Second, "both sidecars to answer as the server does", func() bool {
 		return readInt(t, f.viaA, q) == want && readInt(t, f.viaB, q) == want
 	})
+	// Set through a sidecar, it is seen before its OK, by both.
+	for _, set := range []string{"SET GLOBAL ft_boolean_syntax = DEFAULT", `SET @@global.ft_boolean_syntax = '- +><()~*:""&|'`} {
+		f.warm(t, q)
+		mustExec(t, f.viaA, set)
+		want := readInt(t, f.direct, q)
+		if a, b := readInt(t, f.viaA, q), readInt(t, f.viaB, q); a != want || b != want {
+			t.Errorf("right after %s through A: A read %d, B %d, MariaDB %d", set, a, b, want)
+		}
+	}
 }
 
 // TestFollowerSlowStreamStart: MariaDB finds a follower's GTID position by

@@ -3,6 +3,8 @@ package mysqlproxy_test
 import (
 	"database/sql"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +171,78 @@ func TestRemoteEngineUncached(t *testing.T) {
 	f.sync(t)
 	for _, q := range reads {
 		f.fresh(t, q)
+	}
+}
+
+// TestFilesChangedOutsideTheServer: a CSV table's rows are a file that
+// other programs write; the server reads the file afresh after FLUSH
+// TABLES. Reads of it are not cached. A MyISAM table's files copied in
+// take effect at FLUSH TABLES too, which the binlog logs: the tables it
+// names, or every table, are invalidated, whether it ran through a
+// sidecar or straight on the server.
+func TestFilesChangedOutsideTheServer(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	mustExec(t, f.direct, "CREATE TABLE c (id INT NOT NULL, v INT NOT NULL) ENGINE=CSV")
+	mustExec(t, f.direct, "INSERT INTO c VALUES (1, 1)")
+	mustExec(t, f.direct, "CREATE TABLE m1 (id INT PRIMARY KEY, v INT) ENGINE=MyISAM")
+	mustExec(t, f.direct, "CREATE TABLE m2 (id INT PRIMARY KEY, v INT) ENGINE=MyISAM")
+	f.sync(t)
+	f.uncached(t, "SELECT v FROM c WHERE id = 1")
+	f.uncached(t, "SELECT COUNT(*) FROM c")
+	csv := filepath.Join(m.DataDir, f.name, "c.CSV")
+	fh, err := os.OpenFile(csv, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fh.WriteString("2,2\n")
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, f.direct, "FLUSH TABLES c")
+	f.uncached(t, "SELECT COUNT(*) FROM c")
+
+	// m2's files copied over m1's, each time with other rows, then FLUSH
+	// TABLES, named or not, through a sidecar or not.
+	for i, flush := range []struct {
+		on  *sql.DB
+		sql string
+	}{{f.direct, "FLUSH TABLES m1"}, {f.viaA, "FLUSH TABLE m1, m2"}, {f.direct, "FLUSH TABLES"}, {f.viaB, "FLUSH NO_WRITE_TO_BINLOG TABLES"}} {
+		mustExec(t, f.direct, "TRUNCATE m1")
+		mustExec(t, f.direct, fmt.Sprintf("INSERT INTO m1 VALUES (1, %d)", 10*i))
+		mustExec(t, f.direct, "TRUNCATE m2")
+		mustExec(t, f.direct, fmt.Sprintf("INSERT INTO m2 VALUES (1, %d), (2, %d)", 10*i+1, 10*i+1))
+		f.sync(t)
+		reads := []string{"SELECT v FROM m1 WHERE id = 1", "SELECT COUNT(*), SUM(v) FROM m1"}
+		for _, q := range reads {
+			f.warm(t, q)
+		}
+		mustExec(t, f.direct, "FLUSH TABLES m1, m2 WITH READ LOCK")
+		for _, ext := range []string{".MYD", ".MYI"} {
+			b, err := os.ReadFile(filepath.Join(m.DataDir, f.name, "m2"+ext))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(m.DataDir, f.name, "m1"+ext), b, 0o660)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustExec(t, f.direct, "UNLOCK TABLES")
+		mustExec(t, flush.on, flush.sql)
+		if flush.on == f.direct {
+			f.sync(t)
+		}
+		for _, q := range reads {
+			for j, via := range []*sql.DB{f.viaA, f.viaB} {
+				if got, want := dump(t, via, q), dump(t, f.direct, q); got != want {
+					t.Errorf("after %s: %s through sidecar %c: got %s, want %s", flush.sql, q, 'A'+j, got, want)
+				}
+			}
+		}
 	}
 }
 

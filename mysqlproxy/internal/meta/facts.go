@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 )
 
 // Facts are the server settings that decide whether the binlog can drive
@@ -275,11 +277,10 @@ func (m *Meta) BinlogPosAt(ctx context.Context, file string, offset uint32) (str
 	return pos, pos != "-", nil
 }
 
-// resultGlobals are global-only variables that change what reads return
-// in every session at once (the operators of boolean full-text search),
-// so a change of one invalidates everything. The binlog does not log SET
+// resultGlobals are sqlinfo.ResultGlobals as a list of SQL strings. A
+// change of one invalidates everything. The binlog does not log SET
 // GLOBAL; the follower's polls read them.
-const resultGlobals = "'ft_boolean_syntax', 'ft_query_expansion_limit'"
+var resultGlobals = "'" + strings.Join(sqlinfo.ResultGlobals, "', '") + "'"
 
 // BinlogPosAndGlobals returns BinlogPos and, in the same round trip, the
 // values of resultGlobals and semiSyncGlobals as one string, a

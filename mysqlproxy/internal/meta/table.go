@@ -818,12 +818,13 @@ func transactional(engine string) bool {
 
 // elsewhere reports an engine whose rows change without a write to the
 // table: they live on another server or in files outside the server
-// (FEDERATED, CONNECT, SPIDER, SPHINX), or are computed from another
-// table the engine does not name to mycached (OQGRAPH). No binlog event
-// of this server says when a read of such a table changes.
+// (FEDERATED, CONNECT, SPIDER, SPHINX; CSV, whose files other programs
+// write), or are computed from another table the engine does not name
+// to mycached (OQGRAPH). No binlog event of this server says when a read
+// of such a table changes.
 func elsewhere(engine string) bool {
 	switch strings.ToLower(engine) {
-	case "federated", "connect", "spider", "sphinx", "oqgraph":
+	case "federated", "connect", "spider", "sphinx", "oqgraph", "csv":
 		return true
 	}
 	return false

@@ -1,6 +1,7 @@
 package sqlinfo
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -176,6 +177,12 @@ func analyzeOne(s ast.StmtNode, sql string) *Info {
 	case *ast.SetStmt:
 		info.Kind = Set
 		info.Sets = setVars(x)
+		for _, v := range info.Sets {
+			if v.Global && slices.Contains(ResultGlobals, v.Name) {
+				// Every session's reads change with it, at once.
+				unmappedGlobal(info)
+			}
+		}
 	case *ast.SetRoleStmt, *ast.SetDefaultRoleStmt:
 		info.Kind = Set
 		info.Sets = []SetVar{{Name: "role", Value: restore(x)}}
@@ -193,9 +200,26 @@ func analyzeOne(s ast.StmtNode, sql string) *Info {
 			return inner
 		}
 		info.Kind = Show
+	case *ast.FlushStmt:
+		info.Kind = Other
+		if x.Tp != ast.FlushTables {
+			break // of logs, statistics, the query cache: no row changes
+		}
+		// FLUSH TABLES closes tables, and the server reads their files
+		// afresh when it opens them next: files changed outside it (a
+		// MyISAM table copied in, a CSV file written) take effect. So it
+		// changes every table it names, or, without names, any.
+		info.Kind = DDL
+		info.MayWrite = true
+		for _, t := range x.Tables {
+			info.Writes = appendTable(info.Writes, tableOf(t))
+		}
+		if len(x.Tables) == 0 {
+			unmappedGlobal(info)
+		}
+		return info
 	case *ast.HelpStmt, *ast.DoStmt, *ast.LockTablesStmt, *ast.UnlockTablesStmt,
-		*ast.PrepareStmt, *ast.DeallocateStmt, *ast.KillStmt, *ast.FlushStmt,
-		*ast.AnalyzeTableStmt:
+		*ast.PrepareStmt, *ast.DeallocateStmt, *ast.KillStmt, *ast.AnalyzeTableStmt:
 		// Known not to change data. DO may call a stored function that
 		// writes, like any SELECT may; that is out of reach here.
 		info.Kind = Other

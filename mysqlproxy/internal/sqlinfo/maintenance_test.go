@@ -62,3 +62,36 @@ func TestMaintenance(t *testing.T) {
 		}
 	}
 }
+
+// TestFlushTablesAndResultGlobals: FLUSH TABLES changes the tables it
+// names, or any table, as the server reads their files afresh; SET
+// GLOBAL of a variable that changes every session's results changes any
+// result. FLUSH of anything else, and other SET GLOBALs, change none.
+func TestFlushTablesAndResultGlobals(t *testing.T) {
+	a := NewAnalyzer(Options{})
+	for _, tc := range []struct {
+		sql    string
+		writes []Table
+		global bool
+	}{
+		{"FLUSH TABLES t", tbls("t"), false},
+		{"flush local table db.t, `u`", tbls("db.t", "u"), false},
+		{"FLUSH NO_WRITE_TO_BINLOG TABLES t WITH READ LOCK", tbls("t"), false},
+		{"FLUSH TABLES", nil, true},
+		{"FLUSH TABLES WITH READ LOCK", nil, true},
+		{"SET GLOBAL ft_boolean_syntax = '- +><()~*:\"\"&|'", nil, true},
+		{"SET @@global.ft_boolean_syntax = DEFAULT", nil, true},
+		{"SET sql_mode = '', GLOBAL ft_query_expansion_limit = 5", nil, true},
+	} {
+		info := a.Analyze(tc.sql)
+		if !info.MayWrite || !reflect.DeepEqual(info.Writes, tc.writes) || info.Global != tc.global {
+			t.Errorf("%q: may write %v, writes %v, global %v; want writes %v, global %v",
+				tc.sql, info.MayWrite, info.Writes, info.Global, tc.writes, tc.global)
+		}
+	}
+	for _, sql := range []string{"FLUSH LOGS", "FLUSH STATUS", "FLUSH QUERY CACHE", "SET GLOBAL sql_mode = ''", "SET ft_boolean_syntax = 'x'"} {
+		if info := a.Analyze(sql); info.MayWrite {
+			t.Errorf("%q: read as a write of %v (global %v)", sql, info.Writes, info.Global)
+		}
+	}
+}

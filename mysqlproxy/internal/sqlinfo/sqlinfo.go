@@ -71,6 +71,12 @@ func (t Table) String() string {
 }
 
 // SetVar is one assignment made by a SET statement.
+// ResultGlobals are global-only variables that change what reads return
+// in every session at once: the operators of boolean full-text search,
+// and how far a search with query expansion goes. A change of one
+// changes any cached result; no binlog event says so.
+var ResultGlobals = []string{"ft_boolean_syntax", "ft_query_expansion_limit"}
+
 type SetVar struct {
 	// Name is the lowercased variable name. SET TRANSACTION (the one-shot
 	// form) is reported as "transaction", SET ROLE as "role".
