@@ -1956,12 +1956,16 @@ func TestRoutineWritesInRefusedReads(t *testing.T) {
 	}
 }
 
-// TestDiagnosticsAfterAHitAndUse: USE leaves FOUND_ROWS() as the read
+// TestRowCountsAfterAHitAndUse: USE leaves FOUND_ROWS() as the read
 // before it made it, and sets ROW_COUNT() to 0, whether that read was a
 // hit or not and whichever database USE names; so do SET, DO and BEGIN
 // for ROW_COUNT(). Each sequence runs on a new session directly and
-// through mycached, and their answers are compared.
-func TestDiagnosticsAfterAHitAndUse(t *testing.T) {
+// through mycached, and their answers are compared. A USE after a hit
+// costs the server no read: a statement of as many rows as the hit's
+// makes FOUND_ROWS() when a later one reads it. (The test's name, which
+// its databases' names take, holds none of the words that make a text
+// read as one that reads the diagnostics.)
+func TestRowCountsAfterAHitAndUse(t *testing.T) {
 	t.Parallel()
 	m := testenvShared(t)
 	db, other := m.NewDatabase(t), m.NewDatabase(t)
@@ -1976,6 +1980,7 @@ func TestDiagnosticsAfterAHitAndUse(t *testing.T) {
 	stmts := map[string]string{
 		"R": "SELECT id FROM " + db + ".t WHERE id <= 3", "F": "SELECT FOUND_ROWS(), ROW_COUNT()", "X": "SELECT 1",
 		"U": "USE " + db, "O": "USE " + other, "S": "SET @z = 1", "D": "DO 1", "B": "BEGIN", "C": "COMMIT",
+		"W": "SHOW WARNINGS", "E": "SHOW COUNT(*) ERRORS", "N": "SHOW TABLES",
 	}
 	run := func(addr, seq string) string {
 		c := conn(t, openDB(t, testenv.DSNFor(addr, "diag_app", "pw", db, "")))
@@ -1990,10 +1995,47 @@ func TestDiagnosticsAfterAHitAndUse(t *testing.T) {
 		}
 		return strings.Join(out, " ")
 	}
+	// R is a hit from here on: each sequence is about what a hit
+	// leaves.
+	root := openDB(t, rootDSN(p.addr, "", ""))
+	before := hits(t, root)
+	waitFor(t, 15*time.Second, "the read to be served from the cache", func() bool {
+		run(p.addr, "R")
+		return hits(t, root) > before
+	})
 	for _, seq := range []string{"R,R,U,F", "R,X,R,U,F", "R,R,R,O,F", "X,R,U,F", "R,F,R,U,F", "X,R,U,X,F",
-		"X,R,S,F", "X,R,D,F", "X,R,B,F,C", "X,R,S,S,F", "X,R,O,U,F"} {
+		"X,R,S,F", "X,R,D,F", "X,R,B,F,C", "X,R,S,S,F", "X,R,O,U,F", "X,R,O,O,X,F", "X,R,O,D,F", "R,O,S,F,F", "R,O,W,F", "R,O,W,W,F", "R,W,F", "R,O,E,F", "R,O,N,F"} {
+		before := hits(t, root)
 		if got, want := run(p.addr, seq), run(m.Addr, seq); got != want {
 			t.Errorf("%s: got %s, want %s", seq, got, want)
 		}
+		if hits(t, root) == before {
+			t.Errorf("%s: no read was served from the cache", seq)
+		}
+	}
+	// The USE after a hit costs no read on the server.
+	c := conn(t, openDB(t, testenv.DSNFor(p.addr, "diag_app", "pw", db, "")))
+	selects := func() int {
+		var name string
+		var n int
+		if err := c.QueryRowContext(context.Background(), "SHOW SESSION STATUS LIKE 'Com_select'").Scan(&name, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	ran := func(seq ...string) int {
+		was := selects()
+		for _, k := range seq {
+			if _, err := c.ExecContext(context.Background(), stmts[k]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return selects() - was
+	}
+	// (The hit first: a read after a USE may first read the grants in
+	// force there.)
+	first := ran("R")
+	if after, alone := ran("R", "O"), ran("O"); after != alone {
+		t.Errorf("USE ran %d SELECTs on the server after a hit, %d alone (and the hit alone %d)", after, alone, first)
 	}
 }

@@ -203,6 +203,10 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		qs.note("", 1)
 		c.lastHit = append(c.lastHit[:0], p...)
 		c.lastHitSQL, c.hitDiag = sql, diagAll
+		c.hitPayload, c.hitFound = nil, -1
+		if len(ent.Payload) <= hitPayloadMax {
+			c.hitPayload = ent.Payload
+		}
 		c.hitServed = true
 		return c.replay(ent.Payload, p)
 	case store.Stale:

@@ -326,6 +326,13 @@ type Session struct {
 	// (ROW_COUNT(), warnings, FOUND_ROWS()) is not what it would be.
 	lastHit    []byte
 	lastHitSQL string // its statement's text
+	// hitPayload is the hit's response, when small (hitPayloadMax): what
+	// FOUND_ROWS() is after it can be read from it. hitFound is that
+	// count once a USE moved the session away from the hit's database:
+	// a statement of as many rows (foundRowsSQL) then makes
+	// FOUND_ROWS() in place of the hit's rerun; -1 otherwise.
+	hitPayload []byte
+	hitFound   int
 	// zeroedRowCount says the statements run since the hit left
 	// ROW_COUNT() at 0 (a SET, a DO, a BEGIN): the hit's rerun, for
 	// what else they left as the hit's, sets it to -1, and is followed

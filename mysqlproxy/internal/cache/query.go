@@ -3,6 +3,7 @@ package cache
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"slices"
 	"strings"
@@ -46,14 +47,100 @@ func (c *Session) Query(p []byte, sql string) error {
 	// diagnostics (SHOW WARNINGS, GET DIAGNOSTICS in a procedure,
 	// FOUND_ROWS() in a function). USE leaves FOUND_ROWS() as it was,
 	// which a rerun of the hit after it, in another database, could not
-	// make: the hit runs before it.
-	if c.lastHit != nil && (c.hitDiag&diagnosticsRead(sql) != 0 || execDiag || runsHiddenStatements(info, sql) || info.CallsRoutine ||
-		info.Kind == sqlinfo.Use && c.hitDiag&diagFoundRows != 0) {
+	// make: a statement of as many rows as the hit's will, or else the
+	// hit runs before it.
+	if c.lastHit != nil && info.Kind == sqlinfo.Use && c.hitDiag&diagFoundRows != 0 && c.hitFound < 0 {
+		if n, ok := c.hitRows(); ok {
+			c.hitFound = n
+		} else if err := c.rerunLastHit(); err != nil {
+			return err
+		}
+	}
+	if c.lastHit != nil && (c.hitDiag&diagnosticsRead(sql) != 0 || execDiag || runsHiddenStatements(info, sql) || info.CallsRoutine) {
 		if err := c.rerunLastHit(); err != nil {
 			return err
 		}
 	}
 	return c.execute(p, info, sql)
+}
+
+// hitPayloadMax is the largest hit response a session keeps, to count
+// its rows should a USE follow: 64 KiB.
+const hitPayloadMax = 64 << 10
+
+// hitRows returns what FOUND_ROWS() is after the last hit, when it can
+// be told from its response and made again by foundRowsSQL: the hit did
+// not ask for SQL_CALC_FOUND_ROWS, its response was kept, and the server
+// has JSON_TABLE (MariaDB 10.6, MySQL 8.0.4).
+func (c *Session) hitRows() (int, bool) {
+	v := sqlinfo.ServerVersion()
+	if c.hitPayload == nil || sqlinfo.ContainsFold(c.lastHitSQL, "sql_calc_found_rows") ||
+		!(v >= 100600 || v >= 80004 && v < 100000) {
+		return 0, false
+	}
+	return resultRows(c.hitPayload, c.s.DeprecateEOF())
+}
+
+// foundRowsSQL returns a statement that reads n rows of nothing, with no
+// database and no table: after it FOUND_ROWS() is n.
+func foundRowsSQL(n int) string {
+	if n == 0 {
+		return "SELECT 1 FROM DUAL WHERE 0"
+	}
+	return "SELECT 1 FROM JSON_TABLE('[" + strings.Repeat("0,", n-1) + "0]', '$[*]' COLUMNS (i INT PATH '$')) AS mycached_found_rows"
+}
+
+// resultRows counts the rows of a stored response (a payload as
+// replay reads it) of one result set. It reports false for anything
+// else.
+func resultRows(payload []byte, deprecateEOF bool) (int, bool) {
+	if len(payload) < 2 {
+		return 0, false
+	}
+	raw := payload[2+4*int(binary.LittleEndian.Uint16(payload)):]
+	next := func() ([]byte, bool) {
+		if len(raw) < 4 {
+			return nil, false
+		}
+		n := int(raw[0]) | int(raw[1])<<8 | int(raw[2])<<16
+		if len(raw) < 4+n || n == wire.MaxPayload {
+			return nil, false
+		}
+		b := raw[4 : 4+n]
+		raw = raw[4+n:]
+		return b, true
+	}
+	head, ok := next()
+	if !ok || len(head) == 0 || head[0] == mysql.OK_HEADER || head[0] == mysql.ERR_HEADER {
+		return 0, false
+	}
+	cols, k := wire.Lenenc(head)
+	if k == 0 || cols == 0 {
+		return 0, false
+	}
+	skip := int(cols)
+	if !deprecateEOF {
+		skip++
+	}
+	for range skip {
+		if _, ok := next(); !ok {
+			return 0, false
+		}
+	}
+	rows := 0
+	for {
+		b, ok := next()
+		switch {
+		case !ok || len(b) > 0 && b[0] == mysql.ERR_HEADER:
+			return 0, false
+		case len(b) > 0 && wire.IsTerminator(b[0], len(b)):
+			if len(raw) > 0 {
+				return 0, false // more result sets
+			}
+			return rows, true
+		}
+		rows++
+	}
 }
 
 // notePrepared follows the statements the session prepares by name, and
@@ -151,10 +238,18 @@ func (c *Session) ranSinceHit(info *sqlinfo.Info, sql string, resp *relay.Respon
 	switch info.Kind {
 	case sqlinfo.Set, sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace,
 		sqlinfo.DDL, sqlinfo.Begin, sqlinfo.Commit, sqlinfo.Rollback, sqlinfo.Savepoint, sqlinfo.LoadData:
+	case sqlinfo.Use:
+		// USE leaves FOUND_ROWS() as it was: the hit's, to be made
+		// again by a statement of as many rows; or the hit ran before
+		// it.
+		if c.hitFound < 0 {
+			c.hitDiag &^= diagFoundRows
+		}
 	default:
 		refused := (info.Kind == sqlinfo.Select || info.Kind == sqlinfo.Show) && resp.Kind == relay.RespErr
-		if (info.Kind != sqlinfo.Other || sqlinfo.FirstKeyword(sql) != "DO") && !refused {
-			// A read the server refused leaves FOUND_ROWS() alone.
+		if (info.Kind != sqlinfo.Other || sqlinfo.FirstKeyword(sql) != "DO") && !refused && !showsDiagnostics(info, sql) {
+			// A read the server refused leaves FOUND_ROWS() alone; so
+			// do SHOW WARNINGS and SHOW ERRORS.
 			c.hitDiag &^= diagFoundRows
 		}
 	}
@@ -165,8 +260,21 @@ func (c *Session) ranSinceHit(info *sqlinfo.Info, sql string, resp *relay.Respon
 		c.hitDiag = 0
 	}
 	if c.hitDiag == 0 {
-		c.lastHit = nil
+		c.lastHit, c.hitPayload = nil, nil
 	}
+}
+
+// showsDiagnostics reports SHOW WARNINGS and SHOW ERRORS, which leave
+// FOUND_ROWS() as it was (their COUNT(*) forms set it, to 1).
+func showsDiagnostics(info *sqlinfo.Info, sql string) bool {
+	if info.Kind != sqlinfo.Show {
+		return false
+	}
+	switch sqlinfo.SecondKeyword(sql) {
+	case "WARNINGS", "ERRORS":
+		return true
+	}
+	return false
 }
 
 // rerunLastHit runs the read last answered from the cache on the backend,
@@ -174,10 +282,14 @@ func (c *Session) ranSinceHit(info *sqlinfo.Info, sql string, resp *relay.Respon
 // left behind is what it would have been without the cache.
 func (c *Session) rerunLastHit() error {
 	p, sql := c.lastHit, c.lastHitSQL
-	c.lastHit = nil
+	c.lastHit, c.hitPayload = nil, nil
 	w := discard()
 	defer putDiscard(w)
-	if p[0] == mysql.COM_STMT_EXECUTE {
+	if c.hitFound >= 0 {
+		if err := c.discardOn([]byte("\x03"+foundRowsSQL(c.hitFound)), w); err != nil {
+			return err
+		}
+	} else if p[0] == mysql.COM_STMT_EXECUTE {
 		if err := c.s.ReplayExecute(sql, p, w); err != nil {
 			return err
 		}

@@ -29,6 +29,10 @@ func SetServerVersion(s string) {
 	}
 }
 
+// ServerVersion returns the backend's version as SetServerVersion
+// recorded it (10.11.19 is 101119), or 0 while it is unknown.
+func ServerVersion() int { return int(serverVersion.Load()) }
+
 // ParseServerVersion returns the comment version of a server version
 // string, or 0 when it does not read as one.
 func ParseServerVersion(s string) int {

@@ -87,6 +87,9 @@ func FirstKeyword(sql string) string {
 	return upperKeyword(w)
 }
 
+// SecondKeyword returns the word after the first one, uppercased.
+func SecondKeyword(sql string) string { return secondKeyword(sql) }
+
 // secondKeyword returns the word after the first one, uppercased.
 func secondKeyword(sql string) string {
 	_, end := wordAt(sql, skipSpaceAndComments(sql, 0))
