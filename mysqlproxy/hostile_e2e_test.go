@@ -554,6 +554,52 @@ func TestLateHandshakeReply(t *testing.T) {
 	}
 }
 
+// TestExpiredPasswordSession: a session whose password has expired runs
+// nothing but SET until the password is changed, so mycached cannot read
+// the client's trackers when it begins. The client gets the server's
+// answers byte for byte all the same: the refusal, and after SET
+// PASSWORD the state changes its own trackers report, and their values.
+func TestExpiredPasswordSession(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1)")
+	user := "expired_" + db
+	m.Exec(t, "CREATE USER '"+user+"'@'%' IDENTIFIED BY 'pw'")
+	m.Exec(t, "GRANT SELECT ON "+db+".* TO '"+user+"'@'%'")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	run := func(addr string) []string {
+		m.Exec(t, "ALTER USER '"+user+"'@'%' PASSWORD EXPIRE")
+		c, err := client.Connect(addr, user, "pw", db, func(c *client.Conn) error {
+			c.ReadTimeout, c.WriteTimeout = 20*time.Second, 20*time.Second
+			c.SetCapability(mysqlc.CLIENT_SESSION_TRACK)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("connect to %s: %v", addr, err)
+		}
+		defer c.Close()
+		rc := &rawConn{Conn: c, deprecateEOF: true}
+		var out []string
+		for _, q := range []string{
+			"SELECT id FROM t WHERE id = 1", "SET PASSWORD = PASSWORD('pw')", "SET time_zone = '+05:00'",
+			"SELECT @@session_track_system_variables, @@session_track_schema, @@session_track_state_change",
+			"SELECT id FROM t WHERE id = 1", "SELECT id FROM t WHERE id = 1", "SET NAMES latin1",
+		} {
+			pkts, _ := rc.exchange(t, append([]byte{mysqlc.COM_QUERY}, q...)...)
+			out = append(out, q+": "+strings.Join(pkts, " "))
+		}
+		return out
+	}
+	want, got := run(m.Addr), run(p.addr)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("through mycached:\n%s\nwant\n%s", got[i], want[i])
+		}
+	}
+}
+
 // TestOversizedHandshakeReply: a handshake response larger than mycached
 // reads (2 MiB of connection attributes) gets Bad handshake, which the
 // client reads once it has sent it all, and not a reset connection.

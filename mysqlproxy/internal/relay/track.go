@@ -505,10 +505,24 @@ func (s *Session) setupSession(turn GrantsTurn) error {
 		// A server without the trackers: state comes from parsing.
 		s.Track = false
 	}
+	if oe, ok := res[0].err.(ownError); ok && oe.code == mysql.ER_MUST_CHANGE_PASSWORD && s.Track {
+		// An expired password's session refuses every statement but
+		// SET until the password changes: the client's trackers could
+		// not be read, and ours were set. They go back to the client's,
+		// which are the defaults there (init_connect does not run),
+		// and state comes from parsing.
+		if _, err := s.ownQueries(untrackSQL); err != nil {
+			return err
+		}
+		s.Track = false
+	}
 	s.GrantsTurn = turn
 	s.setIdentity(res[len(res)-1])
 	return nil
 }
+
+// untrackSQL sets back the trackers trackersSQL sets to their defaults.
+const untrackSQL = "SET SESSION session_track_system_variables=DEFAULT, session_track_schema=DEFAULT, session_track_state_change=DEFAULT"
 
 // readDBAfterInit learns the session's database from the server when
 // init_connect may have changed it, after a login, a reset or a change of
