@@ -1405,7 +1405,7 @@ func (c *Session) noteTemporary(info *sqlinfo.Info) {
 // ChangingDB notes a COM_INIT_DB, which the session relays: the server
 // clears the diagnostics, and a hit before it must not be run again in
 // the new database to make them.
-func (c *Session) ChangingDB() { c.lastHit = nil }
+func (c *Session) ChangingDB() { c.lastHit, c.hitPayload = nil, nil }
 
 // hiddenCodeRan notes that SQL the parse did not see ran on the session:
 // its variables, roles and temporary tables may have changed unseen.
@@ -1557,7 +1557,7 @@ func (c *Session) Reset() {
 	c.tempsUnknown = false
 	clear(c.tempsChecked)
 	clear(c.diagStmts)
-	c.lastHit = nil
+	c.lastHit, c.hitPayload = nil, nil
 	c.nextTxUnknown, c.txUnknownIsolation = false, false
 	c.state.reset(c.s.Hello.Charset)
 	c.CacheOff, c.tainted, c.lockedTables = false, false, false
