@@ -236,13 +236,11 @@ func TestFilesChangedOutsideTheServer(t *testing.T) {
 		if flush.on == f.direct {
 			f.sync(t)
 		}
-		for _, q := range reads {
-			for j, via := range []*sql.DB{f.viaA, f.viaB} {
-				if got, want := dump(t, via, q), dump(t, f.direct, q); got != want {
-					t.Errorf("after %s: %s through sidecar %c: got %s, want %s", flush.sql, q, 'A'+j, got, want)
-				}
+		t.Run(flush.sql, func(t *testing.T) {
+			for _, q := range reads {
+				f.fresh(t, q)
 			}
-		}
+		})
 	}
 }
 

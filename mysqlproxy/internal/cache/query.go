@@ -69,13 +69,13 @@ func (c *Session) Query(p []byte, sql string) error {
 const hitPayloadMax = 64 << 10
 
 // hitRows returns what FOUND_ROWS() is after the last hit, when it can
-// be told from its response and made again by foundRowsSQL: the hit did
-// not ask for SQL_CALC_FOUND_ROWS, its response was kept, and the server
-// has JSON_TABLE (MariaDB 10.6, MySQL 8.0.4).
+// be told from its response and made again by foundRowsSQL: its response
+// was kept, and the server has JSON_TABLE (MariaDB 10.6, MySQL 8.0.4).
+// It is the count of the rows sent: a SELECT SQL_CALC_FOUND_ROWS, whose
+// count is another, is never cached.
 func (c *Session) hitRows() (int, bool) {
 	v := sqlinfo.ServerVersion()
-	if c.hitPayload == nil || sqlinfo.ContainsFold(c.lastHitSQL, "sql_calc_found_rows") ||
-		!(v >= 100600 || v >= 80004 && v < 100000) {
+	if c.hitPayload == nil || !(v >= 100600 || v >= 80004 && v < 100000) {
 		return 0, false
 	}
 	return resultRows(c.hitPayload, c.s.DeprecateEOF())
