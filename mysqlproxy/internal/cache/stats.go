@@ -110,19 +110,31 @@ func (s *Stats) hit(t store.Tier, d time.Duration) {
 func (s *Stats) miss()             { s.misses.Inc() }
 func (s *Stats) bypass(why string) { s.bypasses.With(why).Inc() }
 
-// QueryStats keeps per-digest counts for SHOW MYCACHED QUERIES. It is
-// bounded: digests past the cap are not tracked.
+// QueryStats keeps per-digest counts for SHOW MYCACHED QUERIES, and each
+// shape's admission state. It is bounded: at the cap, a new digest makes
+// room by dropping the shapes no statement used since the last time room
+// was made, at most once per statsSweepEvery. Shapes in use stay, and a
+// new one is untracked (admitted as in probation) until there is room.
 type QueryStats struct {
-	m sync.Map // digest -> *queryStat
-	n atomic.Int64
+	m     sync.Map // digest -> *queryStat
+	n     atomic.Int64
+	epoch atomic.Uint32 // counts the sweeps; a shape notes the one it was last used in
+
+	sweep     sync.Mutex // serializes sweeps; protects lastSweep
+	lastSweep time.Time
 }
 
 const maxTrackedDigests = 5000
+
+// statsSweepEvery bounds how often a full table is swept: a sweep walks
+// every shape.
+const statsSweepEvery = time.Second
 
 type queryStat struct {
 	hits, misses, bypasses atomic.Int64
 	why                    atomic.Pointer[string]
 	adm                    admission
+	used                   atomic.Uint32 // the epoch of its last use
 }
 
 // maxStatDigest is the longest digest kept whole as a shape's name: a
@@ -146,17 +158,53 @@ func (q *QueryStats) stat(digest string) *queryStat {
 		return nil
 	}
 	digest = statKey(digest)
+	epoch := q.epoch.Load()
 	v, ok := q.m.Load(digest)
 	if !ok {
-		if q.n.Load() >= maxTrackedDigests {
+		if q.n.Load() >= maxTrackedDigests && !q.makeRoom() {
 			return nil
 		}
-		v, ok = q.m.LoadOrStore(digest, &queryStat{})
+		epoch = q.epoch.Load()
+		st := &queryStat{}
+		st.used.Store(epoch)
+		v, ok = q.m.LoadOrStore(digest, st)
 		if !ok {
 			q.n.Add(1)
 		}
 	}
-	return v.(*queryStat)
+	st := v.(*queryStat)
+	if st.used.Load() != epoch {
+		st.used.Store(epoch)
+	}
+	return st
+}
+
+// makeRoom drops the shapes unused since the last sweep, if the last was
+// long enough ago, and reports whether there is room for another.
+func (q *QueryStats) makeRoom() bool {
+	if !q.sweep.TryLock() {
+		return false
+	}
+	defer q.sweep.Unlock()
+	if q.n.Load() < maxTrackedDigests {
+		return true
+	}
+	now := time.Now()
+	if now.Sub(q.lastSweep) < statsSweepEvery {
+		return false
+	}
+	q.lastSweep = now
+	epoch := q.epoch.Load()
+	q.m.Range(func(k, v any) bool {
+		if v.(*queryStat).used.Load() != epoch {
+			if q.m.CompareAndDelete(k, v) {
+				q.n.Add(-1)
+			}
+		}
+		return true
+	})
+	q.epoch.Add(1)
+	return q.n.Load() < maxTrackedDigests
 }
 
 // note counts one statement: hit > 0, miss < 0, or a bypass with reason.
