@@ -136,6 +136,9 @@ func (c *coherence) start(say func(string, bool)) bool {
 		}
 	}
 	if probs := m.Facts().Problems(); len(probs) > 0 {
+		if !m.Facts().SeesTriggers() {
+			probs = append(probs, "until it runs, what triggers write is not seen; with TRIGGER on *.* the account would see which tables have triggers, and writes to them through mycached would invalidate everything")
+		}
 		say(strings.Join(probs, "; "), true)
 		return false
 	}

@@ -670,6 +670,73 @@ func TestFollowerStartsOnceGranted(t *testing.T) {
 	}
 }
 
+// TestTriggersWithoutFollower: with the follower kept from running (here
+// its account lacks REPLICATION SLAVE; a binlog_format other than ROW
+// does the same), nothing shows what a trigger wrote. A write through
+// the sidecar to a table that mycached knows has triggers (its account
+// has TRIGGER) invalidates everything, so that the trigger's write is
+// fresh at once, in a transaction too; a write to a table with none
+// invalidates no more than before.
+func TestTriggersWithoutFollower(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	account := "'" + testenv.BinlogUser + "'@'" + m.Host + "'"
+	m.Exec(t, "REVOKE REPLICATION SLAVE ON *.* FROM "+account)
+	m.Exec(t, "GRANT TRIGGER ON *.* TO "+account)
+	cfg := withBinlog(mysqlproxy.Config{Backend: m.Addr})
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	p := startUnwaited(t, cfg)
+	waitFor(t, 20*time.Second, "the follower to be refused", func() bool {
+		err := p.srv.WaitBinlog(context.Background())
+		return err != nil && strings.Contains(err.Error(), "REPLICATION SLAVE")
+	})
+	name := m.NewDatabase(t)
+	direct := openDB(t, rootDSN(m.Addr, name, ""))
+	via := openDB(t, rootDSN(p.addr, name, ""))
+	for _, s := range []string{
+		"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)",
+		"CREATE TABLE lg (id INT PRIMARY KEY, c INT)", "INSERT INTO lg VALUES (1, 0)",
+		"CREATE TRIGGER t_upd AFTER UPDATE ON t FOR EACH ROW UPDATE lg SET c = c + 1 WHERE id = 1",
+		"CREATE VIEW tv AS SELECT id, v FROM t",
+		"CREATE TABLE plain (id INT PRIMARY KEY, v INT)", "INSERT INTO plain VALUES (1, 1)",
+	} {
+		mustExec(t, direct, s)
+	}
+	const logRead = "SELECT c FROM lg WHERE id = 1"
+	warm := func(q string) {
+		t.Helper()
+		dump(t, via, q)
+		before := hits(t, via)
+		if got, want := dump(t, via, q), dump(t, direct, q); got != want {
+			t.Fatalf("%s: got %s, want %s", q, got, want)
+		}
+		if hits(t, via) == before {
+			t.Fatalf("%s was not served from the cache; the test proves nothing", q)
+		}
+	}
+	for _, w := range []string{
+		"UPDATE t SET v = v + 1 WHERE id = 1",
+		"UPDATE tv SET v = v + 1 WHERE id = 1",
+		"BEGIN; UPDATE t SET v = v + 1 WHERE id = 1; COMMIT",
+	} {
+		warm(logRead)
+		for _, s := range strings.Split(w, "; ") {
+			mustExec(t, via, s)
+		}
+		if got, want := dump(t, via, logRead), dump(t, direct, logRead); got != want {
+			t.Errorf("after %s through the sidecar: %s got %s, want %s (stale)", w, logRead, got, want)
+		}
+	}
+	// No trigger: the log's entry stays.
+	warm(logRead)
+	mustExec(t, via, "UPDATE plain SET v = v + 1 WHERE id = 1")
+	before := hits(t, via)
+	dump(t, via, logRead)
+	if hits(t, via) == before {
+		t.Errorf("a write to a table with no trigger invalidated %s", logRead)
+	}
+}
+
 // TestStrictHitsWaitForTheFollower: a strict hit checks the generations
 // in memcached, which are only as current as the followers bumping them.
 // Followers that cannot reconnect (their account's password rotated)

@@ -202,7 +202,9 @@ func (c *Session) writeDeps(info *sqlinfo.Info, t sqlinfo.Table, resp *relay.Res
 }
 
 // coWritten returns the tables that writes like info's (of its events)
-// to t, or to its bases, were seen to change too.
+// to t, or to its bases, were seen to change too. With no follower
+// running, nothing is seen: a write to a table known to have triggers
+// (or to a view whose bases have) may have changed any database.
 func (c *Session) coWritten(info *sqlinfo.Info, t sqlinfo.Table) []string {
 	m := c.e.meta()
 	if m == nil {
@@ -211,12 +213,36 @@ func (c *Session) coWritten(info *sqlinfo.Info, t sqlinfo.Table) []string {
 	ev := meta.StatementEvents(info, false)
 	name := c.e.namer().Table(t.DB, t.Name)
 	out := m.CoWrittenFor(name, ev)
-	if tm := m.Known(name); tm != nil {
+	tm := m.Known(name)
+	if tm != nil {
 		for _, a := range tm.Also {
 			out = append(out, m.CoWrittenFor(a, ev)...)
 		}
 	}
+	if c.e.follower.Load() == nil && runsTriggers(m, tm) {
+		out = append(out, deps.Global)
+	}
 	return out
+}
+
+// runsTriggers reports whether a write to tm, or through it to its
+// bases, may run stored code mycached knows of: a table's triggers, or a
+// view's functions.
+func runsTriggers(m *meta.Meta, tm *meta.Table) bool {
+	switch {
+	case tm == nil:
+		return false
+	case tm.RunsCode:
+		return true
+	case tm.Kind == meta.Base:
+		return false
+	}
+	for _, a := range tm.Also {
+		if b := m.Known(a); b != nil && b.Kind == meta.Base && b.RunsCode {
+			return true
+		}
+	}
+	return false
 }
 
 // tableWriteDeps returns what a confirmed write bumps for one table it
