@@ -1972,6 +1972,39 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// A text of several statements that begins a transaction and
+		// writes in it leaves the transaction open: what it wrote is
+		// bumped again when the transaction ends, however it ends.
+		class: "transaction", name: "multi-statement-begins-and-writes", steps: 6,
+		setup: rsRows,
+		body: func(x *rsRun) {
+			for i, e := range []struct {
+				name, text string // text writes row %d
+				begin, end []string
+			}{
+				{"begin-update", "BEGIN; UPDATE t SET v = v + 10 WHERE id = %d", nil, []string{"COMMIT"}},
+				{"start-transaction-update-select", "START TRANSACTION; UPDATE t SET v = v + 10 WHERE id = %d; SELECT 1", nil, []string{"COMMIT"}},
+				{"commit-begin-update", "COMMIT; BEGIN; UPDATE t SET v = v + 10 WHERE id = %d", []string{"BEGIN"}, []string{"COMMIT"}},
+				{"ended-by-begin", "BEGIN; UPDATE t SET v = v + 10 WHERE id = %d", nil, []string{"BEGIN", "ROLLBACK"}},
+				{"ended-by-ddl", "BEGIN; UPDATE t SET v = v + 10 WHERE id = %d", nil, []string{"CREATE TABLE ms_ddl (i INT)"}},
+				{"commit-and-chain-update", "COMMIT AND CHAIN; UPDATE t SET v = v + 10 WHERE id = %d", []string{"BEGIN"}, []string{"DO 1; COMMIT"}},
+			} {
+				id := i + 1
+				q := rsRow(id)
+				x.step(e.name, func(x *rsRun) {
+					w := x.rootVia(x.A())
+					w.write(e.begin...)
+					w.write(fmt.Sprintf(e.text, id))
+					// A reader fills from the committed row under the
+					// generation the write bumped.
+					x.rootVia(x.B()).warm(q)
+					w.write(e.end...)
+					x.fresh(q)
+				})
+			}
+		},
+	},
+	{
 		class: "transaction", name: "xa", steps: 4,
 		setup: rsRows,
 		body: func(x *rsRun) {

@@ -987,11 +987,24 @@ func (c *Session) transition(info *sqlinfo.Info, sql string, before uint16, resp
 	ok := !resp.Failed()
 	wasIn := before&mysql.SERVER_STATUS_IN_TRANS != 0
 	isIn := c.s.InTransaction()
+	hidden := info.ParseError || info.WhyNot == "multi-statement"
 	switch info.Kind {
 	case sqlinfo.Begin, sqlinfo.Commit, sqlinfo.Rollback:
 		if c.txUnknownIsolation && info.Kind != sqlinfo.Begin && c.chains(sql) {
 			// The chained transaction has the ended one's isolation.
 			c.nextTxUnknown = true
+		}
+		if hidden && isIn {
+			// The statements after it in the text may have written in
+			// the transaction it began, and read in it: what was
+			// written is bumped now and kept for the transaction's end,
+			// with what the session knows of it.
+			c.bumpTx()
+			if !wasIn {
+				c.beginTransaction()
+			}
+			c.txSnap = true
+			return
 		}
 		c.endTransaction()
 		wasIn = false
@@ -1014,7 +1027,7 @@ func (c *Session) transition(info *sqlinfo.Info, sql string, before uint16, resp
 		// A statement that ran as a transaction of its own took a
 		// one-shot isolation level.
 		c.nextTxUnknown = false
-	case isIn && takesSnapshot(info, sql):
+	case isIn && (hidden || takesSnapshot(info, sql)):
 		c.txSnap = true
 	}
 }
