@@ -3,6 +3,7 @@ package mysqlproxy_test
 import (
 	"bufio"
 	"bytes"
+	"compress/zlib"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -878,6 +879,87 @@ func TestContinuationOutOfOrder(t *testing.T) {
 	if got := answer(p.addr); got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
+}
+
+// TestCompressedFramesAsServer: under the compressed protocol, a command
+// whose frame has a sequence id other than 0 gets the server's error and
+// a closed connection; a frame that inflates to fewer bytes than its
+// header claims is run, as the server runs it. The bytes the client gets
+// are the server's.
+func TestCompressedFramesAsServer(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	zframe := func(seq byte, data []byte, claim int) []byte {
+		var b bytes.Buffer
+		w := zlib.NewWriter(&b)
+		w.Write(data)
+		w.Close()
+		z := b.Bytes()
+		h := []byte{byte(len(z)), byte(len(z) >> 8), byte(len(z) >> 16), seq, byte(claim), byte(claim >> 8), byte(claim >> 16)}
+		return append(h, z...)
+	}
+	query := append([]byte{mysqlc.COM_QUERY}, "SELECT 'a compressed command, long enough to be worth compressing' AS s"...)
+	cmd := append([]byte{byte(len(query)), 0, 0, 0}, query...)
+	quit := []byte{1, 0, 0, 0, mysqlc.COM_QUIT}
+	for _, tc := range []struct {
+		name   string
+		frames []byte
+	}{
+		{"a command in frame 5", zframe(5, cmd, len(cmd))},
+		{"a frame claiming a byte more than it holds", append(zframe(0, cmd, len(cmd)+1), zframe(0, quit, len(quit))...)},
+	} {
+		answer := func(addr string) string {
+			c, err := client.Connect(addr, "root", rootPass, "", func(c *client.Conn) error {
+				return c.SetCapability(mysqlc.CLIENT_COMPRESS)
+			})
+			if err != nil {
+				t.Fatalf("connect to %s with compression: %v", addr, err)
+			}
+			defer c.Close()
+			_ = c.Conn.Conn.SetDeadline(time.Now().Add(20 * time.Second))
+			if _, err := c.Conn.Conn.Write(tc.frames); err != nil {
+				return "write: " + err.Error()
+			}
+			return inflatedFrames(t, readToClose(c.Conn.Conn))
+		}
+		want := answer(m.Addr)
+		if got := answer(p.addr); got != want {
+			t.Errorf("%s: got %s, want %s", tc.name, got, want)
+		}
+	}
+}
+
+// inflatedFrames rewrites what readToClose read of a compressed stream
+// as its frames' sequence ids and inflated bytes: how a frame is
+// compressed (zlib's level) is not what a client sees.
+func inflatedFrames(t *testing.T, read string) string {
+	t.Helper()
+	h, end, _ := strings.Cut(read, " ")
+	b, err := hex.DecodeString(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for len(b) >= 7 {
+		n, seq, ulen := int(b[0])|int(b[1])<<8|int(b[2])<<16, b[3], int(b[4])|int(b[5])<<8|int(b[6])<<16
+		if len(b) < 7+n {
+			break
+		}
+		data := b[7 : 7+n]
+		if ulen > 0 {
+			zr, err := zlib.NewReader(bytes.NewReader(data))
+			if err != nil {
+				t.Fatalf("frame %d: %v", seq, err)
+			}
+			if data, err = io.ReadAll(zr); err != nil {
+				t.Fatalf("frame %d: %v", seq, err)
+			}
+		}
+		out = append(out, fmt.Sprintf("frame %d: %x", seq, data))
+		b = b[7+n:]
+	}
+	return strings.Join(out, "; ") + fmt.Sprintf(" (%d bytes left) ", len(b)) + end
 }
 
 // readToClose returns the bytes r gives until the peer closes, in hex,

@@ -423,7 +423,7 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 			s.backendWatch.arm()
 		}
 		waitStart := time.Now()
-		p, seq, err := s.Client.ReadPacket(s.buf, s.packetLimit())
+		p, seq, err := s.Client.ReadCommand(s.buf, s.packetLimit())
 		s.waitedLong = time.Since(waitStart) >= peekAfter
 		s.idle.Store(false)
 		s.idleInTx.Store(false)

@@ -49,6 +49,11 @@ type compConn struct {
 	commands bool
 	made     int64      // stream bytes inflated so far
 	ends     []frameEnd // frames read and not yet passed by the session
+	// watch is where the command being read starts in the stream, and
+	// watchSeq the sequence id of a frame read that starts there (-1:
+	// none).
+	watch    int64
+	watchSeq int
 
 	zw  *zlib.Writer
 	zb  bytes.Buffer
@@ -80,9 +85,14 @@ func (p *Conn) Compress(commands bool) {
 	}
 	var c *compConn
 	p.Upgrade(func(raw net.Conn) net.Conn {
-		c = &compConn{Conn: raw, br: bufio.NewReaderSize(raw, 16<<10), commands: commands}
+		c = &compConn{Conn: raw, br: bufio.NewReaderSize(raw, 16<<10), commands: commands, watch: -1, watchSeq: -1}
 		return c
 	})
+	if !commands {
+		// Until a command is read, the server's frames go on from the
+		// last packet it read (see ReadCommand).
+		c.seq = p.LastSeq + 1
+	}
 	p.comp = c
 }
 
@@ -107,6 +117,41 @@ func (p *Conn) syncSeq() {
 		c.seq = c.ends[i].seq + 1
 	}
 	c.ends = append(c.ends[:0], c.ends[i:]...)
+}
+
+// ReadCommand is ReadPacket for the first packet of a command. On a
+// compressed side that answers commands, a command that begins a frame
+// must begin it with sequence id 0, since the sequence starts over with
+// each command: the server refuses another id as out of order. Such a
+// command is returned with that id, for the caller to refuse as it does
+// an uncompressed packet's; the refusal's frame goes on from the frames
+// written before, as the server's does (its frame count is reset only by
+// the frames it reads).
+func (p *Conn) ReadCommand(buf []byte, limit int) ([]byte, byte, error) {
+	c := p.comp
+	if c == nil || c.commands {
+		return p.ReadPacket(buf, limit)
+	}
+	at := c.made - int64(len(c.out)) - int64(p.R.Buffered())
+	c.watch, c.watchSeq = at, -1
+	for i, e := range c.ends {
+		// Read ahead already (by a watcher): the frame after the one
+		// that ends where the command starts.
+		if at == 0 && i == 0 {
+			c.watchSeq = int(e.seq) // the stream's first frame
+		}
+		if e.end == at && i+1 < len(c.ends) {
+			c.watchSeq = int(c.ends[i+1].seq)
+		}
+	}
+	before := c.seq
+	b, seq, err := p.ReadPacket(buf, limit)
+	if err == nil && c.watchSeq > 0 {
+		seq = byte(c.watchSeq)
+		c.seq = before
+	}
+	c.watch, c.watchSeq = -1, -1
+	return b, seq, err
 }
 
 // SyncSeq is syncSeq for callers that read the stream's bytes
@@ -151,6 +196,9 @@ func (c *compConn) readFrame() error {
 	if c.commands {
 		c.seq = seq + 1
 	} else {
+		if c.made == c.watch {
+			c.watchSeq = int(seq)
+		}
 		c.made += int64(len(c.out))
 		if len(c.ends) >= 1024 {
 			// None the session has not passed can end before what
@@ -188,8 +236,11 @@ func (c *compConn) inflate(payload []byte, ulen int) error {
 	// gives, so a small frame that claims a large length costs little.
 	var out bytes.Buffer
 	out.Grow(min(ulen, 64<<10))
-	n, err := io.CopyN(&out, c.zr, int64(ulen))
-	if err != nil || n != int64(ulen) {
+	// A frame whose stream ends short of the length its header gives is
+	// taken at the length it has, as the server takes it (zlib's
+	// uncompress into a buffer of that length); one cut short is not.
+	_, err = io.CopyN(&out, c.zr, int64(ulen))
+	if err != nil && err != io.EOF {
 		return errBadFrame
 	}
 	// A frame that inflates to more than its header says is refused as

@@ -128,12 +128,12 @@ func TestCompressReadResumes(t *testing.T) {
 // without holding 16 MiB.
 func TestCompressBadFrames(t *testing.T) {
 	good := frame(0, bytes.Repeat([]byte{'x'}, 100), true)
-	short := append([]byte(nil), good...)
-	short[4], short[5], short[6] = 0xff, 0xff, 0xff // claims 16 MiB
 	garbage := append(good[:7:7], bytes.Repeat([]byte{0xAB}, len(good)-7)...)
 	long := append([]byte(nil), good...)
 	long[4], long[5], long[6] = 5, 0, 0 // inflates to more than it claims
-	for name, f := range map[string][]byte{"short": short, "garbage": garbage, "long": long} {
+	cut := append([]byte(nil), good[:7+4]...)
+	cut[0], cut[1], cut[2] = 4, 0, 0 // its zlib stream cut inside its data
+	for name, f := range map[string][]byte{"garbage": garbage, "long": long, "cut": cut} {
 		a, b := pair(t)
 		r := NewConn(b)
 		r.Compress(false)
@@ -152,6 +152,85 @@ func TestCompressBadFrames(t *testing.T) {
 	if _, _, err := r.ReadPacket(nil, 1<<20); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("cut frame: %v, want ErrUnexpectedEOF", err)
 	}
+}
+
+// TestCompressFrameShorterThanClaimed: a frame whose stream inflates to
+// fewer bytes than its header claims is read at the length it has, as the
+// server reads it.
+func TestCompressFrameShorterThanClaimed(t *testing.T) {
+	cmd := packet(0, []byte("\x03SELECT 1 -- a comment long enough to be worth compressing"))
+	for _, claim := range []int{len(cmd) + 1, 1<<24 - 1} {
+		f := frame(0, cmd, true)
+		f[4], f[5], f[6] = byte(claim), byte(claim>>8), byte(claim>>16)
+		a, b := pair(t)
+		r := NewConn(b)
+		r.Compress(false)
+		a.Write(f)
+		if got, _, err := r.ReadCommand(nil, 1<<20); err != nil || !bytes.Equal(got, cmd[4:]) {
+			t.Errorf("claiming %d bytes: %q, %v", claim, got, err)
+		}
+	}
+}
+
+// TestCompressCommandSequence: on the side that answers, a command that
+// begins a frame of a sequence id other than 0 is returned with that id,
+// whether the frame was read ahead or not, and the answer's frame goes
+// on from the last one written; the frames that continue a command, or that carry
+// what a command asked the client for, are not held to 0.
+func TestCompressCommandSequence(t *testing.T) {
+	a, b := pair(t)
+	server := NewConn(b)
+	server.Compress(false)
+	answerSeq := func() byte {
+		t.Helper()
+		server.WritePacket([]byte{0, 0, 0, 2, 0}, 1)
+		server.W.Flush()
+		var h [7]byte
+		if _, err := io.ReadFull(a, h[:]); err != nil {
+			t.Fatal(err)
+		}
+		io.ReadFull(a, make([]byte, PayloadLen(h[:])))
+		return h[3]
+	}
+	read := func(want string, wantSeq byte, command bool) {
+		t.Helper()
+		r := server.ReadPacket
+		if command {
+			r = server.ReadCommand
+		}
+		got, seq, err := r(nil, 1<<20)
+		if err != nil || string(got) != want || seq != wantSeq {
+			t.Fatalf("read %q, seq %d, %v; want %q, seq %d", got, seq, err, want, wantSeq)
+		}
+	}
+	// A command in two frames, 0 and 1.
+	cmdA := packet(0, append([]byte{3}, bytes.Repeat([]byte("a"), 3000)...))
+	a.Write(frame(0, cmdA[:1000], true))
+	a.Write(frame(1, cmdA[1000:], true))
+	read(string(cmdA[4:]), 0, true)
+	if s := answerSeq(); s != 2 {
+		t.Fatalf("answer in frame %d, want 2", s)
+	}
+	// What the answer asked for (a file's contents) goes on from it.
+	a.Write(frame(3, packet(2, []byte("file")), false))
+	read("file", 0, false)
+	answerSeq()
+	// A command in frame 5.
+	a.Write(frame(5, packet(0, []byte("\x03SELECT 5")), false))
+	read("\x03SELECT 5", 5, true)
+	if s := answerSeq(); s != 5 {
+		t.Fatalf("refusal in frame %d, want 5, after the answer to the file in frame 4", s)
+	}
+	// Read ahead by a watcher: a command in frame 0, then one in frame 7.
+	a.Write(frame(0, packet(0, []byte("\x03SELECT 0")), false))
+	a.Write(frame(7, packet(0, []byte("\x03SELECT 7")), false))
+	time.Sleep(50 * time.Millisecond)
+	if _, err := server.R.Peek(1); err != nil {
+		t.Fatal(err)
+	}
+	read("\x03SELECT 0", 0, true)
+	answerSeq()
+	read("\x03SELECT 7", 7, true)
 }
 
 // TestCompressAnswerFollowsWhatWasRead: on the side that answers, a
