@@ -114,6 +114,10 @@ func TestBumpDoesNotWaitWhilePending(t *testing.T) {
 	mc := startMemcached(t, testenv.MemcachedOptions{})
 	link := newSlowLink(t, mc.Addr)
 	writer := newStore(t, Options{Servers: []string{link.addr()}, Timeout: 50 * time.Millisecond, BumpWait: 5 * time.Second})
+	// The link is slow before the pending bump is added: a retry of it
+	// that came first on a fast link would land it, and leave nothing
+	// pending.
+	link.delay.Store(int64(time.Second))
 	writer.pending.add("db.other")
 	reader := newStore(t, Options{Servers: []string{mc.Addr}})
 	ctx := context.Background()
@@ -121,7 +125,6 @@ func TestBumpDoesNotWaitWhilePending(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	link.delay.Store(int64(time.Second))
 	writer.Bump(ctx, []string{"db.t"})
 	after, err := reader.SharedGen(ctx, "db.t")
 	if err != nil {
