@@ -437,6 +437,59 @@ func TestUnparsedTexts(t *testing.T) {
 	}
 }
 
+// TestChangeUserReplyOutOfOrder: a COM_CHANGE_USER that the server asks
+// to switch plugins, answered by a packet out of order, gets the server's
+// error (1156). The server then answers nothing more on the session, and
+// ends it when the client goes: through mycached the backend session
+// ends as soon as the client has the error, not at mycached's own bound
+// on the connection phase.
+func TestChangeUserReplyOutOfOrder(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	answer := func(addr string) (string, uint32) {
+		rc := dialRaw(t, addr, "root", rootPass, "", false)
+		id := rc.Conn.GetConnectionID()
+		cu := append([]byte{mysqlc.COM_CHANGE_USER}, "root\x00"...)
+		cu = append(cu, 0)                       // an empty auth response
+		cu = append(cu, 0, 45, 0)                // no database; utf8mb4
+		cu = append(cu, "client_ed25519\x00"...) // not root's plugin
+		cu = append(cu, 0)                       // no connection attributes
+		if err := rc.command(cu...); err != nil {
+			t.Fatal(err)
+		}
+		conn := rc.Conn.Conn.Conn
+		_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+		readPacket := func() []byte {
+			var h [4]byte
+			if _, err := io.ReadFull(conn, h[:]); err != nil {
+				t.Fatalf("%s: %v", addr, err)
+			}
+			b := make([]byte, int(h[0])|int(h[1])<<8|int(h[2])<<16)
+			if _, err := io.ReadFull(conn, b); err != nil {
+				t.Fatalf("%s: %v", addr, err)
+			}
+			return append(h[3:], b...)
+		}
+		if sw := readPacket(); sw[1] != 0xfe {
+			t.Fatalf("%s: %x, want an auth switch request", addr, sw)
+		}
+		// A COM_PING where the reply to the switch is due (sequence 2).
+		if _, err := conn.Write([]byte{1, 0, 0, 0, mysqlc.COM_PING}); err != nil {
+			t.Fatal(err)
+		}
+		got := hex.EncodeToString(readPacket())
+		conn.Close()
+		return got, id
+	}
+	want, _ := answer(m.Addr)
+	got, id := answer(p.addr)
+	if got != want || !strings.Contains(want, "ff8404") {
+		t.Errorf("got %s, want %s (1156)", got, want)
+	}
+	waitFor(t, 5*time.Second, "the backend session to end with the client's", func() bool { return !processExists(t, m, int64(id)) })
+}
+
 // TestFailedChangeUser: a COM_CHANGE_USER the server refuses leaves the
 // session the old user's, reset (variables, temporary tables): what the
 // session reads next is keyed by its state after the reset, not before.

@@ -545,7 +545,7 @@ func (s *Session) authExchange(first []byte, seq, delta byte) (bool, []byte, byt
 		}
 		switch {
 		case p[0] == mysql.ERR_HEADER:
-			return false, nil, 0, nil
+			return false, append([]byte(nil), p...), bseq - delta, nil
 		case p[0] == mysql.MORE_DATE_HEADER && len(p) == 2 && p[1] == 3:
 			// caching_sha2_password's fast-auth success: the server's OK
 			// follows with nothing from the client.

@@ -780,6 +780,12 @@ func (s *Session) changeUser(p []byte) error {
 		return perr // logged in as someone mycached cannot name
 	}
 	if !ok {
+		if code, _, _ := wire.ParseErr(okp); code == mysql.ER_NET_PACKETS_OUT_OF_ORDER {
+			// A reply out of order: the server answers nothing more on
+			// the session, and ends it only when the client goes. The
+			// client has the error; the session ends now.
+			return errChangeUserOutOfOrder
+		}
 		// The server refused, and the session stays the old user's, in
 		// its database, with its privileges; but the server reset it
 		// first (variables, temporary tables, user variables), as for a
@@ -806,6 +812,10 @@ func (s *Session) changeUser(p []byte) error {
 	s.Log = s.Log.With("user", h.User)
 	return nil
 }
+
+// errChangeUserOutOfOrder ends a session whose COM_CHANGE_USER the server
+// refused for a reply out of order.
+var errChangeUserOutOfOrder = errors.New("relay: COM_CHANGE_USER refused: the client's reply was out of order")
 
 // SendError sends an error packet of mycached's own making.
 func (s *Session) SendError(seq byte, code uint16, state, msg string, withState bool) {
