@@ -1972,6 +1972,32 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// ROLLBACK TO a savepoint, in every spelling, leaves the
+		// transaction open with what it wrote before the savepoint: the
+		// session reads its own write, and the COMMIT bumps it again.
+		class: "transaction", name: "rollback-to-savepoint-keeps-the-transaction", steps: 3,
+		setup: rsRows,
+		body: func(x *rsRun) {
+			for i, rb := range []string{"ROLLBACK TO s", "ROLLBACK WORK TO s", "ROLLBACK WORK TO SAVEPOINT s"} {
+				id := i + 1
+				q := rsRow(id)
+				x.step(rb, func(x *rsRun) {
+					w := x.rootVia(x.A())
+					w.write("BEGIN", fmt.Sprintf("UPDATE t SET v = v + 10 WHERE id = %d", id), "SAVEPOINT s", rb)
+					// A reader fills from the committed row under the
+					// generation the write bumped.
+					x.rootVia(x.B()).warm(q)
+					own, _ := w.read(q)
+					w.write("COMMIT")
+					x.fresh(q)
+					if _, want := x.rootVia(x.A()).read(q); own != want {
+						x.t.Errorf("%s: the writer read %s after %s, want its own write, %s", q, own, rb, want)
+					}
+				})
+			}
+		},
+	},
+	{
 		// A text of several statements that begins a transaction and
 		// writes in it leaves the transaction open: what it wrote is
 		// bumped again when the transaction ends, however it ends.

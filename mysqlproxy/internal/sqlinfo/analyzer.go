@@ -470,7 +470,7 @@ func fallback(sql string) *Info {
 		info.Kind = Commit
 	case "ROLLBACK":
 		info.Kind = Rollback
-		if ContainsFold(sql, "savepoint") {
+		if ContainsFold(sql, "savepoint") || rollsBackTo(sql) {
 			info.Kind = Savepoint
 		}
 	case "SAVEPOINT", "RELEASE":

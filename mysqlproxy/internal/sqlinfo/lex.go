@@ -100,6 +100,17 @@ func secondKeyword(sql string) string {
 	return upperKeyword(w)
 }
 
+// rollsBackTo reports a ROLLBACK [WORK] TO: to a savepoint, which leaves
+// the transaction open.
+func rollsBackTo(sql string) bool {
+	_, end := wordAt(sql, skipSpaceAndComments(sql, 0))
+	w, end := wordAt(sql, skipSpaceAndComments(sql, end))
+	if strings.EqualFold(w, "work") {
+		w, _ = wordAt(sql, skipSpaceAndComments(sql, end))
+	}
+	return strings.EqualFold(w, "to")
+}
+
 func wordAt(s string, i int) (string, int) {
 	j := i
 	for j < len(s) && isWordByte(s[j]) {

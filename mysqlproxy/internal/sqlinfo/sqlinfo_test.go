@@ -154,6 +154,12 @@ func TestAnalyze(t *testing.T) {
 		{sql: "COMMIT", kind: Commit, whyNot: "not-select"},
 		{sql: "ROLLBACK", kind: Rollback, whyNot: "not-select"},
 		{sql: "ROLLBACK TO SAVEPOINT a", kind: Savepoint, whyNot: "not-select"},
+		// The transaction stays open, whether the parse reads it or not.
+		{sql: "ROLLBACK TO a", kind: Savepoint, whyNot: "not-select"},
+		{sql: "ROLLBACK WORK TO a", kind: Savepoint, whyNot: "parse-error"},
+		{sql: "rollback /* x */ work to `a`", kind: Savepoint, whyNot: "parse-error"},
+		{sql: "ROLLBACK WORK", kind: Rollback, whyNot: "parse-error"},
+		{sql: "ROLLBACK WORK AND NO CHAIN", kind: Rollback, whyNot: "parse-error"},
 		{sql: "SAVEPOINT a", kind: Savepoint, whyNot: "not-select"},
 		{sql: "RELEASE SAVEPOINT a", kind: Savepoint, whyNot: "not-select"},
 		{sql: "XA START 'x'", kind: Begin, whyNot: "parse-error"},
