@@ -987,7 +987,9 @@ func (c *Session) transition(info *sqlinfo.Info, sql string, before uint16, resp
 	ok := !resp.Failed()
 	wasIn := before&mysql.SERVER_STATUS_IN_TRANS != 0
 	isIn := c.s.InTransaction()
-	hidden := info.ParseError || info.WhyNot == "multi-statement"
+	// The statements after the first in a text of several, which the
+	// first's kind does not tell of.
+	hidden := info.WhyNot == "multi-statement"
 	switch info.Kind {
 	case sqlinfo.Begin, sqlinfo.Commit, sqlinfo.Rollback:
 		if c.txUnknownIsolation && info.Kind != sqlinfo.Begin && c.chains(sql) {
