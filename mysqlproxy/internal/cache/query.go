@@ -1006,6 +1006,9 @@ func (c *Session) transition(info *sqlinfo.Info, sql string, before uint16, resp
 				c.beginTransaction()
 			}
 			c.txSnap = true
+			if info.Kind == sqlinfo.Begin && sqlinfo.FirstKeyword(sql) == "XA" {
+				c.xa = true
+			}
 			return
 		}
 		c.endTransaction()
