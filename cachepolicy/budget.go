@@ -142,7 +142,7 @@ func statementBytes(q *Query, w *Write) int64 {
 	var n int
 	switch {
 	case q != nil:
-		n = len(q.SQL) + len(q.Digest)
+		n = len(q.SQL) + len(q.Digest) + q.ParamsSize
 		for _, p := range q.Params {
 			switch p := p.(type) {
 			case string:

@@ -66,15 +66,21 @@ const (
 // Query is what a policy sees of a statement. The proxy reuses one Query
 // per session, so a policy must not keep it past the call.
 type Query struct {
-	SQL           string
-	Digest        string // normalized text: the statement's shape
-	Kind          string // select, show, insert, ...
-	Tables        []string
-	DB            string
-	User          string
-	ClientAddr    string
-	Prepared      bool
-	Params        []any
+	SQL        string
+	Digest     string // normalized text: the statement's shape
+	Kind       string // select, show, insert, ...
+	Tables     []string
+	DB         string
+	User       string
+	ClientAddr string
+	Prepared   bool
+	Params     []any
+	// ParamsFunc, when Params is nil, gives them the first time a script
+	// reads q.params, so that a statement whose script does not read
+	// them costs no decoding; ParamsSize is about how many bytes they
+	// hold (a call's memory allowance counts them).
+	ParamsFunc    func() []any
+	ParamsSize    int
 	InTransaction bool
 	Cacheable     bool
 	WhyNot        string

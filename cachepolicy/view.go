@@ -91,7 +91,11 @@ func (st *state) queryIndex(L *lua.LState) int {
 	case "params":
 		st.touched |= fieldParams
 		if st.params == nil {
-			st.params = st.paramList(q.Params)
+			ps := q.Params
+			if ps == nil && q.ParamsFunc != nil {
+				ps = q.ParamsFunc()
+			}
+			st.params = st.paramList(ps)
 		}
 		v = st.params
 	case "in_transaction":

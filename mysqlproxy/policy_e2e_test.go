@@ -632,6 +632,55 @@ func TestPolicyORMEntities(t *testing.T) {
 	}
 }
 
+// TestPolicyPreparedParams: a script reads an execute's parameters in
+// q.params, by type, and decides by them: the reads it caches are hits
+// on the second execute, and the others go to the server each time.
+func TestPolicyPreparedParams(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".e (id INT PRIMARY KEY, v VARCHAR(10))")
+	m.Exec(t, "INSERT INTO "+db+".e VALUES (1, 'a'), (2, 'b')")
+	script := writePolicy(t, t.TempDir(), "params.lua", `
+local mc = require("mycached")
+function cache(q, next)
+  if not q.prepared then return nil end
+  local p = q.params
+  if #p ~= 3 or p[1] ~= 1 or p[2] ~= "a" or p[3] ~= mc.null then return nil end
+  local d = next(q)
+  if d then d.admit = "always" end
+  return d
+end
+`)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Policy: []string{script}})
+	via := openDB(t, rootDSN(p.addr, db, ""))
+	c := conn(t, via)
+	const q = "SELECT v FROM e WHERE id = ? AND v = ? AND ? IS NULL"
+	for _, tc := range []struct {
+		args   []any
+		cached bool
+	}{
+		{[]any{1, "a", nil}, true},
+		{[]any{2, "a", nil}, false},
+		{[]any{1, "b", nil}, false},
+		{[]any{1, "a", 0}, false},
+	} {
+		var hit int64
+		for range 2 {
+			before := hits(t, via)
+			rows, err := c.QueryContext(context.Background(), q, tc.args...)
+			if err != nil {
+				t.Fatalf("%v: %v", tc.args, err)
+			}
+			rows.Close()
+			hit = hits(t, via) - before
+		}
+		if hit != 0 != tc.cached {
+			t.Errorf("%v: the second execute was a hit: %v, want %v", tc.args, hit != 0, tc.cached)
+		}
+	}
+}
+
 // TestPolicyFKCascade: a cascading delete changes a child table without a
 // statement naming it. With the default policy the child's cached reads
 // are stale afterwards; with fk-cascade.lua given the graph, they are not.

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 
@@ -128,7 +129,16 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		InTransaction: c.s.Status&mysql.SERVER_STATUS_IN_TRANS != 0, Cacheable: true,
 		PointLookup: deps.point, Keys: deps.keyStr,
 	}
+	if st != nil && st.Params > 0 {
+		// Decoded only if the policy reads them.
+		c.policyExec, c.policyStmt = p, st
+		if c.paramsFn == nil {
+			c.paramsFn = c.policyParams
+		}
+		q.ParamsFunc, q.ParamsSize = c.paramsFn, len(p)
+	}
 	dec, ok := e.Policy.Cache(q)
+	c.policyExec, c.policyStmt = nil, nil
 	if !ok || dec.TTL <= 0 {
 		e.Stats.bypass(whyPolicy)
 		qs.note(whyPolicy, 0)
@@ -249,6 +259,32 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		pr = &v
 	}
 	return c.fill(p, key, check, all, cur, dec, start, adm, pr)
+}
+
+// policyParams gives the policy the parameters of the execute it is
+// deciding on: nil for NULL, and for a value mycached does not read (a
+// floating-point or temporal one, or one sent in pieces); an integer as
+// an int64 (a uint64 past its range); any other value as a string.
+func (c *Session) policyParams() []any {
+	if c.policyStmt == nil {
+		return nil
+	}
+	ps := relay.ExecuteParams(c.policyStmt, c.policyExec)
+	out := make([]any, int(c.policyStmt.Params))
+	for i, p := range ps {
+		switch {
+		case p.Null || !p.OK:
+		case p.Int:
+			if n, err := strconv.ParseInt(p.Text, 10, 64); err == nil {
+				out[i] = n
+			} else if u, err := strconv.ParseUint(p.Text, 10, 64); err == nil {
+				out[i] = u
+			}
+		default:
+			out[i] = p.Text
+		}
+	}
+	return out
 }
 
 // relayRunningCode relays a read that is not served from the cache,

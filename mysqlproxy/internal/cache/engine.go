@@ -260,6 +260,11 @@ type Session struct {
 	e *Engine
 	s *relay.Session
 
+	// The execute the policy is deciding on, for q.params (policyParams).
+	policyExec []byte
+	policyStmt *relay.Stmt
+	paramsFn   func() []any
+
 	state    sessState           // what can change a read's result
 	CacheOff bool                // SET @mycached_cache = 0
 	tainted  bool                // session state changed in ways we cannot see
