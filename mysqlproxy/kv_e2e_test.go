@@ -201,6 +201,9 @@ func TestKVErrors(t *testing.T) {
 		{`INSERT "overitem" = ?`, []any{strings.Repeat("v", 1536<<10)}, "-I"},
 		{`INSERT "k" = `, nil, "syntax"},
 		{`INSERT "k" = "v" TTL soon`, nil, "TTL"},
+		// Prepared, with a value no pair holds.
+		{`INSERT "f" = ?`, []any{1.5}, "strings or integers"},
+		{`INSERT "n" = ?`, []any{nil}, "NULL"},
 	} {
 		_, err := db.Exec(c.q, c.args...)
 		if err == nil {
@@ -216,8 +219,8 @@ func TestKVErrors(t *testing.T) {
 	}
 	// Each error shows, those that did not parse too; the inserts that
 	// parsed ran, and failed.
-	if got := metricValue(t, p, errs) - errs0; got != 7 {
-		t.Errorf("%s grew by %v, want 7", errs, got)
+	if got := metricValue(t, p, errs) - errs0; got != 9 {
+		t.Errorf("%s grew by %v, want 9", errs, got)
 	}
 	if got := metricValue(t, p, inserts) - inserts0; got != 5 {
 		t.Errorf("%s grew by %v, want 5", inserts, got)

@@ -123,7 +123,7 @@ func (k *Session) noteLongData(id uint32) {
 func (k *Session) executeLocal(id uint32, st *kv.Stmt, p []byte) error {
 	if k.long[id] {
 		delete(k.long, id)
-		return k.s.WriteErr(mysql.ER_WRONG_ARGUMENTS, "HY000", "mycached: key/value parameters must be bound in the execute, not sent by COM_STMT_SEND_LONG_DATA")
+		return k.writeKVErr(mysql.ER_WRONG_ARGUMENTS, "HY000", "mycached: key/value parameters must be bound in the execute, not sent by COM_STMT_SEND_LONG_DATA")
 	}
 	// A driver sends the types with the first execute and leaves them
 	// out after, meaning the same ones.
@@ -250,6 +250,15 @@ func (k *Session) kvOptions() kv.Options {
 	return o
 }
 
+// writeKVErr answers a pseudo-query (or what was sent as one) with an
+// error of mycached's own, counted with the others.
+func (k *Session) writeKVErr(code uint16, state, msg string) error {
+	if k.srv.errs != nil {
+		k.srv.errs.Inc()
+	}
+	return k.s.WriteErr(code, state, msg)
+}
+
 func (k *Session) writeKVResult(r kv.Result, binary bool) error {
 	// A client that does not read holds its reply: what a large one holds
 	// of the fill memory, taken as its values were read, is given back
@@ -257,10 +266,7 @@ func (k *Session) writeKVResult(r kv.Result, binary bool) error {
 	defer r.Release()
 	switch {
 	case r.IsError():
-		if k.srv.errs != nil {
-			k.srv.errs.Inc()
-		}
-		return k.s.WriteErr(r.Code, r.State, r.Msg)
+		return k.writeKVErr(r.Code, r.State, r.Msg)
 	case r.IsRows:
 		return k.s.WriteRows(r.Columns, collations(r), len(r.Rows), func(row, col int) ([]byte, bool) {
 			return r.Rows[row][col], true
@@ -385,12 +391,12 @@ func (k *Session) kvExecute(st *kv.Stmt, p []byte, types []byte) error {
 	args := make([][]byte, st.Params)
 	params := wire.DecodeParams(p, st.Params, types)
 	if st.Params > 0 && params == nil {
-		return k.s.WriteErr(mysql.ER_WRONG_ARGUMENTS, "HY000", "mycached: cannot read the parameters of this execute")
+		return k.writeKVErr(mysql.ER_WRONG_ARGUMENTS, "HY000", "mycached: cannot read the parameters of this execute")
 	}
 	for i, pv := range params {
 		if !pv.Null {
 			if !pv.OK {
-				return k.s.WriteErr(mysql.ER_WRONG_ARGUMENTS, "HY000", "mycached: key/value parameters must be strings or integers")
+				return k.writeKVErr(mysql.ER_WRONG_ARGUMENTS, "HY000", "mycached: key/value parameters must be strings or integers")
 			}
 			args[i] = []byte(pv.Text)
 		}

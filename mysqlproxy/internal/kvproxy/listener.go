@@ -251,7 +251,7 @@ func (k *Session) dispatchKV(p []byte) error {
 		st, ok, err := k.parseKV(string(p[1:]))
 		switch {
 		case !ok:
-			return k.s.WriteErr(mysql.ER_NOT_SUPPORTED_YET, "42000", kvOnlyMsg)
+			return k.writeKVErr(mysql.ER_NOT_SUPPORTED_YET, "42000", kvOnlyMsg)
 		case err != nil:
 			return k.writeKVResult(kv.ErrorResult(err), false)
 		}
@@ -304,7 +304,7 @@ func (k *Session) kvOnlyQuery(sql string) error {
 	if a, ok := readVars(sql, sysVars(2*k.srv.cfg.MaxBytes+1<<16)); ok {
 		return k.writeVars(a)
 	}
-	return k.s.WriteErr(mysql.ER_NOT_SUPPORTED_YET, "42000", kvOnlyMsg)
+	return k.writeKVErr(mysql.ER_NOT_SUPPORTED_YET, "42000", kvOnlyMsg)
 }
 
 // kvSessionStatement reports whether sql is one of the few statements
