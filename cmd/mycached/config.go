@@ -348,13 +348,17 @@ func yamlScalar(n *yaml.Node) (string, error) {
 
 // check validates what each flag cannot check alone, and loads files.
 func (o *options) check() error {
-	addrs := []struct{ flag, addr string }{{"listen", o.listen}, {"backend", o.backend}, {"admin", o.admin}, {"kv-listen", o.kvListen}}
+	addrs := []struct{ flag, addr string }{{"listen", o.listen}, {"backend", o.backend}, {"admin", o.admin}, {"kv-listen", o.kvListen},
+		{"peer-listen", o.peerListen}, {"peer-advertise", o.peerAdvertise}}
 	for _, m := range o.memcached {
 		addrs = append(addrs, struct{ flag, addr string }{"memcached", m})
 	}
 	for _, a := range addrs {
-		if a.addr == "" && (a.flag == "admin" || a.flag == "kv-listen") {
-			continue // off
+		switch a.flag {
+		case "admin", "kv-listen", "peer-listen", "peer-advertise":
+			if a.addr == "" {
+				continue // off
+			}
 		}
 		if err := checkAddr(a.addr); err != nil {
 			return fmt.Errorf("--%s: %w", a.flag, err)

@@ -175,6 +175,8 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"backend bad port", []string{"--backend", "127.0.0.1:mysql"}, `"127.0.0.1:mysql"`},
 		{"memcached without port", []string{"--memcached", "127.0.0.1:11211,127.0.0.2"}, `--memcached: "127.0.0.2"`},
 		{"admin without port", []string{"--admin", "localhost"}, `--admin: "localhost"`},
+		{"peer listen without port", []string{"--memcached", "127.0.0.1:11211", "--peer-listen", "foo"}, `--peer-listen: "foo"`},
+		{"peer advertise without port", []string{"--memcached", "127.0.0.1:11211", "--peer-listen", "127.0.0.1:0", "--peer-advertise", "10.0.0.1"}, `--peer-advertise: "10.0.0.1"`},
 		{"positional", []string{"serve"}, `"serve"`},
 		{"cert without key", []string{"--tls-cert", "c.pem"}, `--tls-cert: "c.pem" needs --tls-key`},
 		{"key without cert", []string{"--tls-key", "k.pem"}, `--tls-key: "k.pem"`},

@@ -41,6 +41,9 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := run(context.Background(), opts, stderr); err != nil {
+		if policyLoadFailed(err) {
+			err = fmt.Errorf("--policy: %w", err)
+		}
 		if opts.logFormat == "json" {
 			// The log is read by a machine: the last line too.
 			newLogger(opts, stderr).Error("mycached: "+oneLine(err), "exit", exitStatus(err))

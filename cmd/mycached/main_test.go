@@ -128,7 +128,7 @@ func TestBinary(t *testing.T) {
 					t.Errorf("stdout: got %q, want nothing", out)
 				}
 				lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
-				if len(lines) != 1 || !strings.HasPrefix(lines[0], "mycached: ") || !strings.Contains(lines[0], tt.want) {
+				if len(lines) != 1 || !strings.HasPrefix(lines[0], "mycached: --policy: ") || !strings.Contains(lines[0], tt.want) {
 					t.Errorf("stderr: got %q, want one line naming %s", errOut, tt.want)
 				}
 			})
