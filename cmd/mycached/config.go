@@ -445,8 +445,16 @@ func (o *options) check() error {
 		}
 		o.peerSecret = []byte(secret)
 	}
-	if o.kvTimeout <= 0 {
-		return errors.New("--kv-timeout: must be more than 0")
+	// Each of these would otherwise fall back to its default, which is
+	// not what a 0 asks for.
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"kv-timeout", o.kvTimeout}, {"default-ttl", o.defaultTTL}, {"memcached-timeout", o.memcachedTimeout}, {"policy-timeout", o.policyTimeout},
+		{"connect-timeout", o.connectTimeout}, {"shutdown-timeout", o.shutdownTimeout}} {
+		if d.v <= 0 {
+			return fmt.Errorf("--%s: must be more than 0", d.flag)
+		}
 	}
 	if err := mysqlproxy.CheckKVPrefix(o.kvPrefix); err != nil {
 		return fmt.Errorf("--kv-prefix: %w", err)
@@ -480,6 +488,12 @@ func (o *options) check() error {
 	}
 	if o.fillMemory == 0 {
 		return errors.New("--fill-memory: must be more than 0")
+	}
+	if o.kvMaxBytes == 0 {
+		return errors.New("--kv-max-bytes: must be more than 0")
+	}
+	if o.policyMemory == 0 {
+		return errors.New("--policy-memory: must be more than 0")
 	}
 	if o.maxResultBytes == 0 {
 		return errors.New("--max-result-bytes: must be more than 0 (--passthrough caches nothing)")
