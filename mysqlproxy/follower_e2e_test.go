@@ -116,11 +116,13 @@ func (f *fleet) syncFresh(t *testing.T, qs ...string) {
 // sync waits until both followers have applied everything committed.
 func (f *fleet) sync(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// The shared server's binlog carries every parallel test's writes,
+	// which a loaded machine's followers may take a while to apply.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for _, p := range []*proxy{f.a, f.b} {
+	for i, p := range []*proxy{f.a, f.b} {
 		if err := p.srv.WaitBinlog(ctx); err != nil {
-			t.Fatalf("WaitBinlog: %v", err)
+			t.Fatalf("WaitBinlog of sidecar %c: %v\n%s", 'A'+i, err, dump(t, []*sql.DB{f.viaA, f.viaB}[i], "SHOW MYCACHED STATUS"))
 		}
 	}
 }
