@@ -3,8 +3,11 @@ package store
 import (
 	"bytes"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 func TestEntryCodecRoundTrip(t *testing.T) {
@@ -162,4 +165,40 @@ func FuzzCorruptEntry(f *testing.F) {
 			t.Fatalf("decoded a different entry %+v", got)
 		}
 	})
+}
+
+// TestAssembleChunksSizedByWhatCame: a chunk header another program wrote
+// under an entry's key may claim up to a gigabyte. Its chunks are
+// missing or small, and it is a miss that allocates no more than they
+// hold; before, each lookup of it allocated what the header claimed.
+func TestAssembleChunksSizedByWhatCame(t *testing.T) {
+	value := make([]byte, 4000)
+	for i := range value {
+		value[i] = byte(i % 251)
+	}
+	h := chunkHeader{n: 2, total: len(value), sum: xxhash.Sum64(value), nonce: 9}
+	if got := assembleChunks(h, [][]byte{value[:1500], value[1500:]}); !bytes.Equal(got, value) {
+		t.Fatalf("the chunks of a stored value assembled to %d bytes, want %d", len(got), len(value))
+	}
+	for _, c := range []struct {
+		name string
+		vals [][]byte
+		h    chunkHeader
+	}{
+		{"a chunk missing", [][]byte{value[:1500], nil}, h},
+		{"another value's chunks", [][]byte{value[:1500], value[:2500]}, h},
+		{"a gigabyte claimed", [][]byte{value}, chunkHeader{n: 1, total: 1 << 30, sum: h.sum}},
+		{"a gigabyte claimed, a chunk missing", [][]byte{nil, value}, chunkHeader{n: 2, total: 1 << 30, sum: h.sum}},
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		got := assembleChunks(c.h, c.vals)
+		runtime.ReadMemStats(&after)
+		if got != nil {
+			t.Errorf("%s: assembled %d bytes, want a miss", c.name, len(got))
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+			t.Errorf("%s: allocated %d bytes for %d that came", c.name, n, len(value))
+		}
+	}
 }

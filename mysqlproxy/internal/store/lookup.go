@@ -276,7 +276,7 @@ func alignLocal(e *Entry, deps []string, local []uint64) []uint64 {
 func (s *Store) decodeItem(ctx context.Context, key string, val []byte) (*Entry, error) {
 	if isChunkHeader(val) {
 		h, ok := decodeChunkHeader(val)
-		if !ok || h.total > maxValue {
+		if !ok || h.total > maxValue || h.n > h.total {
 			return nil, nil
 		}
 		keys := make([]string, h.n)
@@ -287,17 +287,9 @@ func (s *Store) decodeItem(ctx context.Context, key string, val []byte) (*Entry,
 		if err != nil {
 			return nil, err
 		}
-		buf := make([]byte, 0, h.total)
-		for _, v := range vals {
-			if v == nil || len(buf)+len(v) > h.total {
-				return nil, nil
-			}
-			buf = append(buf, v...)
-		}
-		if len(buf) != h.total || xxhash.Sum64(buf) != h.sum {
+		if val = assembleChunks(h, vals); val == nil {
 			return nil, nil
 		}
-		val = buf
 	}
 	e, err := decodeEntry(val, maxValue)
 	if err != nil {
@@ -305,6 +297,31 @@ func (s *Store) decodeItem(ctx context.Context, key string, val []byte) (*Entry,
 		return nil, nil
 	}
 	return e, nil
+}
+
+// assembleChunks joins the chunks of the value h describes, or returns
+// nil when one is missing or they are not that value. The buffer is
+// sized by the chunks that came, never by what the header claims: a
+// header that another program wrote may claim a gigabyte.
+func assembleChunks(h chunkHeader, vals [][]byte) []byte {
+	n := 0
+	for _, v := range vals {
+		if v == nil {
+			return nil
+		}
+		n += len(v)
+	}
+	if n != h.total {
+		return nil
+	}
+	buf := make([]byte, 0, n)
+	for _, v := range vals {
+		buf = append(buf, v...)
+	}
+	if xxhash.Sum64(buf) != h.sum {
+		return nil
+	}
+	return buf
 }
 
 // chunkKey names chunk i of a value stored under key. The nonce is fresh
