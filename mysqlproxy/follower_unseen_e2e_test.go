@@ -307,6 +307,41 @@ func TestFollowerResetMasterNumberedPast(t *testing.T) {
 	f.syncFresh(t, reads...)
 }
 
+// TestFollowerResetMasterToSamePosition: RESET MASTER, then as many
+// transactions as the followers had applied since the last one. The
+// server is back at the position the followers hold, and its new binlog
+// holds it at the same offset of a file of the same name: neither the
+// position nor the file tells that the followers' streams read a binlog
+// that is gone. The server's count of RESET statements does.
+func TestFollowerResetMasterToSamePosition(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, f.direct, "INSERT INTO t VALUES (1, 0), (2, 0)")
+	const k = 3
+	w := conn(t, f.direct)
+	execOn(t, w, "RESET MASTER")
+	for range k {
+		execOn(t, w, "UPDATE t SET v = v + 1 WHERE id = 2")
+	}
+	f.sync(t)
+	reads := []string{"SELECT v FROM t WHERE id = 1", "SELECT v FROM t WHERE id = 2"}
+	f.warmAll(t, reads...)
+	old := m.QueryString(t, "SELECT @@gtid_binlog_pos")
+	execOn(t, w, "RESET MASTER")
+	for range k {
+		execOn(t, w, "UPDATE t SET v = v + 1 WHERE id = 1")
+	}
+	t.Logf("position %s before RESET MASTER, %s after", old, m.QueryString(t, "SELECT @@gtid_binlog_pos"))
+	time.Sleep(500 * time.Millisecond) // a few polls
+	f.syncFresh(t, reads...)
+	// Later writes are seen one by one again.
+	f.warmAll(t, reads...)
+	execOn(t, w, "UPDATE t SET v = 30 WHERE id = 2")
+	f.syncFresh(t, reads...)
+}
+
 // binlogSeq returns the server's binlog position and its sequence number
 // (of its one domain).
 func binlogSeq(t *testing.T, m *testenv.MariaDB) (string, int) {

@@ -181,6 +181,11 @@ type Follower struct {
 	// check; only the tick goroutine uses them.
 	stallCheck time.Time
 	stallWait  time.Duration
+	// resets is the server's count of RESET statements at the last poll
+	// that read it, and resetsRead says one did; only the tick goroutine
+	// uses them.
+	resets     uint64
+	resetsRead bool
 
 	// settle is how long after its commit event a transaction is bumped
 	// again (Options.Settle); settleFromServer says it follows the
@@ -748,8 +753,11 @@ func (f *Follower) pollServer() {
 	before, resetting := seqs(f.applied), f.resetTo != nil
 	f.mu.Unlock()
 	ctx, cancel := context.WithTimeout(f.ctx, max(f.opts.Poll, time.Second))
+	defer cancel()
+	// The count of RESET statements is read before the position: a
+	// position read after a RESET MASTER is the new binlog's.
+	resets, rerr := f.opts.Meta.Resets(ctx)
 	pos, globals, err := f.opts.Meta.BinlogPosAndGlobals(ctx)
-	cancel()
 	if err != nil {
 		return
 	}
@@ -758,7 +766,21 @@ func (f *Follower) pollServer() {
 	if err != nil {
 		return
 	}
-	if !resetting && wentBack(before, p) {
+	reset := rerr == nil && f.resetsRead && resets != f.resets
+	if rerr == nil {
+		f.resets, f.resetsRead = resets, true
+	}
+	switch {
+	case reset:
+		// RESET MASTER, followed by as many transactions as the
+		// follower had applied, leaves the server at the very position
+		// the follower holds, and the new binlog may hold that position
+		// at the same offset of a file of the same name: nothing else
+		// tells that the stream reads a binlog that is gone. RESET
+		// QUERY CACHE and RESET SLAVE count too; they cost a global
+		// bump.
+		f.serverWentBack(pos, "the server ran RESET (RESET MASTER, or another RESET statement): its binlog may have been replaced; following on from "+pos)
+	case !resetting && wentBack(before, p):
 		f.serverWentBack(pos, "the server's binlog position went back to "+pos+" (RESET MASTER, or another server at its address)")
 	}
 	f.mu.Lock()

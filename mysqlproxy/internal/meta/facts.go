@@ -264,6 +264,20 @@ func (m *Meta) BinlogPos(ctx context.Context) (string, error) {
 	return pos, err
 }
 
+// Resets returns how many RESET statements the server has run since it
+// started (Com_reset): RESET MASTER among them, which replaces the binlog
+// and numbers transactions from the start again.
+func (m *Meta) Resets(ctx context.Context) (uint64, error) {
+	rows, err := m.query(ctx, "SHOW GLOBAL STATUS LIKE 'Com\\_reset'")
+	if err != nil {
+		return 0, err
+	}
+	if len(rows) != 1 {
+		return 0, fmt.Errorf("meta: the server has no Com_reset")
+	}
+	return strconv.ParseUint(rows[0]["value"], 10, 64)
+}
+
 // BinlogPosAt returns the GTID position the server's binlog holds at an
 // offset of one of its files (BINLOG_GTID_POS), or false when the server
 // has no such file, or no event begins at that offset.
