@@ -1681,11 +1681,20 @@ var rsCases = []rsCase{
 		setup: append([]string{"CREATE PROCEDURE pw() DO CAST('9z' AS SIGNED)"}, rsRows...),
 		body: func(x *rsRun) {
 			s := x.rootVia(x.B())
-			for _, code := range []string{"CALL pw()", "EXECUTE IMMEDIATE 'DO CAST(''3z'' AS SIGNED)'", "SET @x = CAST('4z' AS SIGNED)", "SELECT 1; DO CAST('5z' AS SIGNED)"} {
-				for _, diag := range []string{"SELECT FOUND_ROWS()", "SHOW WARNINGS", "SELECT @@warning_count", "SELECT ROW_COUNT()"} {
-					s.sameIn("text", "SELECT SQL_NO_CACHE id FROM t")
-					s.exec(code)
-					s.same(diag)
+			for _, code := range []string{"CALL pw()", "EXECUTE IMMEDIATE 'DO CAST(''3z'' AS SIGNED)'", "SET @x = CAST('4z' AS SIGNED)", "SELECT 1; DO CAST('5z' AS SIGNED)",
+				// Not parsed by mycached: it may have run anything.
+				"SELECT CAST('6z' AS INT)"} {
+				// A read of no table between leaves the warnings, which
+				// mycached's reading of the session's state would clear.
+				for _, between := range [][]string{nil, {"SELECT 1"}, {"SELECT 1", "SELECT 'q'"}} {
+					for _, diag := range []string{"SELECT FOUND_ROWS()", "SHOW WARNINGS", "SELECT @@warning_count", "SELECT ROW_COUNT()"} {
+						s.sameIn("text", "SELECT SQL_NO_CACHE id FROM t")
+						s.exec(code)
+						for _, b := range between {
+							s.same(b)
+						}
+						s.same(diag)
+					}
 				}
 			}
 		},
@@ -1705,6 +1714,61 @@ var rsCases = []rsCase{
 				s.exec(mid)
 				s.same("SELECT ROW_COUNT(), FOUND_ROWS()")
 			}
+		},
+	},
+	{
+		// A hit, then a statement that may set FOUND_ROWS() or leave it
+		// as the hit's: which do is the server's business (a subquery
+		// of a table sets it, a constant one does not; SHOW TABLES sets
+		// it, SHOW CREATE TABLE does not), and a read of it gets what it
+		// gets directly.
+		class: "session", name: "found-rows-after-a-hit-and-another-statement",
+		setup: rsRows,
+		body: func(x *rsRun) {
+			s := x.rootVia(x.A())
+			q := "SELECT id FROM t WHERE id < 5"
+			s.warm(q)
+			for _, mid := range [][]string{
+				{"PREPARE q2 FROM 'SELECT 1'"}, {"DEALLOCATE PREPARE nosuch"}, {"FLUSH STATUS"}, {"ANALYZE TABLE u"}, {"CHECK TABLE u"},
+				{"CHECKSUM TABLE u"}, {"HELP 'select'"}, {"LOCK TABLES u READ", "UNLOCK TABLES"}, {"UNLOCK TABLES"},
+				{"SET @a = (SELECT COUNT(*) FROM t)"}, {"SET @b := (SELECT 1) + 1"}, {"DO (SELECT COUNT(*) FROM t)"},
+				{"INSERT IGNORE INTO u SELECT 1"}, {"INSERT IGNORE INTO u VALUES ((SELECT 1))"},
+				{"UPDATE u JOIN t ON u.id = t.id SET u.id = u.id"}, {"UPDATE u SET id = id WHERE id IN (SELECT id FROM t WHERE id = 1)"},
+				{"DELETE u FROM u JOIN t ON u.id = t.id WHERE t.id = 0"}, {"UPDATE u SET id = id WHERE id = 1"},
+				{"SHOW TABLES"}, {"SHOW CREATE TABLE t"}, {"SHOW GRANTS"}, {"SHOW COUNT(*) WARNINGS"}, {"DESCRIBE t"},
+				{"EXPLAIN SELECT * FROM t"}, {"ANALYZE SELECT * FROM u"}, {"SELECT nosuch FROM t"},
+				{"CREATE TEMPORARY TABLE tt SELECT * FROM t", "DROP TEMPORARY TABLE tt"},
+			} {
+				s.same(q)
+				for _, m := range mid {
+					s.exec(m)
+				}
+				s.same("SELECT ROW_COUNT(), FOUND_ROWS()")
+			}
+		},
+	},
+	{
+		// A view may read what the session's last statement left, which
+		// after a hit are the hit's to make.
+		class: "session", name: "diagnostics-read-by-a-view-after-a-hit",
+		setup: append([]string{
+			"CREATE VIEW v_fr AS SELECT FOUND_ROWS() AS fr", "CREATE VIEW v_rc AS SELECT ROW_COUNT() AS rc",
+			"CREATE VIEW v_nest AS SELECT fr FROM v_fr",
+		}, rsRows...),
+		body: func(x *rsRun) {
+			q := "SELECT id FROM t WHERE id < 5"
+			s := x.rootVia(x.B())
+			s.warm(q)
+			for _, read := range []string{"SELECT fr FROM v_fr", "SELECT * FROM (SELECT * FROM v_fr) x", "SELECT t.id, fr FROM t JOIN v_fr WHERE t.id = 1",
+				"SELECT (SELECT rc FROM v_rc)", "SELECT fr FROM v_nest"} {
+				s.sameIn("text", "SELECT CAST('1x' AS SIGNED) FROM seq_1_to_3")
+				s.exec("UPDATE u SET id = id WHERE id = 1")
+				s.same(q)
+				s.same(read)
+			}
+			s.same(q)
+			s.exec("SET @x = (SELECT fr FROM v_fr)")
+			s.same("SELECT @x")
 		},
 	},
 	{

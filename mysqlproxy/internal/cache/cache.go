@@ -81,12 +81,20 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		// Nothing is answered on a session the server has closed.
 		return relay.ErrBackendGone
 	}
+	qs := e.Queries.stat(info.Digest)
 	if !c.s.NoSchema() {
+		if c.keepsConds(info) {
+			// Reading the state would clear the warnings the read
+			// leaves for SHOW WARNINGS: it is relayed, and the state
+			// is read before a later one.
+			e.Stats.bypass(whyTainted)
+			qs.note(whyTainted, 0)
+			return c.relayRunningCode(p, info, sql)
+		}
 		if err := c.s.RefreshIdentity(); err != nil {
 			return err
 		}
 	}
-	qs := e.Queries.stat(info.Digest)
 	if why := c.bypassReason(info, st, p); why != "" {
 		e.Stats.bypass(why)
 		qs.note(why, 0)
@@ -293,6 +301,13 @@ func (c *Session) policyParams() []any {
 // (see executeParams).
 func (c *Session) relayRunningCode(p []byte, info *sqlinfo.Info, sql string) error {
 	if !c.runsCode(info) {
+		if c.lastHit != nil && c.viewsReadDiagnostics(info) {
+			// A view it reads reads the diagnostics, which are the
+			// hit's.
+			if err := c.rerunLastHit(); err != nil {
+				return err
+			}
+		}
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	if c.lastHit != nil {
@@ -703,6 +718,14 @@ func (c *Session) replay(payload, p []byte) error {
 	}
 	c.s.Last = relay.Response{Kind: relay.RespResultSet, Status: c.s.Status, Results: 1, Bytes: int64(len(raw))}
 	return c.s.Flush()
+}
+
+// keepsConds reports a read of no table, which leaves the diagnostics
+// as they are, on a session whose diagnostics may hold an earlier
+// statement's warnings and whose state is to be read again: the reading
+// would clear them.
+func (c *Session) keepsConds(info *sqlinfo.Info) bool {
+	return c.s.CondsHeld && c.s.RefreshPending() && len(info.Reads) == 0
 }
 
 // bypassReason says why a cacheable read must not use the cache on this

@@ -56,7 +56,8 @@ func (c *Session) Query(p []byte, sql string) error {
 			return err
 		}
 	}
-	if c.lastHit != nil && (c.hitDiag&diagnosticsRead(sql) != 0 || execDiag || runsHiddenStatements(info, sql) || info.CallsRoutine) {
+	if c.lastHit != nil && (c.hitDiag&diagnosticsRead(sql) != 0 || execDiag || runsHiddenStatements(info, sql) || info.CallsRoutine ||
+		c.foundRowsUnsure(info, sql) || c.viewsReadDiagnostics(info)) {
 		if err := c.rerunLastHit(); err != nil {
 			return err
 		}
@@ -229,29 +230,31 @@ var diagnosticWords = []struct {
 // statement left as they were is still the hit's to make, should a later
 // statement read it.
 func (c *Session) ranSinceHit(info *sqlinfo.Info, sql string, resp *relay.Response) {
+	if (len(info.Reads) > 0 || len(info.Writes) > 0) && !resp.Failed() && resp.Warnings == 0 {
+		// It opened a table, which cleared the diagnostics.
+		c.s.CondsHeld = false
+	}
 	if c.lastHit == nil {
 		return
 	}
 	hidden := runsHiddenStatements(info, sql) || c.runsCode(info)
 	c.hitDiag &^= diagRowCount
 	c.zeroedRowCount = resp.Kind == relay.RespOK && resp.Results <= 1 && resp.Affected == 0 && !hidden
-	switch info.Kind {
-	case sqlinfo.Set, sqlinfo.Insert, sqlinfo.Update, sqlinfo.Delete, sqlinfo.Replace,
-		sqlinfo.DDL, sqlinfo.Begin, sqlinfo.Commit, sqlinfo.Rollback, sqlinfo.Savepoint, sqlinfo.LoadData:
-	case sqlinfo.Use:
+	switch {
+	case info.Kind == sqlinfo.Use:
 		// USE leaves FOUND_ROWS() as it was: the hit's, to be made
 		// again by a statement of as many rows; or the hit ran before
 		// it.
 		if c.hitFound < 0 {
 			c.hitDiag &^= diagFoundRows
 		}
+	case foundRowsAfter(info, sql) == foundRowsKept:
+	case info.Kind == sqlinfo.Select && resp.Kind == relay.RespErr:
+		// A read the server refused leaves FOUND_ROWS() alone.
 	default:
-		refused := (info.Kind == sqlinfo.Select || info.Kind == sqlinfo.Show) && resp.Kind == relay.RespErr
-		if (info.Kind != sqlinfo.Other || sqlinfo.FirstKeyword(sql) != "DO") && !refused && !showsDiagnostics(info, sql) {
-			// A read the server refused leaves FOUND_ROWS() alone; so
-			// do SHOW WARNINGS and SHOW ERRORS.
-			c.hitDiag &^= diagFoundRows
-		}
+		// A SELECT set it; any other statement that may have was
+		// preceded by the hit's rerun (see foundRowsUnsure).
+		c.hitDiag &^= diagFoundRows
 	}
 	if hidden || info.Kind == sqlinfo.Use || resp.Failed() || resp.Warnings > 0 || len(info.Reads) > 0 || len(info.Writes) > 0 {
 		c.hitDiag &^= diagWarnings
@@ -264,17 +267,85 @@ func (c *Session) ranSinceHit(info *sqlinfo.Info, sql string, resp *relay.Respon
 	}
 }
 
-// showsDiagnostics reports SHOW WARNINGS and SHOW ERRORS, which leave
-// FOUND_ROWS() as it was (their COUNT(*) forms set it, to 1).
-func showsDiagnostics(info *sqlinfo.Info, sql string) bool {
-	if info.Kind != sqlinfo.Show {
-		return false
+// What a statement the server runs does to FOUND_ROWS().
+type foundRowsEffect int
+
+const (
+	foundRowsUnsure foundRowsEffect = iota // may set it or leave it
+	foundRowsKept                          // surely leaves it
+	foundRowsSet                           // surely sets it
+)
+
+// foundRowsAfter says what a statement does to FOUND_ROWS(). Whatever
+// runs a SELECT of a table sets it: a SELECT, a subquery in SET, DO,
+// INSERT or DDL, a multi-table UPDATE or DELETE, the SHOW statements that
+// read information_schema, DESCRIBE. Which do is the server's business,
+// and not the same for every subquery (a constant one leaves it): what
+// is not known for sure is unsure.
+func foundRowsAfter(info *sqlinfo.Info, sql string) foundRowsEffect {
+	kept := func(b bool) foundRowsEffect {
+		if b {
+			return foundRowsKept
+		}
+		return foundRowsUnsure
 	}
-	switch sqlinfo.SecondKeyword(sql) {
-	case "WARNINGS", "ERRORS":
-		return true
+	selects := sqlinfo.ContainsFold(sql, "select")
+	switch info.Kind {
+	case sqlinfo.Select:
+		return foundRowsSet
+	case sqlinfo.Begin, sqlinfo.Commit, sqlinfo.Rollback, sqlinfo.Savepoint, sqlinfo.LoadData:
+		return foundRowsKept
+	case sqlinfo.Set, sqlinfo.Insert, sqlinfo.Replace, sqlinfo.DDL:
+		return kept(!selects)
+	case sqlinfo.Update, sqlinfo.Delete:
+		return kept(!selects && !sqlinfo.ContainsFold(sql, "join") && len(info.Reads) <= 1 && len(info.Writes) <= 1 &&
+			(len(info.Reads) == 0 || len(info.Writes) == 0 || info.Reads[0] == info.Writes[0]))
+	case sqlinfo.Call, sqlinfo.Use:
+		return foundRowsUnsure
 	}
-	return false
+	second := sqlinfo.SecondKeyword(sql)
+	switch sqlinfo.FirstKeyword(sql) {
+	case "SHOW":
+		switch second {
+		case "WARNINGS", "ERRORS", "GRANTS", "CREATE", "PROCESSLIST", "MASTER", "BINARY", "SLAVE", "REPLICA",
+			"PROFILES", "PRIVILEGES", "ENGINE", "EXPLAIN":
+			return foundRowsKept
+		case "TABLES", "VARIABLES", "STATUS", "SESSION", "GLOBAL", "INDEX", "INDEXES", "KEYS", "DATABASES", "SCHEMAS",
+			"COLUMNS", "FIELDS", "TABLE", "ENGINES", "OPEN", "TRIGGERS", "PROCEDURE", "FUNCTION", "CHARACTER",
+			"COLLATION", "PLUGINS", "EVENTS", "COUNT":
+			// Reads of information_schema.
+			return foundRowsSet
+		}
+	case "DO":
+		return kept(!selects)
+	case "ANALYZE":
+		// ANALYZE SELECT runs the SELECT; ANALYZE TABLE does not.
+		switch second {
+		case "TABLE", "TABLES", "LOCAL", "NO_WRITE_TO_BINLOG":
+			return foundRowsKept
+		}
+	case "EXPLAIN", "DESC", "DESCRIBE":
+		// The plan of a statement; of a table, its columns (SHOW
+		// COLUMNS).
+		switch second {
+		case "SELECT", "UPDATE", "DELETE", "INSERT", "REPLACE", "FORMAT", "EXTENDED", "PARTITIONS":
+			return foundRowsKept
+		}
+	case "PREPARE":
+		return foundRowsKept
+	case "DEALLOCATE", "DROP", "FLUSH", "CHECK", "CHECKSUM", "OPTIMIZE", "REPAIR", "HELP", "LOCK", "UNLOCK",
+		"XA", "KILL", "RESET", "CACHE", "LOAD", "SIGNAL", "RESIGNAL", "GRANT", "REVOKE", "TRUNCATE", "RENAME",
+		"HANDLER", "GET":
+		return kept(!selects)
+	}
+	return foundRowsUnsure
+}
+
+// foundRowsUnsure reports a statement that may set FOUND_ROWS() or
+// leave it, after a hit whose count it still is: the hit is run again
+// before it, so that the server leaves what it would have.
+func (c *Session) foundRowsUnsure(info *sqlinfo.Info, sql string) bool {
+	return c.hitDiag&diagFoundRows != 0 && info.Kind != sqlinfo.Use && foundRowsAfter(info, sql) == foundRowsUnsure
 }
 
 // rerunLastHit runs the read last answered from the cache on the backend,
@@ -324,7 +395,7 @@ func (c *Session) Prepare(p []byte) (*relay.Stmt, error) {
 		// changes the diagnostics, which a statement that is not cached,
 		// such as SHOW WARNINGS or SELECT FOUND_ROWS(), may read: it is
 		// prepared as it comes, and keeps no key.
-		if info := c.e.Analyzer.AnalyzeIn(string(p[1:]), c.dialect()); info.Kind == sqlinfo.Select && info.Cacheable {
+		if info := c.e.Analyzer.AnalyzeIn(string(p[1:]), c.dialect()); info.Kind == sqlinfo.Select && info.Cacheable && !c.keepsConds(info) {
 			if err := c.s.RefreshIdentity(); err != nil {
 				return nil, err
 			}
@@ -361,7 +432,8 @@ func (c *Session) Execute(p []byte, st *relay.Stmt) error {
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	p = relay.WithTypes(st, p)
-	if c.lastHit != nil && (c.hitDiag&note.diag != 0 || runsHiddenStatements(info, st.SQL) || info.CallsRoutine) {
+	if c.lastHit != nil && (c.hitDiag&note.diag != 0 || runsHiddenStatements(info, st.SQL) || info.CallsRoutine ||
+		c.foundRowsUnsure(info, st.SQL) || c.viewsReadDiagnostics(info)) {
 		if err := c.rerunLastHit(); err != nil {
 			return err
 		}
@@ -1439,6 +1511,13 @@ func (c *Session) hiddenCodeRan() {
 // function.
 func (c *Session) viewsRunCode(info *sqlinfo.Info) bool {
 	return c.e.meta() != nil && len(info.Reads) > 0 && c.e.deps(info, c.db).runsCode
+}
+
+// viewsReadDiagnostics reports a statement that reads a view whose
+// definition reads what the session's last statement left: FOUND_ROWS(),
+// ROW_COUNT(), the warnings.
+func (c *Session) viewsReadDiagnostics(info *sqlinfo.Info) bool {
+	return c.e.meta() != nil && len(info.Reads) > 0 && c.e.deps(info, c.db).readsDiag
 }
 
 // runsCode reports whether a statement ran stored code that its text

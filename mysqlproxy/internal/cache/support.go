@@ -30,6 +30,9 @@ type readDeps struct {
 	why string
 	// runsCode says a view it reads calls a stored function.
 	runsCode bool
+	// readsDiag says a view it reads reads FOUND_ROWS(), ROW_COUNT() or
+	// the warnings.
+	readsDiag bool
 	// dated says it may take the current date (sqlinfo.Info.Dated,
 	// meta.Table.Dated).
 	dated bool
@@ -123,6 +126,9 @@ func (e *Engine) deps(info *sqlinfo.Info, db string) *readDeps {
 		}
 		if err == nil && m.RunsCode && m.Kind != meta.Base {
 			d.runsCode = true
+		}
+		if err == nil && m.ReadsDiagnostics {
+			d.readsDiag = true
 		}
 		if err == nil && m.Dated {
 			d.dated = true

@@ -61,7 +61,11 @@ type Table struct {
 	// which may change the session unseen: a table with triggers, a view
 	// that calls a stored function.
 	RunsCode bool
-	parents  []string // tables whose row changes change this one's rows (foreign keys)
+	// ReadsDiagnostics says that it is a view that reads what the
+	// session's last statement left (FOUND_ROWS(), ROW_COUNT()), itself
+	// or through a view it reads.
+	ReadsDiagnostics bool
+	parents          []string // tables whose row changes change this one's rows (foreign keys)
 }
 
 // IntKey reports whether every column of the primary key is an integer.
@@ -892,6 +896,7 @@ func (m *Meta) learnView(ctx context.Context, t *Table, qname string, depth int)
 	}
 	t.RunsCode = info.CallsRoutine
 	t.Dated = info.Dated
+	t.ReadsDiagnostics = readsDiagnostics(def)
 	for _, r := range sqlinfo.Qualify(info.Reads, t.DB) {
 		t.Also = appendUniq(t.Also, m.namer.Table(r.DB, r.Name))
 		base, err := m.table(ctx, r.DB, r.Name, depth+1)
@@ -902,6 +907,7 @@ func (m *Meta) learnView(ctx context.Context, t *Table, qname string, depth int)
 			why = base.Uncacheable
 		}
 		t.RunsCode = t.RunsCode || base.RunsCode && base.Kind != Base
+		t.ReadsDiagnostics = t.ReadsDiagnostics || base.ReadsDiagnostics
 		t.Dated = t.Dated || base.Dated
 		for _, a := range base.Also {
 			t.Also = appendUniq(t.Also, a)
@@ -909,6 +915,18 @@ func (m *Meta) learnView(ctx context.Context, t *Table, qname string, depth int)
 	}
 	t.Uncacheable = why
 	return nil
+}
+
+// readsDiagnostics reports a view definition that names what a
+// session's last statement leaves: FOUND_ROWS(), ROW_COUNT(). (A view
+// cannot read @@warning_count.)
+func readsDiagnostics(def string) bool {
+	for _, w := range []string{"found_rows", "row_count"} {
+		if sqlinfo.ContainsFold(def, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkOptionRe finds the check option that may end a view's definition.

@@ -159,6 +159,13 @@ type Session struct {
 	// "the state changed"): their values are read again before the next
 	// read that the cache may answer.
 	StaleVars []string
+	// CondsHeld says the server's diagnostics area may hold the warnings
+	// or errors of an earlier statement: one reported some, and no
+	// statement that opens a table ran since (the cache package clears
+	// it). A statement that opens no table (SELECT 1, DO) leaves them for
+	// SHOW WARNINGS; so mycached's own reads of the session's state must
+	// wait.
+	CondsHeld bool
 	// slow is long_query_time as of VarsGen+1 = gen (QueryWasSlow).
 	slow struct {
 		gen   uint64
@@ -752,7 +759,14 @@ func (s *Session) RelayMode(p []byte, mode RespMode) error {
 func (s *Session) Done(r *Relayer) {
 	s.ErrSeq = r.LastSeq + 1
 	s.Last = r.Resp
+	if r.Resp.Warnings > 0 || r.Resp.Failed() {
+		s.CondsHeld = true
+	}
 }
+
+// RefreshPending reports whether the session's state is to be read
+// again (RefreshIdentity) before a read that the cache may answer.
+func (s *Session) RefreshPending() bool { return len(s.StaleVars) > 0 || s.IdentityStale }
 
 // relayRaw forwards a command whose response is one packet of no fixed
 // shape (COM_STATISTICS).
