@@ -78,9 +78,55 @@ type binlogAt struct {
 
 func (a binlogAt) String() string { return a.file + ":" + strconv.FormatUint(uint64(a.end), 10) }
 
-// parseSaved splits a saved position into the GTID position and, when it
+// resetMark is the server's count of RESET statements (Com_reset) and
+// when the server started, to the second: the count of one run.
+type resetMark struct {
+	n       uint64
+	started int64 // Unix seconds
+}
+
+func (m resetMark) String() string {
+	return strconv.FormatUint(m.n, 10) + " since " + strconv.FormatInt(m.started, 10)
+}
+
+// sameRun reports whether two marks were read from the same run of the
+// server: its start, read as the time less its uptime, may differ by a
+// second or two.
+func (m resetMark) sameRun(o resetMark) bool {
+	return max(m.started-o.started, o.started-m.started) <= 2
+}
+
+// parseMark parses a resetMark's String, or returns nil.
+func parseMark(s string) *resetMark {
+	n, since, ok := strings.Cut(s, " since ")
+	if !ok {
+		return nil
+	}
+	c, err1 := strconv.ParseUint(n, 10, 64)
+	t, err2 := strconv.ParseInt(since, 10, 64)
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	return &resetMark{n: c, started: t}
+}
+
+// markEvery is how often a poll reads the count of RESET statements:
+// SHOW GLOBAL STATUS sums the counters of every session on the server.
+const markEvery = time.Second
+
+// parseSaved splits a saved position into the GTID position, where in
+// the binlog that position lies, and the server's count of RESET
+// statements, when they were saved.
+func parseSaved(saved string) (string, binlogAt, *resetMark) {
+	saved, m, _ := strings.Cut(saved, " resets ")
+	mark := parseMark(m)
+	pos, at := parsePlace(saved)
+	return pos, at, mark
+}
+
+// parsePlace splits a saved position into the GTID position and, when it
 // was saved, where in the binlog that position lies.
-func parseSaved(saved string) (string, binlogAt) {
+func parsePlace(saved string) (string, binlogAt) {
 	pos, place, ok := strings.Cut(saved, " at ")
 	if !ok {
 		return saved, binlogAt{}
@@ -181,11 +227,14 @@ type Follower struct {
 	// check; only the tick goroutine uses them.
 	stallCheck time.Time
 	stallWait  time.Duration
-	// resets is the server's count of RESET statements at the last poll
-	// that read it, and resetsRead says one did; only the tick goroutine
-	// uses them.
-	resets     uint64
-	resetsRead bool
+	// mark is the server's count of RESET statements as last read (by a
+	// poll, or from the saved position), and markRead when a poll last
+	// read it (only the tick goroutine uses that).
+	mark     atomic.Pointer[resetMark]
+	markRead time.Time
+	// verifyMark is the mark saved with the position, to be checked
+	// with verify; only the run goroutine uses it.
+	verifyMark *resetMark
 
 	// settle is how long after its commit event a transaction is bumped
 	// again (Options.Settle); settleFromServer says it follows the
@@ -242,11 +291,11 @@ func Start(opts Options) (*Follower, error) {
 		if err != nil {
 			f.log.Warn("binlog: saved position unreadable; starting from the server's", "err", err)
 		}
-		pos, f.verify = parseSaved(p)
+		pos, f.verify, f.verifyMark = parseSaved(p)
 		if _, err := mysql.ParseMariadbGTIDSet(pos); err != nil {
 			// A position that cannot be read is lost, as a missing one.
 			f.log.Warn("binlog: saved position unreadable; starting from the server's", "saved", p, "err", err)
-			pos, f.verify = "", binlogAt{}
+			pos, f.verify, f.verifyMark = "", binlogAt{}, nil
 		}
 	}
 	if pos == "" {
@@ -492,6 +541,26 @@ func (f *Follower) followFromServer(why string) {
 // place; a position saved without its place (a follower that started
 // from the server's) is not checked.
 func (f *Follower) checkSaved() error {
+	if saved := f.verifyMark; saved != nil {
+		// RESET MASTER, then as many transactions as there were, leaves
+		// the server at the saved position, and may leave it at the
+		// same place in a binlog file of the same name: the count of
+		// RESET statements tells, unless the server restarted since.
+		n, started, err := f.opts.Meta.Resets(f.ctx)
+		if err != nil {
+			return fmt.Errorf("binlog: checking the saved position: %w", err)
+		}
+		f.verifyMark = nil
+		cur := resetMark{n: n, started: started}
+		f.mark.Store(&cur)
+		if cur.sameRun(*saved) && cur.n != saved.n {
+			f.verify = binlogAt{}
+			f.log.Warn("binlog: the server ran RESET since the position was saved (RESET MASTER, or another RESET statement)",
+				"saved", saved.String(), "now", cur.String())
+			f.followFromServer("the server ran RESET since the position was saved")
+			return nil
+		}
+	}
 	at := f.verify
 	if at.file == "" {
 		return nil
@@ -756,7 +825,15 @@ func (f *Follower) pollServer() {
 	defer cancel()
 	// The count of RESET statements is read before the position: a
 	// position read after a RESET MASTER is the new binlog's.
-	resets, rerr := f.opts.Meta.Resets(ctx)
+	reset := false
+	if at.Sub(f.markRead) >= markEvery {
+		f.markRead = at
+		if n, started, err := f.opts.Meta.Resets(ctx); err == nil {
+			cur := resetMark{n: n, started: started}
+			prev := f.mark.Swap(&cur)
+			reset = prev != nil && prev.sameRun(cur) && prev.n != cur.n
+		}
+	}
 	pos, globals, err := f.opts.Meta.BinlogPosAndGlobals(ctx)
 	if err != nil {
 		return
@@ -765,10 +842,6 @@ func (f *Follower) pollServer() {
 	p, err := parsePos(pos)
 	if err != nil {
 		return
-	}
-	reset := rerr == nil && f.resetsRead && resets != f.resets
-	if rerr == nil {
-		f.resets, f.resetsRead = resets, true
 	}
 	switch {
 	case reset:
@@ -963,11 +1036,19 @@ func (f *Follower) save() {
 		return
 	}
 	f.mu.Lock()
+	if f.resetTo != nil {
+		// Between binlogs: saved once the follower follows the new one.
+		f.mu.Unlock()
+		return
+	}
 	pos := f.applied.String()
 	if f.at.file != "" {
 		pos += " at " + f.at.String()
 	}
 	f.mu.Unlock()
+	if m := f.mark.Load(); m != nil {
+		pos += " resets " + m.String()
+	}
 	if err := f.opts.State.Save(pos); err != nil {
 		f.log.Warn("binlog: saving the position failed", "err", err)
 	}

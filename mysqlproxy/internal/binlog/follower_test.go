@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -364,23 +365,34 @@ func TestSavedPosition(t *testing.T) {
 	for _, tc := range []struct {
 		saved, pos string
 		at         binlogAt
+		mark       *resetMark
 	}{
-		{"0-1-5", "0-1-5", binlogAt{}},
-		{"0-1-5,1-2-9 at bin.000003:1151", "0-1-5,1-2-9", binlogAt{"bin.000003", 1151}},
-		{"0-1-5 at my:bin.000001:4", "0-1-5", binlogAt{"my:bin.000001", 4}},
-		{"0-1-5 at bin.000001", "0-1-5", binlogAt{}},
-		{"0-1-5 at bin.000001:x", "0-1-5", binlogAt{}},
-		{"", "", binlogAt{}},
+		{"0-1-5", "0-1-5", binlogAt{}, nil},
+		{"0-1-5,1-2-9 at bin.000003:1151", "0-1-5,1-2-9", binlogAt{"bin.000003", 1151}, nil},
+		{"0-1-5 at my:bin.000001:4", "0-1-5", binlogAt{"my:bin.000001", 4}, nil},
+		{"0-1-5 at bin.000001", "0-1-5", binlogAt{}, nil},
+		{"0-1-5 at bin.000001:x", "0-1-5", binlogAt{}, nil},
+		{"", "", binlogAt{}, nil},
+		{"0-1-5 at bin.000003:1151 resets 2 since 1790000000", "0-1-5", binlogAt{"bin.000003", 1151}, &resetMark{2, 1790000000}},
+		{"0-1-5 resets 0 since 1790000000", "0-1-5", binlogAt{}, &resetMark{0, 1790000000}},
+		{"0-1-5 at bin.000003:1151 resets x since 1", "0-1-5", binlogAt{"bin.000003", 1151}, nil},
 	} {
-		pos, at := parseSaved(tc.saved)
-		if pos != tc.pos || at != tc.at {
-			t.Errorf("parseSaved(%q) = %q, %v; want %q, %v", tc.saved, pos, at, tc.pos, tc.at)
+		pos, at, mark := parseSaved(tc.saved)
+		if pos != tc.pos || at != tc.at || (mark == nil) != (tc.mark == nil) || mark != nil && *mark != *tc.mark {
+			t.Errorf("parseSaved(%q) = %q, %v, %v; want %q, %v, %v", tc.saved, pos, at, mark, tc.pos, tc.at, tc.mark)
 		}
-		if at.file != "" {
+		if at.file != "" && mark != nil {
+			if s := pos + " at " + at.String() + " resets " + mark.String(); s != tc.saved {
+				t.Errorf("saved again as %q, want %q", s, tc.saved)
+			}
+		} else if at.file != "" && !strings.Contains(tc.saved, " resets ") {
 			if s := pos + " at " + at.String(); s != tc.saved {
 				t.Errorf("saved again as %q, want %q", s, tc.saved)
 			}
 		}
+	}
+	if !(resetMark{1, 100}).sameRun(resetMark{1, 102}) || (resetMark{1, 100}).sameRun(resetMark{1, 110}) {
+		t.Error("sameRun: a start read 2 s apart is the same run, 10 s apart another")
 	}
 	set := func(s string) *mysql.MariadbGTIDSet {
 		g, err := mysql.ParseMariadbGTIDSet(s)

@@ -265,17 +265,32 @@ func (m *Meta) BinlogPos(ctx context.Context) (string, error) {
 }
 
 // Resets returns how many RESET statements the server has run since it
-// started (Com_reset): RESET MASTER among them, which replaces the binlog
-// and numbers transactions from the start again.
-func (m *Meta) Resets(ctx context.Context) (uint64, error) {
-	rows, err := m.query(ctx, "SHOW GLOBAL STATUS LIKE 'Com\\_reset'")
+// started (Com_reset), RESET MASTER among them, which replaces the binlog
+// and numbers transactions from the start again; and when it started, to
+// the second, which tells whether two counts are of the same run.
+func (m *Meta) Resets(ctx context.Context) (n uint64, started int64, err error) {
+	rows, err := m.query(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_reset', 'Uptime')")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if len(rows) != 1 {
-		return 0, fmt.Errorf("meta: the server has no Com_reset")
+	var up uint64
+	found := 0
+	for _, r := range rows {
+		v, err := strconv.ParseUint(r["value"], 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("meta: %s = %q: %w", r["variable_name"], r["value"], err)
+		}
+		switch strings.ToLower(r["variable_name"]) {
+		case "com_reset":
+			n, found = v, found+1
+		case "uptime":
+			up, found = v, found+1
+		}
 	}
-	return strconv.ParseUint(rows[0]["value"], 10, 64)
+	if found != 2 {
+		return 0, 0, fmt.Errorf("meta: the server has no Com_reset or Uptime")
+	}
+	return n, time.Now().Unix() - int64(up), nil
 }
 
 // BinlogPosAt returns the GTID position the server's binlog holds at an
