@@ -334,7 +334,7 @@ func TestFollowerResetMasterToSamePosition(t *testing.T) {
 		execOn(t, w, "UPDATE t SET v = v + 1 WHERE id = 1")
 	}
 	t.Logf("position %s before RESET MASTER, %s after", old, m.QueryString(t, "SELECT @@gtid_binlog_pos"))
-	time.Sleep(500 * time.Millisecond) // a few polls
+	time.Sleep(1500 * time.Millisecond) // a reading of the count of RESET statements
 	f.syncFresh(t, reads...)
 	// Later writes are seen one by one again.
 	f.warmAll(t, reads...)
