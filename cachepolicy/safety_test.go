@@ -329,8 +329,10 @@ func TestSandboxEscapes(t *testing.T) {
 			got := fmtDecision(e.Cache(selectQ("SELECT 1", "select ?")))
 			s := e.Stats()
 			switch {
-			case tt.fails && (got != "no cache" || s.Errors != 1):
-				t.Errorf("got %s and %+v, want no cache and 1 error", got, s)
+			case tt.fails && (got != "no cache" || s.Errors+s.Kills != 1):
+				// The huge ranges may run out of time, on a loaded
+				// machine, before they run out of memory: killed.
+				t.Errorf("got %s and %+v, want no cache and 1 error (or 1 kill)", got, s)
 			case !tt.fails && got != "ttl=1s scope=user cache_empty=true":
 				t.Errorf("got %s, want ttl=1s:\n%s", got, logs.String())
 			}
