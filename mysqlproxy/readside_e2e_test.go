@@ -976,6 +976,18 @@ var rsCases = []rsCase{
 			x.as(x.B(), erin).same(q)
 			f.exec("EXECUTE IMMEDIATE CONCAT('SET ROLE ', 'NONE')")
 			f.same(q)
+			// Set unseen, then dropped by a SET ROLE the text shows: what
+			// the session read with the role is not its to read now.
+			g := x.as(x.B(), erin)
+			g.exec("EXECUTE IMMEDIATE 'SET ROLE " + role + "'")
+			g.fill(q)
+			g.exec("SET ROLE NONE")
+			g.same(q)
+			g.set("SET ROLE " + role)
+			g.fill(q)
+			g.exec("EXECUTE IMMEDIATE 'SET ROLE NONE'")
+			g.exec("SET ROLE NONE")
+			g.same(q)
 		},
 	},
 	{

@@ -837,7 +837,9 @@ func (s *Session) setIdentity(r ownResult) {
 	case turn == TurnLogin || s.grantsGlobal == "":
 		s.grantsGlobal, s.grantsDB, s.grantsUnknown = now, now, ""
 	case turn == TurnRole:
-		s.grantsGlobal, s.grantsDB = now, now
+		// SET ROLE fixes the privileges now, whatever stored code set
+		// before: nothing of them is unknown any more.
+		s.grantsGlobal, s.grantsDB, s.grantsUnknown = now, now, ""
 	case turn == TurnUse:
 		s.grantsDB = now
 	case now != s.grantsGlobal || now != s.grantsDB:
