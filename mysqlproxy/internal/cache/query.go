@@ -1515,7 +1515,7 @@ func (c *Session) viewsRunCode(info *sqlinfo.Info) bool {
 
 // viewsReadDiagnostics reports a statement that reads a view whose
 // definition reads what the session's last statement left: FOUND_ROWS(),
-// ROW_COUNT(), the warnings.
+// ROW_COUNT().
 func (c *Session) viewsReadDiagnostics(info *sqlinfo.Info) bool {
 	return c.e.meta() != nil && len(info.Reads) > 0 && c.e.deps(info, c.db).readsDiag
 }

@@ -30,8 +30,7 @@ type readDeps struct {
 	why string
 	// runsCode says a view it reads calls a stored function.
 	runsCode bool
-	// readsDiag says a view it reads reads FOUND_ROWS(), ROW_COUNT() or
-	// the warnings.
+	// readsDiag says a view it reads reads FOUND_ROWS() or ROW_COUNT().
 	readsDiag bool
 	// dated says it may take the current date (sqlinfo.Info.Dated,
 	// meta.Table.Dated).
