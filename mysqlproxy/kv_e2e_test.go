@@ -152,6 +152,36 @@ func TestKVLookalikeSQLReachesMySQL(t *testing.T) {
 	}
 }
 
+// TestKVUnderANSIQuotesSetUnseen: SET @@sql_mode with no scope is a
+// change MariaDB's trackers do not report, and EXECUTE IMMEDIATE one the
+// text does not show. Under ANSI_QUOTES so set, SELECT "x" names a
+// column, and gets MariaDB's error, as directly; once the mode is back,
+// it is kv again.
+func TestKVUnderANSIQuotesSetUnseen(t *testing.T) {
+	m := privateDB(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, KVUsers: []string{"root"}})
+	for _, set := range []string{`SET @@sql_mode = "ANSI_QUOTES"`, `SET @a = 1, @@SQL_MODE := CONCAT(@@sql_mode, ",ANSI_QUOTES")`,
+		`SET @@sql_mode = 'ORACLE'`, `EXECUTE IMMEDIATE 'SET sql_mode = ''ANSI_QUOTES'''`} {
+		via, direct := conn(t, openDB(t, rootDSN(p.addr, "", ""))), conn(t, openDB(t, rootDSN(m.Addr, "", "")))
+		for _, c := range []*sql.Conn{via, direct} {
+			if _, err := c.ExecContext(context.Background(), set); err != nil {
+				t.Fatalf("%s: %v", set, err)
+			}
+		}
+		_, want := queryDump(context.Background(), direct, `SELECT "x"`)
+		got, err := queryDump(context.Background(), via, `SELECT "x"`)
+		if want == nil || err == nil || mysqlErr(t, err).Number != mysqlErr(t, want).Number {
+			t.Errorf(`after %s, SELECT "x": got %s, %v; want %v as directly`, set, got, err, want)
+		}
+		if _, err := via.ExecContext(context.Background(), "SET @@sql_mode = DEFAULT"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := queryDump(context.Background(), via, `SELECT "x"`); err != nil {
+			t.Errorf(`after %s and SET @@sql_mode = DEFAULT, SELECT "x" (kv): %v`, set, err)
+		}
+	}
+}
+
 // TestKVBytesSharedWithMemcachedClients: what SQL writes, memcached
 // clients read byte for byte, and the other way round.
 func TestKVBytesSharedWithMemcachedClients(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -180,9 +181,20 @@ func (k *Session) kvAllowed() bool {
 }
 
 // ansiQuotes reports whether the session's sql_mode makes "x" an
-// identifier, so that SELECT "x" is SQL that cannot mean kv.
+// identifier, so that SELECT "x" is SQL that cannot mean kv. A sql_mode
+// set where no tracker reports it (SET @@sql_mode with no scope, stored
+// code) is read from the server first; while it cannot be read,
+// ANSI_QUOTES may be on, and the text is SQL.
 func (k *Session) ansiQuotes() bool {
-	return !k.kvOnly && strings.Contains(strings.ToUpper(k.s.Vars["sql_mode"]), "ANSI_QUOTES")
+	if k.kvOnly {
+		return false
+	}
+	if slices.Contains(k.s.StaleVars, "sql_mode") {
+		if k.s.NoSchema() || k.s.RefreshIdentity() != nil || slices.Contains(k.s.StaleVars, "sql_mode") {
+			return true
+		}
+	}
+	return strings.Contains(strings.ToUpper(k.s.Vars["sql_mode"]), "ANSI_QUOTES")
 }
 
 // kvNamespace is the session's namespace under PerUser: the user name
