@@ -45,6 +45,16 @@ const admWindow = 128
 // little about a shape whose keys repeat at a distance.
 const admProbationWindows = 8
 
+// A shape none of whose reads has hit, for real or by its ghost, through
+// admQuickWindows windows of its probation ends its probation there: its
+// keys do not repeat at any distance its ghosts can see, or its entries
+// are invalidated before they are read again (range reads of a table
+// written all the time). Each window of probation costs such a shape's
+// reads a lookup and a store for nothing, and a shape read a hundred
+// times a second would pay them for eight seconds. Should its reads come
+// to repeat, its ghosts bring it back as they bring any rejected shape.
+const admQuickWindows = 2
+
 // An admitted shape, or one on probation, is rejected only once it has
 // lost admLosing windows in a row, over at least admLosingFor. At tens of
 // thousands of reads a second a window lasts milliseconds: the window of
@@ -112,9 +122,10 @@ type admission struct {
 	// The costs measured, averaged over windows (see smoothed), and kept
 	// across windows that measure none.
 	missCost, relayCost time.Duration
-	windows             int // judged so far, up to admProbationWindows
-	admittedWindows     int // consecutive windows read through the cache
-	losing              int // consecutive windows whose hits did not pay
+	windows             int   // judged so far, up to admProbationWindows
+	probationHits       int64 // hits, real or ghost, through the probation
+	admittedWindows     int   // consecutive windows read through the cache
+	losing              int   // consecutive windows whose hits did not pay
 	losingSince         time.Time
 	// returned says the shape was admitted again by its ghosts, and has
 	// not paid for real since; failedReturns counts such returns that
@@ -228,7 +239,12 @@ func (a *admission) verdict() {
 	a.why.Store(&why)
 	if a.windows < admProbationWindows {
 		a.windows++
+		a.probationHits += max(hits, ghosts)
 	}
+	// A shape on probation that nothing has hit yet needs no losing
+	// streak either: no window of it has paid.
+	neverHit := a.state.Load() == admProbation && a.probationHits == 0
+	judged := a.windows >= admProbationWindows || neverHit && a.windows >= admQuickWindows
 	// Until both costs are known, through its probation, and until it
 	// has lost for a while, it is not rejected.
 	switch {
@@ -255,10 +271,14 @@ func (a *admission) verdict() {
 			a.losingSince = now
 		}
 		a.losing++
-		if a.windows >= admProbationWindows && a.losing >= admLosing && now.Sub(a.losingSince) >= admLosingFor {
+		if judged && (a.losing >= admLosing || neverHit) && now.Sub(a.losingSince) >= admLosingFor {
 			if a.state.Load() != admRejected && a.returned {
 				a.heldUntil = now.Add(min(admHold<<min(a.failedReturns, 16), admHoldMax))
 				a.failedReturns++
+			}
+			if neverHit {
+				why += "; none hit through its probation"
+				a.why.Store(&why)
 			}
 			a.state.Store(admRejected)
 		}

@@ -101,6 +101,47 @@ func TestAdmission(t *testing.T) {
 // A shape whose reads hit is not rejected for a moment of misses: the
 // window after a write to its table, or lookups that queued while the
 // machine was busy. Only a losing streak that lasts rejects it.
+// TestAdmissionNeverHit: a shape none of whose reads hit, for real or by
+// its ghosts, ends its probation after admQuickWindows windows (once
+// admLosingFor has passed), while one that hit even once serves the whole
+// probation.
+func TestAdmissionNeverHit(t *testing.T) {
+	const miss, relay = 500 * time.Microsecond, time.Millisecond
+	slow := admission{now: stepping(time.Second)} // a window a second
+	for i := range admQuickWindows {
+		if st, why := slow.describe(); st != "probation" {
+			t.Fatalf("after %d windows that nothing hit: %s (%s), want probation", i, st, why)
+		}
+		run(&slow, 0, 0, miss, relay)
+	}
+	if st, why := slow.describe(); st != "rejected" || !strings.Contains(why, "none hit") {
+		t.Fatalf("after %d windows that nothing hit: %s (%s), want rejected", admQuickWindows, st, why)
+	}
+	// Windows that pass quickly: rejected only once admLosingFor has.
+	fast := admission{now: stepping(admLosingFor / 8)}
+	n := 0
+	for fast.admit("") {
+		run(&fast, 0, 0, miss, relay)
+		n++
+	}
+	if n <= admQuickWindows || n >= admProbationWindows+admLosing {
+		t.Errorf("windows of %v: rejected after %d windows, want between %d and %d", admLosingFor/8, n, admQuickWindows, admProbationWindows+admLosing)
+	}
+	// One ghost hit in its first window: it serves its probation.
+	once := admission{now: stepping(time.Second)}
+	run(&once, 0, 1, miss, relay)
+	for range admProbationWindows - 2 {
+		run(&once, 0, 0, miss, relay)
+		if st, why := once.describe(); st != "probation" {
+			t.Fatalf("a shape once hit by its ghost, in its probation: %s (%s)", st, why)
+		}
+	}
+	run(&once, 0, 0, miss, relay)
+	if st, why := once.describe(); st != "rejected" {
+		t.Fatalf("after its probation: %s (%s), want rejected", st, why)
+	}
+}
+
 func TestAdmissionLosingStreak(t *testing.T) {
 	const miss, relay = 100 * time.Microsecond, 150 * time.Microsecond
 	a := admission{now: stepping(time.Millisecond)}
