@@ -397,6 +397,21 @@ func (s *Session) endDead() {
 	s.Log.Info("the backend closed the session; closing the client's connection")
 }
 
+// resetClient makes the close of a client's connection abortive, for a
+// client cut off because it read none of a response for its session's
+// net_write_timeout: the server resets such a connection, and what the
+// client's socket had not taken yet is dropped, not sent at the pace of
+// a client that does not read.
+func (s *Session) resetClient() {
+	t := wire.Transport(s.Client.NetConn)
+	if tc, ok := t.(*tls.Conn); ok {
+		t = tc.NetConn()
+	}
+	if tc, ok := t.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+}
+
 // StartHandshakeDeadline bounds the connection phase of a session that
 // runs its own (the kv-only listener); EndHandshakeDeadline lifts it.
 func (s *Session) StartHandshakeDeadline() {
@@ -488,6 +503,11 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 			// with no word of mycached's own, and its library reports the
 			// lost connection (2013) as it would directly.
 			s.LogEnd("session ended", err)
+			if ce, ok := errors.AsType[ClientError](err); ok {
+				if ne, ok := errors.AsType[net.Error](ce.Err); ok && ne.Timeout() {
+					s.resetClient()
+				}
+			}
 			return
 		}
 	}
