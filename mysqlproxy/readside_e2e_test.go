@@ -1695,17 +1695,21 @@ var rsCases = []rsCase{
 			s := x.rootVia(x.B())
 			for _, code := range []string{"CALL pw()", "EXECUTE IMMEDIATE 'DO CAST(''3z'' AS SIGNED)'", "SET @x = CAST('4z' AS SIGNED)", "SELECT 1; DO CAST('5z' AS SIGNED)",
 				// Not parsed by mycached: it may have run anything.
-				"SELECT CAST('6z' AS INT)"} {
+				"SELECT CAST('6z' AS INT)", "SELECT CAST('7z' AS INT) FROM t WHERE id = 1"} {
 				// A read of no table between leaves the warnings, which
 				// mycached's reading of the session's state would clear.
 				for _, between := range [][]string{nil, {"SELECT 1"}, {"SELECT 1", "SELECT 'q'"}} {
-					for _, diag := range []string{"SELECT FOUND_ROWS()", "SHOW WARNINGS", "SELECT @@warning_count", "SELECT ROW_COUNT()"} {
+					for _, diag := range [][]string{{"SELECT FOUND_ROWS()"}, {"SHOW WARNINGS"}, {"SELECT @@warning_count"}, {"SELECT ROW_COUNT()"},
+						{"GET DIAGNOSTICS @n = NUMBER", "SELECT @n"}, {"GET DIAGNOSTICS CONDITION 1 @m = MESSAGE_TEXT", "SELECT @m"}} {
 						s.sameIn("text", "SELECT SQL_NO_CACHE id FROM t")
 						s.exec(code)
 						for _, b := range between {
 							s.same(b)
 						}
-						s.same(diag)
+						for _, d := range diag[:len(diag)-1] {
+							s.exec(d)
+						}
+						s.same(diag[len(diag)-1])
 					}
 				}
 			}

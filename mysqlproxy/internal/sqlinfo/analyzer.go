@@ -475,10 +475,20 @@ func fallback(sql string) *Info {
 		}
 	case "SAVEPOINT", "RELEASE":
 		info.Kind = Savepoint
-	case "HANDLER", "CACHE", "GET", "BACKUP", "FLUSH":
-		// HANDLER reads rows, GET DIAGNOSTICS the diagnostics; CACHE
-		// INDEX, BACKUP STAGE or LOCK and FLUSH (of the query cache,
-		// logs, statistics) change caches and locks, and no row.
+	case "GET":
+		// GET DIAGNOSTICS, the one GET statement: it reads the
+		// diagnostics into variables, and runs and writes nothing. Read
+		// as parsed, it is not taken for a text that may run anything,
+		// before which mycached would read the session's state, and
+		// clear the diagnostics it reads.
+		info.Kind = Other
+		if singleStatement(sql, LexOptions{}) {
+			info.Kind, info.ParseError, info.WhyNot = Show, false, "diagnostics"
+		}
+	case "HANDLER", "CACHE", "BACKUP", "FLUSH":
+		// HANDLER reads rows; CACHE INDEX, BACKUP STAGE or LOCK and
+		// FLUSH (of the query cache, logs, statistics) change caches
+		// and locks, and no row.
 		info.Kind = Other
 	case "XA":
 		switch secondKeyword(sql) {

@@ -500,6 +500,29 @@ func TestRefusedReadsMayCallRoutines(t *testing.T) {
 	}
 }
 
+// TestGetDiagnostics: GET DIAGNOSTICS alone reads the diagnostics and
+// writes nothing, and is not a text that may run anything; followed by
+// another statement, it is.
+func TestGetDiagnostics(t *testing.T) {
+	a := NewAnalyzer(Options{})
+	for sql, alone := range map[string]bool{
+		"GET DIAGNOSTICS @n = NUMBER":                           true,
+		"get current diagnostics @n = number, @r = ROW_COUNT;":  true,
+		"GET STACKED DIAGNOSTICS CONDITION 1 @m = MESSAGE_TEXT": true,
+		"GET DIAGNOSTICS @n = NUMBER; UPDATE t SET a = 1":       false,
+		"GET DIAGNOSTICS @n = NUMBER /*!; DELETE FROM t */":     false,
+	} {
+		info := a.Analyze(sql)
+		if alone && (info.Kind != Show || info.ParseError || info.MayWrite || info.Cacheable || len(info.Writes) > 0 || info.Global) {
+			t.Errorf("%s: kind %v, parse error %v, may write %v, cacheable %v, writes %v, global %v; want a read of nothing, not cached",
+				sql, info.Kind, info.ParseError, info.MayWrite, info.Cacheable, info.Writes, info.Global)
+		}
+		if !alone && (info.Kind != Other || !info.ParseError || !info.Global) {
+			t.Errorf("%s: kind %v, parse error %v, global %v; want a write of anything", sql, info.Kind, info.ParseError, info.Global)
+		}
+	}
+}
+
 // TestAnalysisOwnsItsStrings: an analysis holds no slice of its text, so
 // one memoized by its short digest (an IN list of many values) does not
 // keep the whole text alive.
