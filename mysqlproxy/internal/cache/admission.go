@@ -46,13 +46,15 @@ const admWindow = 128
 const admProbationWindows = 8
 
 // A shape none of whose reads has hit, for real or by its ghost, through
-// admQuickWindows windows of its probation ends its probation there: its
-// keys do not repeat at any distance its ghosts can see, or its entries
-// are invalidated before they are read again (range reads of a table
+// admQuickWindows windows of its probation, whose tables changed between
+// most of its reads all along, ends its probation there: its entries are
+// invalidated before they could be read again (range reads of a table
 // written all the time). Each window of probation costs such a shape's
 // reads a lookup and a store for nothing, and a shape read a hundred
-// times a second would pay them for eight seconds. Should its reads come
-// to repeat, its ghosts bring it back as they bring any rejected shape.
+// times a second would pay them for eight seconds. A shape whose tables
+// stay as they are (a cold cache over many keys) serves its whole
+// probation: its keys may repeat at a distance. Should its reads come to
+// pay, its ghosts bring it back as they bring any rejected shape.
 const admQuickWindows = 2
 
 // An admitted shape, or one on probation, is rejected only once it has
@@ -108,6 +110,12 @@ type admission struct {
 	missNanos, relayNanos atomic.Int64
 	relays                atomic.Int64
 
+	// lastGens is the hash of the table-level generations the shape's
+	// last read saw (a read of whole tables, not a point lookup), and
+	// churn counts the reads in the window that saw others.
+	lastGens atomic.Uint64
+	churn    atomic.Int64
+
 	// ghostless says the last window's real hits were most of its reads:
 	// the ghosts cannot tell more, and are not kept.
 	ghostless atomic.Bool
@@ -124,9 +132,12 @@ type admission struct {
 	missCost, relayCost time.Duration
 	windows             int   // judged so far, up to admProbationWindows
 	probationHits       int64 // hits, real or ghost, through the probation
-	admittedWindows     int   // consecutive windows read through the cache
-	losing              int   // consecutive windows whose hits did not pay
-	losingSince         time.Time
+	// churning says every window of the probation saw the shape's
+	// tables change between most of its reads.
+	churning        bool
+	admittedWindows int // consecutive windows read through the cache
+	losing          int // consecutive windows whose hits did not pay
+	losingSince     time.Time
 	// returned says the shape was admitted again by its ghosts, and has
 	// not paid for real since; failedReturns counts such returns that
 	// ended rejected, and heldUntil is when its ghosts may bring it back.
@@ -190,6 +201,17 @@ func (a *admission) looked(lookedUp, hit, ghost bool, took time.Duration) {
 	}
 }
 
+// gens notes the table-level generations a read of whole tables saw,
+// by their hash.
+func (a *admission) gens(h uint64) {
+	if a == nil {
+		return
+	}
+	if old := a.lastGens.Swap(h); old != 0 && old != h {
+		a.churn.Add(1)
+	}
+}
+
 // relayed notes the backend time of one read relayed, to fill an entry
 // or because the shape was rejected.
 func (a *admission) relayed(took time.Duration) {
@@ -237,13 +259,16 @@ func (a *admission) verdict() {
 	why := fmt.Sprintf("%d of %d reads hit (%d would have); a hit saves %v, a miss costs %v",
 		hits, execs, ghosts, a.relayCost.Round(time.Microsecond), a.missCost.Round(time.Microsecond))
 	a.why.Store(&why)
+	churned := a.churn.Swap(0)*2 >= execs
 	if a.windows < admProbationWindows {
+		a.churning = churned && (a.windows == 0 || a.churning)
 		a.windows++
 		a.probationHits += max(hits, ghosts)
 	}
-	// A shape on probation that nothing has hit yet needs no losing
-	// streak either: no window of it has paid.
-	neverHit := a.state.Load() == admProbation && a.probationHits == 0
+	// A shape on probation that nothing has hit yet, whose entries would
+	// not have lasted, needs no losing streak either: no window of it
+	// has paid, or could have.
+	neverHit := a.state.Load() == admProbation && a.probationHits == 0 && a.churning
 	judged := a.windows >= admProbationWindows || neverHit && a.windows >= admQuickWindows
 	// Until both costs are known, through its probation, and until it
 	// has lost for a while, it is not rejected.
@@ -277,7 +302,7 @@ func (a *admission) verdict() {
 				a.failedReturns++
 			}
 			if neverHit {
-				why += "; none hit through its probation"
+				why += "; none hit through its probation, its tables changing between its reads"
 				a.why.Store(&why)
 			}
 			a.state.Store(admRejected)

@@ -101,10 +101,25 @@ func TestAdmission(t *testing.T) {
 // A shape whose reads hit is not rejected for a moment of misses: the
 // window after a write to its table, or lookups that queued while the
 // machine was busy. Only a losing streak that lasts rejects it.
+// churning is run for a read of whole tables whose generations change
+// before each read.
+func churning(a *admission, hits, ghosts int, miss, relay time.Duration) {
+	for i := 0; i < admWindow; i++ {
+		a.gens(a.lastGens.Load() + 1)
+		admitted := a.admit("")
+		hit := admitted && i < hits
+		if !hit {
+			a.relayed(relay)
+		}
+		a.looked(admitted, hit, i < ghosts, miss)
+	}
+}
+
 // TestAdmissionNeverHit: a shape none of whose reads hit, for real or by
-// its ghosts, ends its probation after admQuickWindows windows (once
-// admLosingFor has passed), while one that hit even once serves the whole
-// probation.
+// its ghosts, and whose tables changed between its reads, ends its
+// probation after admQuickWindows windows (once admLosingFor has passed),
+// while one that hit even once, or whose tables stayed as they were (a
+// cold cache), serves the whole probation.
 func TestAdmissionNeverHit(t *testing.T) {
 	const miss, relay = 500 * time.Microsecond, time.Millisecond
 	slow := admission{now: stepping(time.Second)} // a window a second
@@ -112,7 +127,7 @@ func TestAdmissionNeverHit(t *testing.T) {
 		if st, why := slow.describe(); st != "probation" {
 			t.Fatalf("after %d windows that nothing hit: %s (%s), want probation", i, st, why)
 		}
-		run(&slow, 0, 0, miss, relay)
+		churning(&slow, 0, 0, miss, relay)
 	}
 	if st, why := slow.describe(); st != "rejected" || !strings.Contains(why, "none hit") {
 		t.Fatalf("after %d windows that nothing hit: %s (%s), want rejected", admQuickWindows, st, why)
@@ -121,22 +136,37 @@ func TestAdmissionNeverHit(t *testing.T) {
 	fast := admission{now: stepping(admLosingFor / 8)}
 	n := 0
 	for fast.admit("") {
-		run(&fast, 0, 0, miss, relay)
+		churning(&fast, 0, 0, miss, relay)
 		n++
 	}
 	if n <= admQuickWindows || n >= admProbationWindows+admLosing {
 		t.Errorf("windows of %v: rejected after %d windows, want between %d and %d", admLosingFor/8, n, admQuickWindows, admProbationWindows+admLosing)
 	}
+	// Tables that stay as they are, or a point lookup (no generations
+	// noted): a cold cache, whose keys may repeat later.
+	for name, feed := range map[string]func(*admission){"stable tables": func(a *admission) { a.gens(7) }, "point lookups": func(*admission) {}} {
+		cold := admission{now: stepping(time.Second)}
+		for range admProbationWindows - 1 {
+			for i := 0; i < admWindow; i++ {
+				feed(&cold)
+				cold.relayed(relay)
+				cold.looked(true, false, false, miss)
+			}
+			if st, why := cold.describe(); st != "probation" {
+				t.Fatalf("%s, in its probation: %s (%s)", name, st, why)
+			}
+		}
+	}
 	// One ghost hit in its first window: it serves its probation.
 	once := admission{now: stepping(time.Second)}
-	run(&once, 0, 1, miss, relay)
+	churning(&once, 0, 1, miss, relay)
 	for range admProbationWindows - 2 {
-		run(&once, 0, 0, miss, relay)
+		churning(&once, 0, 0, miss, relay)
 		if st, why := once.describe(); st != "probation" {
 			t.Fatalf("a shape once hit by its ghost, in its probation: %s (%s)", st, why)
 		}
 	}
-	run(&once, 0, 0, miss, relay)
+	churning(&once, 0, 0, miss, relay)
 	if st, why := once.describe(); st != "rejected" {
 		t.Fatalf("after its probation: %s (%s), want rejected", st, why)
 	}

@@ -180,9 +180,17 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	if dec.Admit == cachepolicy.AdmitAlways {
 		adm = nil
 	} else {
+		var gens uint64
 		if adm.wantsGhosts() {
+			gens = e.Store.LocalHash(all)
 			_, stores := c.snapshotRule()
-			ghost = e.ghosts.seen(kh, e.Store.LocalHash(all), stores)
+			ghost = e.ghosts.seen(kh, gens, stores)
+		}
+		if !deps.point && adm != nil && adm.state.Load() == admProbation {
+			if gens == 0 {
+				gens = e.Store.LocalHash(all)
+			}
+			adm.gens(gens)
 		}
 		if !adm.admit(dec.Admit) {
 			adm.looked(false, false, ghost, 0)
