@@ -67,16 +67,24 @@ func TestCallWrites(t *testing.T) {
 		}
 	}
 
-	for _, p := range []string{"only_reads", "reads_in_tx", "rolls_back"} {
+	call("PREPARE ps_read FROM 'SELECT v FROM u WHERE id = 1'")
+	call("PREPARE ps_write FROM 'UPDATE t SET v = v + 1 WHERE id = ?'")
+	call("SET @one = 1")
+	// What commits nothing invalidates nothing: a read, EXECUTE of one,
+	// and what the server refused because the procedure or prepared
+	// statement it names does not exist (any account can send those).
+	for _, stmt := range []string{"CALL only_reads()", "CALL reads_in_tx()", "CALL rolls_back()",
+		"EXECUTE ps_read", "EXECUTE IMMEDIATE 'SELECT v FROM u WHERE id = 1'", "EXECUTE IMMEDIATE CONCAT('SEL', 'ECT 1')",
+		"CALL nosuch()", "CALL " + f.name + ".nosuch(1)", "EXECUTE nosuch", "EXECUTE nosuch USING @one"} {
 		warm()
-		call("CALL " + p + "()")
+		_, _ = queryDump(context.Background(), caller, stmt)
 		want := dump(t, f.direct, q)
 		got, selects := counted(t, m, other, q)
 		if got != want {
-			t.Fatalf("after CALL %s(): %s, want %s", p, got, want)
+			t.Fatalf("after %s: %s, want %s", stmt, got, want)
 		}
 		if selects != 0 {
-			t.Errorf("after CALL %s(), which committed nothing, the read went to the server: the CALL invalidated the cache", p)
+			t.Errorf("after %s, which committed nothing, the read went to the server: it invalidated the cache", stmt)
 		}
 	}
 
@@ -85,7 +93,9 @@ func TestCallWrites(t *testing.T) {
 	// two transactions as through one, and the rest stays cached.
 	const qw, qu = "SELECT v FROM w WHERE id = 1", "SELECT v FROM u WHERE id = 1"
 	// So does a statement whose stored function wrote.
-	for _, stmt := range []string{"CALL writes()", "CALL writes_twice()", "DO writes_f()", "SELECT writes_f()"} {
+	// So do EXECUTE and EXECUTE IMMEDIATE of a write.
+	for _, stmt := range []string{"CALL writes()", "CALL writes_twice()", "DO writes_f()", "SELECT writes_f()",
+		"EXECUTE ps_write USING @one", "EXECUTE IMMEDIATE 'UPDATE t SET v = v + 1 WHERE id = 1'", "EXECUTE IMMEDIATE 'CALL writes_twice()'"} {
 		warm()
 		for _, q := range []string{qw, qu} {
 			connDump(other, q)

@@ -621,7 +621,7 @@ func (c *Session) executeParams(p []byte, info *sqlinfo.Info, sql string, params
 	before, lastGTID := c.s.Status, c.s.Vars["last_gtid"]
 	c.callFrom = nil
 	if f := c.e.follower.Load(); f != nil && (info.Kind == sqlinfo.Call || info.CallsRoutine || c.coWritesUnseen(info) ||
-		(info.Kind == sqlinfo.Commit && len(c.txUnseen) > 0)) {
+		(info.Kind == sqlinfo.Commit && len(c.txUnseen) > 0) || executesOne(sql)) {
 		// Where the follower stands before a statement that runs stored
 		// code, or may: see callWrites.
 		c.callFrom = (*f).AppliedSeqs()
@@ -754,7 +754,7 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 	if hidesSets(info) || c.runsCode(info) {
 		c.hiddenCodeRan()
 	}
-	if runsHiddenStatements(info, sql) && !parsedNothing(resp) {
+	if runsHiddenStatements(info, sql) && !parsedNothing(resp) && !c.namedNothing(info, sql, resp) {
 		// It may have run SET TRANSACTION for the next transaction, or
 		// SET @@sql_log_bin (stored functions and triggers may not).
 		c.nextTxUnknown = true
@@ -843,7 +843,7 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 			c.temps[t.String()] = struct{}{}
 		}
 	}
-	if info.MayWrite && !(c.refusedBeforeRunning(info, resp) && !runsRoutines(info, sql)) {
+	if info.MayWrite && !(c.refusedBeforeRunning(info, resp) && !runsRoutines(info, sql) || c.namedNothing(info, sql, resp)) {
 		routine, known := c.callWrites(info, sql, resp, lastGTID)
 		if !known && c.callFrom != nil && info.Kind != sqlinfo.Call && !info.CallsRoutine {
 			// A first write whose triggers' tables are unknown, and the
@@ -973,6 +973,36 @@ func (c *Session) refusedBeforeRunning(info *sqlinfo.Info, resp *relay.Response)
 		mysql.ER_COLUMNACCESS_DENIED_ERROR, mysql.ER_DBACCESS_DENIED_ERROR, mysql.ER_ACCESS_DENIED_ERROR,
 		mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, mysql.ER_UNKNOWN_STMT_HANDLER:
 		return c.allTransactional(info)
+	}
+	return false
+}
+
+// executesOne reports an EXECUTE or EXECUTE IMMEDIATE alone in its text:
+// like a CALL, it runs statements its text does not show, and what they
+// committed is told by the session's last GTID and the follower. A ';'
+// anywhere, in a string too, may end it where the server reads another
+// statement after it (NO_BACKSLASH_ESCAPES, ANSI_QUOTES).
+func executesOne(sql string) bool {
+	return sqlinfo.FirstKeyword(sql) == "EXECUTE" && !strings.Contains(strings.TrimRight(sql, "; \t\r\n"), ";")
+}
+
+// namedNothing reports a CALL of a procedure, or an EXECUTE of a
+// prepared statement, that the server refused because what it names does
+// not exist: nothing ran. The error must name what the statement names;
+// one that names another (a procedure the called one calls, a statement
+// it executes) came after the code had run, and may follow its writes.
+func (c *Session) namedNothing(info *sqlinfo.Info, sql string, resp *relay.Response) bool {
+	switch {
+	case resp.ErrCode == mysql.ER_SP_DOES_NOT_EXIST && info.Kind == sqlinfo.Call && info.Procedure != nil:
+		db := info.Procedure.DB
+		if db == "" {
+			db = c.db
+		}
+		return db != "" && strings.EqualFold(resp.ErrMsg, "PROCEDURE "+db+"."+info.Procedure.Name+" does not exist")
+	case resp.ErrCode == mysql.ER_UNKNOWN_STMT_HANDLER && sqlinfo.FirstKeyword(sql) == "EXECUTE":
+		name := sqlinfo.SecondKeyword(sql)
+		return name != "" && name != "IMMEDIATE" &&
+			strings.EqualFold(resp.ErrMsg, "Unknown prepared statement handler ("+name+") given to EXECUTE")
 	}
 	return false
 }
@@ -1288,7 +1318,8 @@ func (c *Session) unseenCoWrites(info *sqlinfo.Info) bool {
 // sql_log_bin on (not set off before, nor set at all while it ran: a
 // procedure may turn it off and on again) and stayed in its GTID domain.
 func (c *Session) callWrites(info *sqlinfo.Info, sql string, resp *relay.Response, prev string) ([]string, bool) {
-	if (info.Kind != sqlinfo.Call && !info.CallsRoutine && c.callFrom == nil) || info.ParseError || info.WhyNot == "multi-statement" || !c.s.Track || resp.Failed() || resp.Tracked.Unseen || c.s.InTransaction() {
+	if (info.Kind != sqlinfo.Call && !info.CallsRoutine && c.callFrom == nil) || info.ParseError && !executesOne(sql) || info.WhyNot == "multi-statement" ||
+		!c.s.Track || resp.Failed() || resp.Tracked.Unseen || c.s.InTransaction() {
 		return nil, false
 	}
 	m, fp := c.e.meta(), c.e.follower.Load()

@@ -20,6 +20,7 @@ func analyzeStmts(stmts []ast.StmtNode, sql string) *Info {
 			info.SetCols = st.SetCols
 			info.Insert = st.Insert
 			info.OnDuplicate = st.OnDuplicate
+			info.Procedure = st.Procedure
 		}
 		if i == 0 {
 			info.Kind = st.Kind
@@ -161,6 +162,7 @@ func analyzeOne(s ast.StmtNode, sql string) *Info {
 		unmappedGlobal(info)
 		if x.Procedure != nil {
 			info.DBWide = []string{x.Procedure.Schema.O}
+			info.Procedure = &Table{DB: x.Procedure.Schema.O, Name: x.Procedure.FnName.O}
 		}
 	case *ast.BeginStmt:
 		info.Kind = Begin

@@ -348,6 +348,9 @@ func (i *Info) own() {
 	for k := range i.Sets {
 		i.Sets[k].Name, i.Sets[k].Value = c(i.Sets[k].Name), c(i.Sets[k].Value)
 	}
+	if p := i.Procedure; p != nil {
+		i.Procedure = &Table{DB: c(p.DB), Name: c(p.Name)}
+	}
 	if p := i.Point; p != nil {
 		p.Table = Table{DB: c(p.Table.DB), Name: c(p.Table.Name)}
 		strs(p.Cols)

@@ -35,6 +35,9 @@ func (i *Info) memSize() int64 {
 	for _, s := range i.Sets {
 		n += sizeSetVar + int64(len(s.Name)+len(s.Value))
 	}
+	if p := i.Procedure; p != nil {
+		n += tablesSize([]Table{*p})
+	}
 	if p := i.Point; p != nil {
 		n += sizePoint + int64(len(p.Table.DB)+len(p.Table.Name)) + stringsSize(p.Cols) + rowsSize(p.Rows)
 	}

@@ -151,6 +151,9 @@ type Info struct {
 	// CallsRoutine reports a call of a stored function, which may write
 	// whatever the statement's kind: SELECT f(), SET @x = f(), DO f().
 	CallsRoutine bool
+	// Procedure is the procedure a CALL names, as written (DB empty when
+	// the name is not qualified).
+	Procedure *Table
 	// Dated reports a TIME value the text makes (CAST(x AS TIME),
 	// SEC_TO_TIME(), TIMEDIFF(), ...): read as a DATE or a DATETIME, it
 	// takes the current date, so the result may change at midnight.
