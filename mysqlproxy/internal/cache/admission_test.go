@@ -98,9 +98,6 @@ func TestAdmission(t *testing.T) {
 	}
 }
 
-// A shape whose reads hit is not rejected for a moment of misses: the
-// window after a write to its table, or lookups that queued while the
-// machine was busy. Only a losing streak that lasts rejects it.
 // churning is run for a read of whole tables whose generations change
 // before each read.
 func churning(a *admission, hits, ghosts int, miss, relay time.Duration) {
@@ -172,6 +169,9 @@ func TestAdmissionNeverHit(t *testing.T) {
 	}
 }
 
+// A shape whose reads hit is not rejected for a moment of misses: the
+// window after a write to its table, or lookups that queued while the
+// machine was busy. Only a losing streak that lasts rejects it.
 func TestAdmissionLosingStreak(t *testing.T) {
 	const miss, relay = 100 * time.Microsecond, 150 * time.Microsecond
 	a := admission{now: stepping(time.Millisecond)}
