@@ -357,9 +357,15 @@ func (m *Mesh) Notify(deps []string) {
 }
 
 // recomputeTrust sets the trust from the leases held; m.mu must be held.
+//
+// Not before this sidecar has stayed on the list for RegistryLease since
+// it last had to put itself there: a list it found without itself
+// (emptied by a memcached restart or flush_all, evicted, or overwritten)
+// may lack the others too, until they put themselves back, and one it
+// does not list, it holds no lease from, and hears no writes of.
 func (m *Mesh) recomputeTrust() {
 	t := m.regUntil
-	if m.cfg.Listener == nil {
+	if m.cfg.Listener == nil || m.joinedAt == 0 || m.now()-m.joinedAt < int64(m.t.RegistryLease) {
 		t = 0
 	}
 	for _, a := range m.members {

@@ -110,6 +110,36 @@ func eventually(t *testing.T, what string, f func() bool) {
 	}
 }
 
+// emptiedRegistry is a list that something empties before each reading
+// (a memcached restarted or flushed, again and again): each sidecar finds
+// only itself, and has just put itself there.
+type emptiedRegistry struct{}
+
+func (emptiedRegistry) Refresh(_ context.Context, self string, _ time.Duration) ([]string, bool, error) {
+	return []string{self}, true, nil
+}
+
+// TestNoTrustUntilListedForALease: a sidecar that found itself missing
+// from the list, and so may have found the others missing too, trusts its
+// local view only once it has stayed listed for RegistryLease; one the
+// list never keeps, never. A sidecar alone on the list it found, trusting
+// at once, served the rows another sidecar's writes had changed while
+// that one was off the list and not linked to it.
+func TestNoTrustUntilListedForALease(t *testing.T) {
+	a := start(t, emptiedRegistry{})
+	time.Sleep(10 * fast.RegistryLease)
+	if a.Trusted() {
+		t.Fatal("a sidecar the list never keeps trusts its local view")
+	}
+	reg := &memRegistry{}
+	began := time.Now()
+	b := start(t, reg)
+	eventually(t, "listed and trusted", b.Trusted)
+	if waited := time.Since(began); waited < fast.RegistryLease {
+		t.Fatalf("a new sidecar trusted its local view after %v, before RegistryLease (%v)", waited, fast.RegistryLease)
+	}
+}
+
 func TestNotifyReachesPeersBeforeItReturns(t *testing.T) {
 	reg := &memRegistry{}
 	a := start(t, reg)
