@@ -99,10 +99,10 @@ type Engine struct {
 	calls, memoHits, kills, errs, bad atomic.Uint64
 	blamed                            map[string]*scriptCounts // by script name; read-only after Load
 
-	scriptLogs logLimiter           // bounds the scripts' own log lines
-	logMu      sync.Mutex           // protects logged
-	logged     map[string]time.Time // site -> last time it was logged
-	builtin    Default              // what next(q) returns below the first script
+	scriptLogs logLimiter          // bounds the scripts' own log lines
+	logMu      sync.Mutex          // protects logged
+	logged     map[string]*siteLog // site -> when it was last logged
+	builtin    Default             // what next(q) returns below the first script
 }
 
 var _ Policy = (*Engine)(nil)
@@ -132,7 +132,7 @@ func Load(files []string, opts Options) (*Engine, error) {
 	e := &Engine{
 		opts:    opts,
 		files:   append([]string(nil), files...),
-		logged:  make(map[string]time.Time),
+		logged:  make(map[string]*siteLog),
 		builtin: Default{TTL: opts.DefaultTTL},
 	}
 	e.blamed = make(map[string]*scriptCounts)
@@ -162,6 +162,11 @@ func (e *Engine) Reload() error {
 		return err
 	}
 	e.cur.Store(set)
+	// The new scripts' failures are logged as they come, not held back
+	// by the old ones'.
+	e.logMu.Lock()
+	clear(e.logged)
+	e.logMu.Unlock()
 	e.opts.Logger.Info("policy reloaded", "files", e.Files())
 	return nil
 }
@@ -306,17 +311,33 @@ type source struct {
 func (e *Engine) logSite(site, msg string, args ...any) {
 	now := time.Now()
 	e.logMu.Lock()
-	last, seen := e.logged[site]
-	if seen && now.Sub(last) < time.Minute {
+	l, seen := e.logged[site]
+	if seen && now.Sub(l.at) < time.Minute {
+		l.dropped++
 		e.logMu.Unlock()
 		return
 	}
 	if len(e.logged) >= 1024 {
 		clear(e.logged) // bound the map; worst case a site logs early
 	}
-	e.logged[site] = now
+	dropped := 0
+	if seen {
+		dropped = l.dropped
+	}
+	e.logged[site] = &siteLog{at: now}
 	e.logMu.Unlock()
-	e.opts.Logger.Warn(msg, append([]any{"at", site}, args...)...)
+	args = append([]any{"at", site}, args...)
+	if dropped > 0 {
+		args = append(args, "not_logged_since_last", dropped)
+	}
+	e.opts.Logger.Warn(msg, args...)
+}
+
+// siteLog is when a failure at a site was last logged, and how many there
+// have been since that were not.
+type siteLog struct {
+	at      time.Time
+	dropped int
 }
 
 // stateUnavailable logs that no state could be built for a call, unless

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -230,5 +231,41 @@ func TestConcurrentCalls(t *testing.T) {
 	wg.Wait()
 	if s := e.Stats(); s.Errors+s.Kills+s.BadResults != 0 {
 		t.Errorf("got %+v, want no failures", s)
+	}
+}
+
+// TestFailureLogsCountWhatTheyHeldBack: a failing site is logged once a
+// minute, the next line counts the failures held back since, and a
+// reload's scripts are logged as they fail, not held back by the old
+// scripts' lines.
+func TestFailureLogsCountWhatTheyHeldBack(t *testing.T) {
+	dir := t.TempDir()
+	p := writeScript(t, dir, "p.lua", "function cache(q)\n  error(\"first\")\nend\n")
+	var logs logBuf
+	e := mustLoad(t, []string{p}, Options{Logger: logs.logger()})
+	q := selectQ("SELECT 1 FROM t", "select ? from t", "shop.t")
+	lines := func() int { return strings.Count(logs.String(), "policy hook failed") }
+	for range 3 {
+		e.Cache(q)
+	}
+	if n := lines(); n != 1 {
+		t.Fatalf("%d lines for 3 failures within a minute, want 1", n)
+	}
+	e.logMu.Lock()
+	for _, l := range e.logged {
+		l.at = l.at.Add(-2 * time.Minute)
+	}
+	e.logMu.Unlock()
+	e.Cache(q)
+	if n := lines(); n != 2 || !strings.Contains(logs.String(), "not_logged_since_last=2") {
+		t.Fatalf("a minute later: %d lines, want 2, the second counting the 2 held back:\n%s", lines(), logs.String())
+	}
+	writeScript(t, dir, "p.lua", "function cache(q)\n  error(\"second\")\nend\n")
+	if err := e.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	e.Cache(q)
+	if n := lines(); n != 3 || !strings.Contains(logs.String(), "second") {
+		t.Fatalf("after a reload, the new script's failure: %d lines, want 3:\n%s", n, logs.String())
 	}
 }
