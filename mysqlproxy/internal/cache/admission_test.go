@@ -11,7 +11,15 @@ import (
 // run feeds a window of executions to a: hits real hits, ghosts ghost
 // hits, each miss costing miss and each relayed read relay.
 func run(a *admission, hits, ghosts int, miss, relay time.Duration) {
+	window(a, hits, ghosts, miss, relay, nil)
+}
+
+// window is run with each called before every execution, when not nil.
+func window(a *admission, hits, ghosts int, miss, relay time.Duration, each func(*admission)) {
 	for i := 0; i < admWindow; i++ {
+		if each != nil {
+			each(a)
+		}
 		admitted := a.admit("")
 		hit := admitted && i < hits
 		if !hit {
@@ -101,15 +109,7 @@ func TestAdmission(t *testing.T) {
 // churning is run for a read of whole tables whose generations change
 // before each read.
 func churning(a *admission, hits, ghosts int, miss, relay time.Duration) {
-	for i := 0; i < admWindow; i++ {
-		a.gens(a.lastGens.Load() + 1)
-		admitted := a.admit("")
-		hit := admitted && i < hits
-		if !hit {
-			a.relayed(relay)
-		}
-		a.looked(admitted, hit, i < ghosts, miss)
-	}
+	window(a, hits, ghosts, miss, relay, func(a *admission) { a.gens(a.lastGens.Load() + 1) })
 }
 
 // TestAdmissionNeverHit: a shape none of whose reads hit, for real or by
@@ -144,11 +144,7 @@ func TestAdmissionNeverHit(t *testing.T) {
 	for name, feed := range map[string]func(*admission){"stable tables": func(a *admission) { a.gens(7) }, "point lookups": func(*admission) {}} {
 		cold := admission{now: stepping(time.Second)}
 		for range admProbationWindows - 1 {
-			for i := 0; i < admWindow; i++ {
-				feed(&cold)
-				cold.relayed(relay)
-				cold.looked(true, false, false, miss)
-			}
+			window(&cold, 0, 0, miss, relay, feed)
 			if st, why := cold.describe(); st != "probation" {
 				t.Fatalf("%s, in its probation: %s (%s)", name, st, why)
 			}

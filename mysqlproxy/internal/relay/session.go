@@ -383,33 +383,38 @@ func (s *Session) endDead() {
 		_ = s.Client.NetConn.SetWriteDeadline(time.Now().Add(time.Second))
 		_, _ = s.Client.NetConn.Write(s.deadBytes)
 	}
-	t := wire.Transport(s.Client.NetConn)
-	if tc, ok := t.(*tls.Conn); ok {
+	if t, underTLS := s.clientSocket(); underTLS {
 		// The server ends such a session's TLS with no close_notify, and
 		// its client reports the end as a TLS error (2026, where a
 		// close_notify makes it 2013): the socket closes under the TLS.
-		t = tc.NetConn()
 		defer t.Close()
 	}
-	if tc, ok := t.(*net.TCPConn); ok && s.deadReset {
-		_ = tc.SetLinger(0)
+	if s.deadReset {
+		s.resetClient()
 	}
 	s.Log.Info("the backend closed the session; closing the client's connection")
 }
 
-// resetClient makes the close of a client's connection abortive, for a
+// resetClient makes the close of the client's connection abortive, as
+// the server's is where it resets one: a session it ended that way, or a
 // client cut off because it read none of a response for its session's
-// net_write_timeout: the server resets such a connection, and what the
-// client's socket had not taken yet is dropped, not sent at the pace of
-// a client that does not read.
+// net_write_timeout, whose socket's unsent bytes are then dropped, not
+// sent at the pace of a client that does not read.
 func (s *Session) resetClient() {
-	t := wire.Transport(s.Client.NetConn)
-	if tc, ok := t.(*tls.Conn); ok {
-		t = tc.NetConn()
-	}
+	t, _ := s.clientSocket()
 	if tc, ok := t.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0)
 	}
+}
+
+// clientSocket returns the socket under the client connection's
+// compression and TLS, and whether TLS was over it.
+func (s *Session) clientSocket() (net.Conn, bool) {
+	t := wire.Transport(s.Client.NetConn)
+	if tc, ok := t.(*tls.Conn); ok {
+		return tc.NetConn(), true
+	}
+	return t, false
 }
 
 // StartHandshakeDeadline bounds the connection phase of a session that
