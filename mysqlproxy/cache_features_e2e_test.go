@@ -1773,8 +1773,9 @@ func TestPreparedBeforeDDLSeesNewColumns(t *testing.T) {
 		first, _ := hex.DecodeString(pkts[0])
 		return c.endStatus(last), int(first[0])
 	}
+	var db string
 	flags := func(addr string) (before, after uint16) {
-		db := m.NewDatabase(t)
+		db = m.NewDatabase(t)
 		m.Exec(t, "CREATE TABLE "+db+".mc (id INT PRIMARY KEY, a INT)")
 		m.Exec(t, "INSERT INTO "+db+".mc VALUES (1, 10)")
 		x, y := dialRaw(t, addr, "root", rootPass, db, false), dialRaw(t, addr, "root", rootPass, db, false)
@@ -1800,6 +1801,12 @@ func TestPreparedBeforeDDLSeesNewColumns(t *testing.T) {
 	p0, p1 := flags(p.addr)
 	if p0 != db0 || p1 != db1 {
 		t.Fatalf("status through mycached %#x then %#x, directly %#x then %#x", p0, p1, db0, db1)
+	}
+	// Each of the five executes is counted once in its shape's row, the
+	// one relayed for its DDL too.
+	r := shapeRow(t, openDB(t, rootDSN(p.addr, db, "")), "from `mc` where `id`")
+	if n := r.hits + r.misses + r.bypasses; n != 5 || r.bypasses < 1 || r.reason != "prepared-before-ddl" {
+		t.Errorf("SHOW MYCACHED QUERIES: %+v; want 5 executes counted, the last a bypass for prepared-before-ddl", r)
 	}
 }
 
@@ -2037,5 +2044,31 @@ func TestRowCountsAfterAHitAndUse(t *testing.T) {
 	first := ran("R")
 	if after, alone := ran("R", "O"), ran("O"); after != alone {
 		t.Errorf("USE ran %d SELECTs on the server after a hit, %d alone (and the hit alone %d)", after, alone, first)
+	}
+}
+
+// TestBypassReasonOfUnknownIsolation: a read after a statement mycached
+// cannot read, which may have set the next transaction's isolation level
+// unseen, bypasses the cache as isolation-unknown; one at READ
+// UNCOMMITTED as read-uncommitted.
+func TestBypassReasonOfUnknownIsolation(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1), (2, 2)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	c := openDB(t, rootDSN(p.addr, db, ""))
+	c.SetMaxOpenConns(1)
+	// LIMIT ROWS EXAMINED is MariaDB's alone: the analysis does not read it.
+	execOn(t, c, "SELECT 1 FROM t WHERE id = 1 LIMIT ROWS EXAMINED 10")
+	readInt(t, c, "SELECT v FROM t WHERE id = 2")
+	if r := shapeRow(t, c, "select `v` from `t` where `id`"); r.bypasses != 1 || r.reason != "isolation-unknown" {
+		t.Errorf("the read after an unread statement: %+v, want 1 bypass for isolation-unknown", r)
+	}
+	execOn(t, c, "SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED")
+	readInt(t, c, "SELECT v FROM t WHERE id = 2")
+	if r := shapeRow(t, c, "select `v` from `t` where `id`"); r.bypasses != 2 || r.reason != "read-uncommitted" {
+		t.Errorf("the read at READ UNCOMMITTED: %+v, want a second bypass, for read-uncommitted", r)
 	}
 }

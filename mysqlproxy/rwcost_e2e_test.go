@@ -269,22 +269,38 @@ func TestStalledClientsShareAnEntry(t *testing.T) {
 // for the shape whose digest contains part.
 func queryAdmission(t *testing.T, db *sql.DB, part string) (state, why string) {
 	t.Helper()
+	r := shapeRow(t, db, part)
+	return r.admission, r.admissionWhy
+}
+
+// shape is a row of SHOW MYCACHED QUERIES.
+type shape struct {
+	digest                  string
+	hits, misses, bypasses  int
+	reason                  string
+	admission, admissionWhy string
+}
+
+// shapeRow returns the row of SHOW MYCACHED QUERIES whose digest
+// contains part.
+func shapeRow(t *testing.T, db *sql.DB, part string) shape {
+	t.Helper()
 	rows, err := db.Query("SHOW MYCACHED QUERIES")
 	if err != nil {
 		t.Fatalf("SHOW MYCACHED QUERIES: %v", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var digest, hits, misses, bypasses, reason, adm, admWhy string
-		if err := rows.Scan(&digest, &hits, &misses, &bypasses, &reason, &adm, &admWhy); err != nil {
+		var r shape
+		if err := rows.Scan(&r.digest, &r.hits, &r.misses, &r.bypasses, &r.reason, &r.admission, &r.admissionWhy); err != nil {
 			t.Fatalf("SHOW MYCACHED QUERIES: %v", err)
 		}
-		if strings.Contains(digest, part) {
-			return adm, admWhy
+		if strings.Contains(r.digest, part) {
+			return r
 		}
 	}
 	t.Fatalf("SHOW MYCACHED QUERIES has no shape with %q", part)
-	return "", ""
+	return shape{}
 }
 
 // TestAdmissionRejectsShapesThatDoNotPay: a shape whose reads never

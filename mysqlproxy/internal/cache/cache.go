@@ -46,6 +46,7 @@ const (
 	whyTxSnapshot        = "takes-snapshot"
 	whyTxTracked         = "transaction-tracked"
 	whyUncommitted       = "read-uncommitted"
+	whyIsolationUnknown  = "isolation-unknown"
 	whyOwnWrite          = "own-write-unapplied"
 	whyLockingRead       = "serializable-locks"
 	whyStmtUnsure        = "statement-unsure"
@@ -61,7 +62,7 @@ func bypassReasons() []string {
 		whyNotCacheable, whyWriteTx, whyTx, whyTooLarge, whyPolicy, whyCacheError,
 		whyPending, whySessionOff, whyHint, whyTemporary, whyCursor, whyLongData,
 		whyTainted, whyNotStored, whyUnknownTable, whyNoMetadata, whyFollowerBehind,
-		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyUncommitted, whyOwnWrite,
+		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyUncommitted, whyIsolationUnknown, whyOwnWrite,
 		whyLockingRead, whyStmtUnsure, whyFillMemory, whySharedUnproven, whyHitDiagnostics, whyPreparedBeforeDDL,
 	}
 }
@@ -221,6 +222,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		// replay waits: it counts against the fill memory.
 		if !e.replays.hold(ent.Payload, e.fill) {
 			e.Stats.bypass(whyFillMemory)
+			qs.note(whyFillMemory, 0)
 			return c.s.RelayMode(p, relay.ModeResult)
 		}
 		defer e.replays.release(ent.Payload, e.fill)
@@ -248,6 +250,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		return c.s.RelayMode(p, relay.ModeResult)
 	case store.Error:
 		e.Stats.bypass(whyCacheError)
+		qs.note(whyCacheError, 0)
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	adm.looked(true, false, ghost, time.Since(start))
@@ -390,15 +393,20 @@ func (c *Session) snapshotRule() (since time.Time, shared bool) {
 	return time.Time{}, true
 }
 
-// mayReadUncommitted reports whether the next read may run at READ
-// UNCOMMITTED: the session's level or the transaction's, or one set for
-// the next transaction alone that mycached cannot see.
-func (c *Session) mayReadUncommitted() bool {
+// mayReadUncommitted says why the next read may run at READ
+// UNCOMMITTED, or "": the session's level or the transaction's is READ
+// UNCOMMITTED (whyUncommitted), or a level mycached cannot see may have
+// been set for the transaction or the next one, by a statement it could
+// not read (whyIsolationUnknown).
+func (c *Session) mayReadUncommitted() string {
 	inTx := c.s.InTransaction()
-	if inTx && c.txUnknownIsolation || !inTx && c.nextTxUnknown {
-		return true
+	switch {
+	case inTx && c.txUnknownIsolation || !inTx && c.nextTxUnknown:
+		return whyIsolationUnknown
+	case c.isolation(inTx) == "READ-UNCOMMITTED":
+		return whyUncommitted
 	}
-	return c.isolation(inTx) == "READ-UNCOMMITTED"
+	return ""
 }
 
 // locksReads reports whether a plain read takes shared locks: at
@@ -770,9 +778,9 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 	if c.ownWritePending() {
 		return whyOwnWrite
 	}
-	if c.mayReadUncommitted() {
+	if why := c.mayReadUncommitted(); why != "" {
 		// Directly, the read would see other sessions' uncommitted rows.
-		return whyUncommitted
+		return why
 	}
 	if c.locksReads() {
 		// Directly, the read would take shared locks on what it reads,

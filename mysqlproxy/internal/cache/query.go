@@ -468,6 +468,7 @@ func (c *Session) Execute(p []byte, st *relay.Stmt) error {
 // reason why, and follows what it did to the session as read does.
 func (c *Session) relayRead(p []byte, info *sqlinfo.Info, sql, why string) error {
 	c.e.Stats.bypass(why)
+	c.e.Queries.note(info.Digest, why, 0)
 	before := c.s.Status
 	err := c.s.RelayMode(p, relay.ModeResult)
 	c.ran(before, info)
