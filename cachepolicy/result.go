@@ -197,8 +197,62 @@ func hasHashKeys(t *lua.LTable) bool {
 }
 
 func validTableName(s string) bool {
-	i := strings.IndexByte(s, '.')
-	return i > 0 && i < len(s)-1
+	_, _, ok := SplitTableName(s)
+	return ok
+}
+
+// SplitTableName splits a policy's "db.table" name into its database and
+// table. Each part is either unquoted, without blanks, dots or
+// backquotes, or quoted in backquotes as SQL quotes it (a backquote
+// inside doubled), so that a name holding a dot says which dot parts it.
+func SplitTableName(s string) (db, table string, ok bool) {
+	db, table, ok = ParseTableName(s)
+	return db, table, ok && db != ""
+}
+
+// ParseTableName is SplitTableName that takes a table's name alone too,
+// giving an empty db.
+func ParseTableName(s string) (db, table string, ok bool) {
+	first, rest, ok := splitIdent(s)
+	switch {
+	case !ok:
+		return "", "", false
+	case rest == "":
+		return "", first, true
+	case rest[0] != '.':
+		return "", "", false
+	}
+	table, rest, ok = splitIdent(rest[1:])
+	if !ok || rest != "" {
+		return "", "", false
+	}
+	return first, table, true
+}
+
+// splitIdent reads one identifier at the start of s and returns it and
+// the rest of s.
+func splitIdent(s string) (name, rest string, ok bool) {
+	if !strings.HasPrefix(s, "`") {
+		i := strings.IndexAny(s, ".` \t\r\n\f\v")
+		if i < 0 {
+			i = len(s)
+		}
+		return s[:i], s[i:], i > 0
+	}
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		if s[i] != '`' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == '`' {
+			b.WriteByte('`')
+			i++
+			continue
+		}
+		return b.String(), s[i+1:], b.Len() > 0
+	}
+	return "", "", false
 }
 
 // parseTables reads invalidate()'s result: nil, or a list of names.

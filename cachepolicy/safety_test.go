@@ -185,6 +185,11 @@ func TestMalformedResults(t *testing.T) {
 		{"max_bytes", `{ max_bytes = 1.5 }`},
 		{"depends string", `{ depends = "shop.t" }`},
 		{"depends unqualified", `{ depends = { "orders" } }`},
+		{"depends trailing blank", `{ depends = { "shop.orders " } }`},
+		{"depends inner blank", `{ depends = { "shop. orders" } }`},
+		{"depends three parts", `{ depends = { "shop.orders.x" } }`},
+		{"depends unclosed quote", "{ depends = { '`shop`.`orders' } }"},
+		{"depends empty quote", "{ depends = { '``.orders' } }"},
 		{"soft_ttl past ttl", `{ ttl = 5, soft_ttl = 10 }`},
 		{"admit", `{ ttl = 5, admit = "sometimes" }`},
 		{"admit not a string", `{ ttl = 5, admit = true }`},
@@ -479,5 +484,26 @@ func TestScriptLogBounded(t *testing.T) {
 	}
 	if lines < 3*scriptLogRate && !strings.Contains(out, "lines dropped") {
 		t.Errorf("the dropped lines are not counted:\n%.500s", out)
+	}
+}
+
+func TestSplitTableName(t *testing.T) {
+	for _, tt := range []struct{ in, db, table string }{
+		{"shop.orders", "shop", "orders"},
+		{"`shop`.`orders`", "shop", "orders"},
+		{"`a.b`.c", "a.b", "c"},
+		{"a.`b.c`", "a", "b.c"},
+		{"`x``y`.t", "x`y", "t"},
+		{"Shop.Orders", "Shop", "Orders"},
+	} {
+		db, table, ok := SplitTableName(tt.in)
+		if !ok || db != tt.db || table != tt.table {
+			t.Errorf("SplitTableName(%q) = %q, %q, %v; want %q, %q", tt.in, db, table, ok, tt.db, tt.table)
+		}
+	}
+	for _, in := range []string{"", "orders", ".orders", "shop.", "shop.orders ", " shop.orders", "a.b.c", "`a`b.c", "`a.c", "a.``"} {
+		if db, table, ok := SplitTableName(in); ok {
+			t.Errorf("SplitTableName(%q) = %q, %q; want it refused", in, db, table)
+		}
 	}
 }

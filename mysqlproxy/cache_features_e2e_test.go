@@ -525,7 +525,8 @@ func TestCacheAdmin(t *testing.T) {
 		}
 	})
 
-	for _, purge := range []string{"MYCACHED INVALIDATE TABLE " + db + ".t", "MYCACHED FLUSH"} {
+	for _, purge := range []string{"MYCACHED INVALIDATE TABLE " + db + ".t", "MYCACHED INVALIDATE TABLE `" + db + "`.`t`",
+		"MYCACHED INVALIDATE TABLE t", "MYCACHED FLUSH"} {
 		t.Run(purge, func(t *testing.T) {
 			counted(t, m, c, read)
 			if _, n := counted(t, m, c, read); n != 0 {
@@ -540,6 +541,13 @@ func TestCacheAdmin(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a name that is not a table's", func(t *testing.T) {
+		_, err := c.ExecContext(context.Background(), "MYCACHED INVALIDATE TABLE "+db+".t.x")
+		if err == nil || mysqlErr(t, err).Number != 1103 {
+			t.Errorf("MYCACHED INVALIDATE TABLE %s.t.x: %v, want error 1103", db, err)
+		}
+	})
 
 	t.Run("non-admin", func(t *testing.T) {
 		user := "plain" + strings.ReplaceAll(db, "_", "")

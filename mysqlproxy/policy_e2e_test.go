@@ -86,8 +86,8 @@ func metricValue(t testing.TB, p *proxy, name string) float64 {
 }
 
 // TestPolicyAllowlist: the decisions of allowlist.lua, and of a script
-// loaded after it that sets scope and depends, show in MariaDB's
-// counters.
+// loaded after it that sets scope and depends (a name quoted as SQL
+// quotes it), show in MariaDB's counters.
 func TestPolicyAllowlist(t *testing.T) {
 	t.Parallel()
 	m := privateDB(t)
@@ -118,7 +118,7 @@ function cache(q, next)
   end
   return d
 end
-`, db+".shared", db+".report", db+".events"))
+`, db+".shared", db+".report", "`"+db+"`.`events`"))
 	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Policy: []string{allow, extras}})
 	root := conn(t, openDB(t, rootDSN(p.addr, db, "")))
 	direct := openDB(t, rootDSN(m.Addr, db, ""))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/mycached/mycached/cachepolicy"
 	"github.com/mycached/mycached/mysqlproxy/internal/cache"
 	"github.com/mycached/mycached/mysqlproxy/internal/relay"
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
@@ -163,12 +164,14 @@ func (a *Session) adminCommand(args []string) error {
 		a.srv.Cache().Queries.Reset()
 		return a.s.WriteOK(0)
 	case len(args) == 3 && args[0] == "invalidate" && args[1] == "table":
-		db, table, qualified := strings.Cut(strings.ReplaceAll(args[2], "`", ""), ".")
-		if !qualified {
-			if a.s.Hello.DB == "" {
-				return a.s.WriteErr(mysql.ER_NO_DB_ERROR, "3D000", "mycached: name the table as db.table, or USE a database first")
-			}
-			db, table = a.s.Hello.DB, db
+		db, table, ok := cachepolicy.ParseTableName(args[2])
+		switch {
+		case !ok:
+			return a.s.WriteErr(mysql.ER_WRONG_TABLE_NAME, "42000", "mycached: cannot read "+args[2]+" as a table's name: write db.table, quoting a part that holds a dot in backquotes")
+		case db == "" && a.s.Hello.DB == "":
+			return a.s.WriteErr(mysql.ER_NO_DB_ERROR, "3D000", "mycached: name the table as db.table, or USE a database first")
+		case db == "":
+			db = a.s.Hello.DB
 		}
 		a.srv.Cache().Invalidate(context.Background(), db, table)
 		return a.s.WriteOK(0)

@@ -165,7 +165,10 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	}
 	all := deps.all
 	if len(dec.Depends) > 0 {
-		all = append(append(make([]string, 0, len(all)+len(dec.Depends)), all...), dec.Depends...)
+		all = append(make([]string, 0, len(all)+len(dec.Depends)), all...)
+		for _, t := range dec.Depends {
+			all = append(all, e.policyTable(t))
+		}
 	}
 	check := c.checkBytes(dec.Scope, p, st)
 	kh := xxhash.Sum64(check)

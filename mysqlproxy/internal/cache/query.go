@@ -1209,6 +1209,7 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 			ds = append(ds, deps.Global)
 			continue
 		}
+		t = e.policyTable(t)
 		ds = append(ds, t, deps.NonKey(t))
 	}
 	if len(ds) == 0 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mycached/mycached/cachepolicy"
 	"github.com/mycached/mycached/mysqlproxy/internal/deps"
 	"github.com/mycached/mycached/mysqlproxy/internal/meta"
 	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
@@ -195,6 +196,18 @@ func (e *Engine) StatusRows(sessions int) [][2]string {
 		{"Memcached_gets", u(st.MemcachedGets)},
 		{"Memcached_get_writes", u(st.MemcachedGetWrites)},
 	}
+}
+
+// policyTable returns the range generation's name of a table a policy
+// names ("db.table", checked by cachepolicy.SplitTableName), named as
+// every other path names it: folded under lower_case_table_names, its
+// special bytes escaped.
+func (e *Engine) policyTable(name string) string {
+	db, table, ok := cachepolicy.SplitTableName(name)
+	if !ok {
+		return deps.Global // not one the policy engine lets through
+	}
+	return e.namer().Table(db, table)
 }
 
 // Invalidate bumps the generations of db.table, as MYCACHED INVALIDATE
