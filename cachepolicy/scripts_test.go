@@ -219,6 +219,18 @@ func TestQueryHookScripts(t *testing.T) {
 			}
 		})
 	}
+	// A user name is the client's to choose: one that ends the comment
+	// must not put SQL of its own before the statement.
+	for user, want := range map[string]string{
+		"*/ DELETE FROM shop.t -- ": "/* app=shop user=___DELETE_FROM_shop.t_--_ */ SELECT 1",
+		"ev*/il":                    "/* app=shop user=ev__il */ SELECT 1",
+		"app-1@x.y":                 "/* app=shop user=app-1@x.y */ SELECT 1",
+	} {
+		q := &Query{SQL: "SELECT 1", Kind: "select", User: user, DB: "shop"}
+		if got := tag.Query(q); got.Kind != QueryRewrite || got.SQL != want {
+			t.Errorf("user %q: got %+v, want the rewrite %q", user, got, want)
+		}
+	}
 }
 
 func TestCheck(t *testing.T) {

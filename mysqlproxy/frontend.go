@@ -69,6 +69,13 @@ func (f *frontend) query(p []byte) error {
 }
 
 func (f *frontend) prepare(p []byte) error {
+	if f.srv.hook.Active() {
+		var handled bool
+		var err error
+		if p, _, handled, err = f.srv.hook.Run(f.s, &f.q, p, string(p[1:])); handled {
+			return err
+		}
+	}
 	if handled, err := f.kv.Prepare(string(p[1:])); handled {
 		return err
 	}

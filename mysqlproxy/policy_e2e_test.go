@@ -585,6 +585,41 @@ func TestPolicyQueryHook(t *testing.T) {
 		}
 	})
 
+	t.Run("prepared statements are tagged", func(t *testing.T) {
+		// go-sql-driver prepares a statement with arguments on the server.
+		const self = "SELECT INFO FROM information_schema.PROCESSLIST WHERE ID = ?"
+		var id int64
+		if err := c.QueryRowContext(context.Background(), "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		var info string
+		if err := c.QueryRowContext(context.Background(), self, id).Scan(&info); err != nil {
+			t.Fatalf("%s: %v", self, err)
+		}
+		if want := "/* app=shop user=root */ " + self; info != want {
+			t.Errorf("the statement MariaDB prepared: got %q, want %q", info, want)
+		}
+		// SHOW APP VERSION cannot be answered at PREPARE: the server
+		// prepares it, and refuses it as it would directly.
+		_, err := c.PrepareContext(context.Background(), "SHOW APP VERSION")
+		if err == nil || mysqlErr(t, err).Number != 1064 {
+			t.Errorf("prepare of SHOW APP VERSION: %v, want the server's 1064", err)
+		}
+	})
+
+	t.Run("user names stay in the comment", func(t *testing.T) {
+		user := "*/ DELETE FROM " + db + ".t -- "
+		m.Exec(t, "CREATE USER '"+user+"'@'%' IDENTIFIED BY 'pw'")
+		m.Exec(t, "GRANT SELECT, DELETE ON "+db+".* TO '"+user+"'@'%'")
+		u := openDB(t, testenv.DSNFor(p.addr, user, "pw", db, ""))
+		if got := readInt(t, u, "SELECT 1"); got != 1 {
+			t.Errorf("SELECT 1 as %q: got %d", user, got)
+		}
+		if n := readInt(t, direct, "SELECT COUNT(*) FROM t"); n != 2 {
+			t.Errorf("t has %d rows after a statement from %q, want 2", n, user)
+		}
+	})
+
 	// The tagger rewrites mycached's own pseudo-queries too; the proxy
 	// must still answer them rather than send MariaDB a syntax error, or
 	// a policy that tags statements could not be reloaded through SQL.

@@ -401,12 +401,7 @@ type stmtNote struct {
 }
 
 // user is the session's user name as policies see it: the account's.
-func (c *Session) user() string {
-	if u := c.s.AccountUser(); c.s.Account != "" {
-		return u
-	}
-	return c.s.Hello.User
-}
+func (c *Session) user() string { return c.s.User() }
 
 // scope is who an entry filled by this session is for: the account the
 // server matched, with its roles in force.

@@ -23,16 +23,19 @@ type Hook struct {
 // Active reports whether there is a hook to run.
 func (h *Hook) Active() bool { return h != nil && h.Engine != nil && h.Engine.HasQueryHook() }
 
-// Run runs the hook on the COM_QUERY p (whose text is sql) of session s,
-// using q as scratch. It returns the command to go on with, which the
-// hook may have rewritten, or handled when the hook answered it.
+// Run runs the hook on the COM_QUERY or COM_STMT_PREPARE p (whose text
+// is sql) of session s, using q as scratch. It returns the command to go
+// on with, which the hook may have rewritten, or handled when the hook
+// answered it. A prepare cannot be answered with rows or an OK: it goes
+// on as the client sent it.
 func (h *Hook) Run(s *relay.Session, q *cachepolicy.Query, p []byte, sql string) ([]byte, string, bool, error) {
+	prepared := p[0] == mysql.COM_STMT_PREPARE
 	d := sqlinfo.DialectOf(s.Vars["sql_mode"], s.Vars["character_set_client"])
 	d.NoSchema = s.NoSchema()
 	info := h.Analyzer.AnalyzeIn(sql, d)
 	*q = cachepolicy.Query{
-		SQL: sql, Digest: info.Digest, Kind: info.Kind.String(), DB: s.Hello.DB, User: s.Hello.User,
-		ClientAddr: s.ClientAddr, InTransaction: s.InTransaction(),
+		SQL: sql, Digest: info.Digest, Kind: info.Kind.String(), DB: s.Hello.DB, User: s.User(),
+		ClientAddr: s.ClientAddr, InTransaction: s.InTransaction(), Prepared: prepared,
 		Cacheable: info.Cacheable, WhyNot: info.WhyNot,
 	}
 	if info.Cacheable {
@@ -41,10 +44,16 @@ func (h *Hook) Run(s *relay.Session, q *cachepolicy.Query, p []byte, sql string)
 	res := h.Engine.Query(q)
 	switch res.Kind {
 	case cachepolicy.QueryRewrite:
-		return append([]byte{mysql.COM_QUERY}, res.SQL...), res.SQL, false, nil
+		return append([]byte{p[0]}, res.SQL...), res.SQL, false, nil
 	case cachepolicy.QueryResultSet:
+		if prepared {
+			break
+		}
 		return p, sql, true, s.WriteResult(res.Columns, res.Rows)
 	case cachepolicy.QueryAffected:
+		if prepared {
+			break
+		}
 		return p, sql, true, s.WriteOK(res.Affected)
 	case cachepolicy.QueryError:
 		code := res.ErrCode

@@ -220,9 +220,6 @@ func NewSession(opts *Options, id uint64, c net.Conn, log *slog.Logger) *Session
 	return s
 }
 
-// User returns the authenticated user name.
-func (s *Session) User() string { return s.Hello.User }
-
 // DB returns the session's current database.
 func (s *Session) DB() string { return s.Hello.DB }
 

@@ -750,6 +750,15 @@ func (s *Session) AccountUser() string {
 	return s.Account[:i]
 }
 
+// User returns the user name of the account the server matched, or the
+// one the client gave when that is not known.
+func (s *Session) User() string {
+	if s.Account != "" {
+		return s.AccountUser()
+	}
+	return s.Hello.User
+}
+
 // IsAccount reports whether the session's account is one of names, each
 // a user name ("root", any host) or an account ("root@localhost").
 func (s *Session) IsAccount(names []string) bool {
