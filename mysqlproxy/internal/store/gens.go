@@ -365,7 +365,9 @@ func (s *Store) bump(ctx context.Context, deps []string) error {
 		return nil
 	}
 	// One line for the batch, however many rows it named.
-	s.log.Warn("store: bump failed; pending", "dep", failed[0], "deps", len(failed))
+	if ok, held := s.bumpFailed.allow(time.Now()); ok {
+		s.log.Warn("store: bump failed; pending", "dep", failed[0], "deps", len(failed), "not_logged_since_last", held)
+	}
 	return ErrPending
 }
 
@@ -373,7 +375,9 @@ func (s *Store) bump(ctx context.Context, deps []string) error {
 func (s *Store) bumpOrPend(ctx context.Context, d string) error {
 	if err := s.bumpOne(ctx, d); err != nil {
 		s.pending.add(d)
-		s.log.Warn("store: bump failed; pending", "dep", d, "err", err)
+		if ok, held := s.bumpFailed.allow(time.Now()); ok {
+			s.log.Warn("store: bump failed; pending", "dep", d, "err", err, "not_logged_since_last", held)
+		}
 		return ErrPending
 	}
 	return nil

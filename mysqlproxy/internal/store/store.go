@@ -196,6 +196,9 @@ type Store struct {
 	opts Options
 	log  *slog.Logger
 	now  func() time.Time
+	// bumpFailed limits the lines of failed bumps: while memcached is
+	// away every write fails one.
+	bumpFailed logEvery
 
 	l1    *l1 // nil when L1Bytes < 0
 	local localGens
@@ -382,4 +385,22 @@ func (s *Store) Servers() []ServerStats {
 		})
 	}
 	return out
+}
+
+// logEvery lets one log line through a second; the next says how many
+// were held back.
+type logEvery struct {
+	last atomic.Int64 // unix ns of the last line let through
+	held atomic.Int64
+}
+
+// allow reports whether a line may be logged at now, and how many were
+// held back since the last one.
+func (l *logEvery) allow(now time.Time) (bool, int64) {
+	last := l.last.Load()
+	if now.UnixNano()-last < int64(time.Second) || !l.last.CompareAndSwap(last, now.UnixNano()) {
+		l.held.Add(1)
+		return false, 0
+	}
+	return true, l.held.Swap(0)
 }

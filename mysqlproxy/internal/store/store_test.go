@@ -277,7 +277,7 @@ func TestMemcachedRestartServesNoStaleHit(t *testing.T) {
 
 func TestMemcachedDownBumpPending(t *testing.T) {
 	mc := startMemcached(t, testenv.MemcachedOptions{})
-	s := newStore(t, Options{Servers: []string{mc.Addr}, Timeout: 200 * time.Millisecond})
+	s := newStore(t, Options{Servers: []string{mc.Addr}, Timeout: time.Second})
 	ctx := context.Background()
 	fill(t, s, qkey(1), []byte("c"), []byte("p"), deps1)
 	if err := mc.Kill(); err != nil {
@@ -565,8 +565,7 @@ func TestRawKeysConcurrent(t *testing.T) {
 func TestBumpPipelined(t *testing.T) {
 	mc1 := startMemcached(t, testenv.MemcachedOptions{})
 	mc2 := startMemcached(t, testenv.MemcachedOptions{})
-	s := New(Options{Servers: []string{mc1.Addr, mc2.Addr}})
-	defer s.Close()
+	s := newStore(t, Options{Servers: []string{mc1.Addr, mc2.Addr}})
 	ctx := context.Background()
 	var deps []string
 	for i := range 40 {
@@ -729,7 +728,7 @@ func TestLookupCreatesGenerationsInItsGet(t *testing.T) {
 func TestPendingBumpsBounded(t *testing.T) {
 	mc := startMemcached(t, testenv.MemcachedOptions{})
 	j := &memJournal{}
-	s := newStore(t, Options{Servers: []string{mc.Addr}, Timeout: 200 * time.Millisecond, Journal: j})
+	s := newStore(t, Options{Servers: []string{mc.Addr}, Timeout: time.Second, Journal: j})
 	ctx := context.Background()
 	fill(t, s, qkey(1), []byte("c"), []byte("p"), deps1)
 	if err := mc.Kill(); err != nil {
@@ -820,5 +819,21 @@ func TestRawKeysSkipsUnnamableKeys(t *testing.T) {
 	}
 	if _, err := rawGet(ctx, s, keys...); err != nil {
 		t.Errorf("reading the listed keys: %v", err)
+	}
+}
+
+func TestLogEvery(t *testing.T) {
+	var l logEvery
+	t0 := time.Unix(1000, 0)
+	if ok, held := l.allow(t0); !ok || held != 0 {
+		t.Fatalf("first line: %v %d, want let through, none held", ok, held)
+	}
+	for i := range 5 {
+		if ok, _ := l.allow(t0.Add(time.Duration(i) * 100 * time.Millisecond)); ok {
+			t.Fatalf("line %d within the second was let through", i)
+		}
+	}
+	if ok, held := l.allow(t0.Add(time.Second)); !ok || held != 5 {
+		t.Fatalf("a second later: %v %d, want let through with 5 held", ok, held)
 	}
 }
