@@ -205,8 +205,14 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 		closeAll()
 		return err
 	}
+	addr := func(l net.Listener) string {
+		if l == nil {
+			return ""
+		}
+		return l.Addr().String()
+	}
 	logger.Info("mycached starting", "listen", ln.Addr().String(), "backend", o.backend,
-		"memcached", strings.Join(o.memcached, ","), "admin", o.admin, "kv_listen", o.kvListen,
+		"memcached", strings.Join(o.memcached, ","), "admin", addr(adminLn), "kv_listen", addr(kvLn),
 		"tls", o.serverTLS != nil, "backend_tls", o.backendTLS)
 
 	sigs := make(chan os.Signal, 1)
