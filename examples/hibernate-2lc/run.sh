@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# run.sh: compile the Hibernate example, start a private MariaDB, a
-# memcached and two mycached sidecars (see SIDECARS below), run the workload three ways (no second-level cache, Ehcache,
-# mycached), and print a table. Every process it starts is recorded by
+# run.sh: compile the Hibernate example, start a private MariaDB (with a
+# ROW binlog), a memcached and two mycached sidecars following it (see
+# SIDECARS below), run the workload three ways (no second-level cache,
+# Ehcache, mycached), and print a table. Every process it starts is recorded by
 # PID, and only those are killed on exit.
 #
 #   examples/hibernate-2lc/run.sh            # the full run
@@ -21,6 +22,10 @@ READS=${READS:-20000}
 UPDATES=${UPDATES:-50}
 JARDIR=${JARDIR:-/usr/share/java}
 PASSWORD=shop-pw
+# The sidecars' binlog follower logs in as mycached: it sees writes that
+# bypass them, and learns the tables' primary keys for row-level
+# invalidation.
+BINLOG_PASSWORD=binlog-pw
 
 die() { echo "run.sh: $*" >&2; exit 1; }
 
@@ -108,6 +113,7 @@ DB_SOCK=$TMP/db/mariadbd.sock
 	--log-error="$TMP/db/error.log" --tmpdir="$TMP/db/tmp" \
 	--character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
 	--innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=2 \
+	--log-bin="$TMP/db/data/mariadb-bin" --binlog-format=ROW --binlog-row-metadata=FULL --server-id=1 --sync-binlog=0 \
 	"${user[@]}" >"$TMP/db/mariadbd.out" 2>&1 &
 PIDS+=($!)
 wait_port "$DB_PORT" "$!" "$TMP/db/error.log"
@@ -116,6 +122,8 @@ wait_port "$DB_PORT" "$!" "$TMP/db/error.log"
 CREATE DATABASE shop;
 CREATE USER 'shop'@'127.0.0.1' IDENTIFIED VIA mysql_native_password USING PASSWORD('$PASSWORD');
 GRANT ALL PRIVILEGES ON shop.* TO 'shop'@'127.0.0.1';
+CREATE USER 'mycached'@'127.0.0.1' IDENTIFIED BY '$BINLOG_PASSWORD';
+GRANT REPLICATION SLAVE, BINLOG MONITOR, SELECT, SHOW VIEW ON *.* TO 'mycached'@'127.0.0.1';
 SQL
 "$(bin mariadb)" --no-defaults -S "$DB_SOCK" -uroot shop <"$HERE/schema.sql" || die "schema failed"
 
@@ -140,7 +148,8 @@ fi
 start_mycached() {
 	local port
 	port=$(free_port)
-	"$MYCACHED" --listen "127.0.0.1:$port" --backend "127.0.0.1:$DB_PORT" --backend-tls off \
+	MYCACHED_BINLOG_PASSWORD=$BINLOG_PASSWORD "$MYCACHED" --listen "127.0.0.1:$port" \
+		--backend "127.0.0.1:$DB_PORT" --backend-tls off --binlog-user mycached \
 		"${mc_args[@]}" --log-level warn >"$TMP/mycached-$1.log" 2>&1 &
 	PIDS+=($!)
 	wait_port "$port" "$!" "$TMP/mycached-$1.log"
