@@ -284,6 +284,16 @@ func parseQueryResult(v lua.LValue, null lua.LValue) (QueryResult, error) {
 }
 
 func parseQueryTable(t *lua.LTable, null lua.LValue) (QueryResult, error) {
+	// One answer: a table that holds two would have one of them dropped.
+	kinds := 0
+	for _, f := range []string{"error", "affected_rows", "columns"} {
+		if t.RawGetString(f) != lua.LNil {
+			kinds++
+		}
+	}
+	if kinds > 1 {
+		return QueryResult{}, badf("query() returned a table with more than one of columns, affected_rows and error")
+	}
 	if msg := t.RawGetString("error"); msg != lua.LNil {
 		s, ok := msg.(lua.LString)
 		if !ok {
@@ -301,8 +311,8 @@ func parseQueryTable(t *lua.LTable, null lua.LValue) (QueryResult, error) {
 	}
 	if a := t.RawGetString("affected_rows"); a != lua.LNil {
 		n, ok := a.(lua.LNumber)
-		if !ok || n < 0 || float64(n) != math.Trunc(float64(n)) {
-			return QueryResult{}, badf("affected_rows = %s; want a whole number >= 0", quoteLua(a))
+		if !ok || n < 0 || n >= 1<<63 || float64(n) != math.Trunc(float64(n)) {
+			return QueryResult{}, badf("affected_rows = %s; want a whole number >= 0, below 2^63", quoteLua(a))
 		}
 		return QueryResult{Kind: QueryAffected, Affected: uint64(n)}, nil
 	}

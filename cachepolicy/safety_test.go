@@ -246,6 +246,9 @@ func TestQueryResults(t *testing.T) {
 		{"too many cells", `{ columns = { "a" }, rows = { { 1, 2 } } }`, QueryResult{}},
 		{"empty table", `{}`, QueryResult{}},
 		{"empty rewrite", `"  "`, QueryResult{}},
+		{"affected past 2^63", `{ affected_rows = 2^70 }`, QueryResult{}},
+		{"rows and affected", `{ columns = { "a" }, rows = { { 1 } }, affected_rows = 1 }`, QueryResult{}},
+		{"error and rows", `{ error = "no", columns = { "a" } }`, QueryResult{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
