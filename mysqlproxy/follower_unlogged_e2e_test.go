@@ -66,3 +66,65 @@ func TestUnloggedWritesReachBoundedSidecars(t *testing.T) {
 		})
 	}
 }
+
+// TestUnloggedDDLThroughASidecar: DDL run with sql_log_bin off through
+// one sidecar changes what a read depends on (the tables a view reads, a
+// MERGE table's union) with no binlog event to tell the other sidecar.
+// Its reads must not be keyed to the old tables: a later write to the
+// new ones, through it or straight to the server, shows through it.
+func TestUnloggedDDLThroughASidecar(t *testing.T) {
+	for _, consistency := range []mysqlproxy.Consistency{mysqlproxy.ConsistencyStrict, mysqlproxy.ConsistencyBounded} {
+		t.Run(string(consistency), func(t *testing.T) {
+			m := testenvShared(t)
+			f := startFleet(t, m, mysqlproxy.Config{Consistency: consistency})
+			for _, q := range []string{
+				"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 10)",
+				"CREATE TABLE u (id INT PRIMARY KEY, v INT)", "INSERT INTO u VALUES (1, 70)",
+				"CREATE VIEW w AS SELECT * FROM t",
+				"CREATE TABLE m1 (v INT) ENGINE=MyISAM", "INSERT INTO m1 VALUES (1)",
+				"CREATE TABLE m2 (v INT) ENGINE=MyISAM", "INSERT INTO m2 VALUES (20)",
+				"CREATE TABLE m3 (v INT) ENGINE=MyISAM", "INSERT INTO m3 VALUES (300)",
+				"CREATE TABLE mm (v INT) ENGINE=MERGE UNION=(m1, m2)",
+			} {
+				mustExec(t, f.direct, q)
+			}
+			f.sync(t)
+			for _, tc := range []struct {
+				name, read, ddl, write string
+			}{
+				{"view", "SELECT SUM(v) FROM w", "CREATE OR REPLACE VIEW w AS SELECT * FROM u", "UPDATE u SET v = v + 1"},
+				{"merge union", "SELECT SUM(v) FROM mm", "ALTER TABLE mm UNION=(m1, m3)", "UPDATE m3 SET v = v + 1"},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					f.warmAll(t, tc.read)
+					a := conn(t, f.viaA)
+					execOn(t, a, "SET SESSION sql_log_bin = 0")
+					execOn(t, a, tc.ddl)
+					execOn(t, a, "SET SESSION sql_log_bin = 1")
+					// Read through B under the new definition, so that
+					// it caches the read again.
+					waitFor(t, 5*time.Second, "sidecar B to read the new definition", func() bool {
+						return dump(t, f.viaB, tc.read) == dump(t, f.direct, tc.read)
+					})
+					dump(t, f.viaB, tc.read)
+					for i, write := range []func(){
+						func() { mustExec(t, f.viaB, tc.write) },
+						func() { mustExec(t, f.direct, tc.write) },
+					} {
+						write()
+						want := dump(t, f.direct, tc.read)
+						if i == 0 && consistency == mysqlproxy.ConsistencyStrict {
+							if got := dump(t, f.viaB, tc.read); got != want {
+								t.Errorf("through B after its own write to the new table: %s, want %s", got, want)
+							}
+							continue
+						}
+						waitFor(t, 5*time.Second, "sidecar B to show the write to the new table", func() bool {
+							return dump(t, f.viaB, tc.read) == want
+						})
+					}
+				})
+			}
+		})
+	}
+}

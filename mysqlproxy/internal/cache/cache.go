@@ -53,6 +53,7 @@ const (
 	whySharedUnproven    = "shared-unproven"
 	whyHitDiagnostics    = "after-a-hit-diagnostics"
 	whyPreparedBeforeDDL = "prepared-before-ddl"
+	whyMetaStale         = "schema-may-have-changed"
 )
 
 // bypassReasons returns the reasons above, which NewStats shows on
@@ -64,6 +65,7 @@ func bypassReasons() []string {
 		whyTainted, whyNotStored, whyUnknownTable, whyNoMetadata, whyFollowerBehind,
 		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyUncommitted, whyIsolationUnknown, whyOwnWrite,
 		whyLockingRead, whyStmtUnsure, whyFillMemory, whySharedUnproven, whyHitDiagnostics, whyPreparedBeforeDDL,
+		whyMetaStale,
 	}
 }
 
@@ -254,6 +256,11 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	case store.Error:
 		e.Stats.bypass(whyCacheError)
 		qs.note(whyCacheError, 0)
+		return c.s.RelayMode(p, relay.ModeResult)
+	}
+	if e.metaStale(deps, all, cur.Gens) {
+		e.Stats.bypass(whyMetaStale)
+		qs.note(whyMetaStale, 0)
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	adm.looked(true, false, ghost, time.Since(start))

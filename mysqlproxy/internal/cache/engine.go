@@ -112,6 +112,9 @@ type Engine struct {
 	ddlSeen  atomic.Uint64
 	replays  replaying // large responses being replayed, against fill
 	depsMemo depsMemo
+	// globalSeen is the global generation the last miss read from
+	// memcached (see metaStale); 0 before the first.
+	globalSeen atomic.Uint64
 }
 
 // NewEngine returns an engine over an analyzer, a store, a policy and
@@ -133,8 +136,19 @@ func NewEngine(cfg Config, a *sqlinfo.Analyzer, st *store.Store, p cachepolicy.P
 	return e
 }
 
-// SetMeta gives the engine the metadata connection, once it is up.
-func (e *Engine) SetMeta(m *meta.Meta) { e.metaP.Store(m) }
+// SetMeta gives the engine the metadata connection, once it is up. The
+// global generation is read first, so that a move of it after anything
+// is learned tells that it may be stale (metaStale).
+func (e *Engine) SetMeta(m *meta.Meta) {
+	if m != nil && e.Store != nil && e.Store.Shared() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if g, err := e.Store.SharedGen(ctx, deps.Global); err == nil {
+			e.globalSeen.Store(g)
+		}
+		cancel()
+	}
+	e.metaP.Store(m)
+}
 
 // meta returns the metadata connection, or nil.
 func (e *Engine) meta() *meta.Meta { return e.metaP.Load() }

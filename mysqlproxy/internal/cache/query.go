@@ -1217,6 +1217,12 @@ func (c *Session) invalidate(info *sqlinfo.Info, sql string, resp *relay.Respons
 	}
 	if e.follower.Load() != nil && c.unlogged(sql, resp) {
 		ds = append(ds, deps.Unlogged)
+		if (info.Kind == sqlinfo.DDL || info.Unmapped && info.Kind != sqlinfo.Call) && !info.Temporary {
+			// What the other sidecars know of the tables may have
+			// changed, and no binlog event tells them: the global bump
+			// has their meta forget it (Engine.metaStale).
+			ds = append(ds, deps.Global)
+		}
 	}
 	inTx := c.s.Status&mysql.SERVER_STATUS_IN_TRANS != 0
 	if !inTx || !c.deferrable(info, written, extra) {

@@ -198,6 +198,39 @@ func (e *Engine) StatusRows(sessions int) [][2]string {
 	}
 }
 
+// metaStale reports whether what meta knew when a read's dependencies d
+// were derived may be stale, so that its miss must store nothing: meta
+// forgot a table since, or the global generation the miss read from
+// memcached (gens, aligned with all) moved since the last miss.
+//
+// Every sidecar bumps the global generation when it relays DDL that the
+// binlog will not show (sql_log_bin off): a view's new definition, a
+// MERGE table's new union, a new column. The others' followers cannot
+// tell them, and what their meta derived from the old definition (the
+// tables a view reads) would key new entries to tables no write to the
+// new ones bumps. So a moved global generation, rare otherwise (FLUSH, a
+// lost binlog position, a write mycached cannot map), has meta forget
+// everything. Meta forgets before globalSeen moves, so that a concurrent
+// miss that finds it moved derived its dependencies after the forget.
+func (e *Engine) metaStale(d *readDeps, all []string, gens []uint64) bool {
+	if e.meta() == nil || !e.Store.Shared() {
+		return false
+	}
+	if i := slices.Index(all, deps.Global); i >= 0 && i < len(gens) {
+		switch old := e.globalSeen.Load(); {
+		case old == 0:
+			// Not read when meta came up (memcached was away): this
+			// is the first reading, nothing to compare it with.
+			e.globalSeen.CompareAndSwap(0, gens[i])
+		case gens[i] != old:
+			e.meta().ForgetAll()
+			e.globalSeen.CompareAndSwap(old, gens[i])
+			return true
+		}
+	}
+	return d.gen != e.metaGen()
+}
+
 // policyTable returns the range generation's name of a table a policy
 // names ("db.table", checked by cachepolicy.SplitTableName), named as
 // every other path names it: folded under lower_case_table_names, its
