@@ -49,7 +49,7 @@ func (e *Engine) tableMeta(t sqlinfo.Table) *meta.Table {
 // naming more (IN with thousands of values) depends on its table alone:
 // a generation per row would cost a memcached key per row on each hit
 // and each write, for a statement that seldom repeats.
-const maxKeyRows = 1000
+const maxKeyRows = sqlinfo.MaxPointRows
 
 // keyRows returns, for a statement that pins columns of its table, the
 // primary-key values of every row it names, or nil when it does not pin
@@ -317,7 +317,7 @@ func (c *Session) tableWriteDeps(info *sqlinfo.Info, t sqlinfo.Table, resp *rela
 		// the lock modes that keep one statement's ids together.
 		n := uint64(len(info.Insert.Rows))
 		incr, consecutive := c.autoIncrement()
-		if resp.InsertID == 0 || n == 0 || n > 10000 || incr == 0 || (n > 1 && !consecutive) {
+		if resp.InsertID == 0 || n == 0 || n > sqlinfo.MaxInsertRows || incr == 0 || (n > 1 && !consecutive) {
 			return all
 		}
 		out := []string{name}

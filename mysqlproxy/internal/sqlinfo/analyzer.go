@@ -105,6 +105,26 @@ func (a *Analyzer) Analyze(sql string) *Info {
 	return info
 }
 
+// bigParses bounds how many texts longer than bigText are analysed at
+// once. Their parse takes about a kilobyte per list item: a statement
+// near maxParseItems (an IN list of 100,000 ids in 600 KB) costs a
+// hundred megabytes or more while it is parsed, and sessions sending
+// such statements together would hold that many times over. Past the
+// bound they wait their turn; the other sessions' statements do not.
+var bigParses = make(chan struct{}, 2)
+
+const bigText = 64 << 10
+
+// bigParse takes a turn for sql when it is longer than bigText, and
+// returns what gives it back.
+func bigParse(sql string) func() {
+	if len(sql) <= bigText {
+		return func() {}
+	}
+	bigParses <- struct{}{}
+	return func() { <-bigParses }
+}
+
 // doorkeeper remembers a hash of each text lately seen, in a fixed table
 // where later texts overwrite earlier ones: again is true (barring a
 // collision) for a text seen since the last one that took its slot.
@@ -130,6 +150,7 @@ func cloneString(s string) string {
 // analyzeMiss analyzes a text the exact memo does not hold, and reports
 // whether its skeleton answered it, cheaply.
 func (a *Analyzer) analyzeMiss(sql string) (info *Info, cheap bool) {
+	defer bigParse(sql)()
 	defer func() {
 		if recover() != nil {
 			info, cheap = unanalyzable(), false

@@ -220,6 +220,7 @@ func (a *Analyzer) AnalyzeIn(sql string, d Dialect) (info *Info) {
 	if !(d.NoBackslashEscapes || d.ANSIQuotes) || !strings.ContainsAny(text, "\\\"") {
 		return a.Analyze(text)
 	}
+	defer bigParse(text)()
 	return a.parseIn(text, d)
 }
 

@@ -1,6 +1,7 @@
 package sqlinfo
 
 import (
+	"fmt"
 	"runtime"
 	"strconv"
 	"strings"
@@ -48,13 +49,21 @@ func TestAnalyzerMemosBoundedInBytes(t *testing.T) {
 }
 
 // TestMemoChargesTheAnalysis: an entry costs its key and what its analysis
-// holds, which for a long IN list is many times the text.
+// holds, which for a long VALUES list is many times the text.
 func TestMemoChargesTheAnalysis(t *testing.T) {
-	q := bigSelects(1, 60<<10)[0]
+	var text strings.Builder
+	text.WriteString("INSERT INTO t (id, v) VALUES ")
+	for i := range 5000 {
+		if i > 0 {
+			text.WriteByte(',')
+		}
+		fmt.Fprintf(&text, "(%d,%d)", i, i)
+	}
+	q := text.String()
 	a := NewAnalyzer(Options{})
 	info := a.Analyze(q)
-	if info.Point == nil || len(info.Point.Rows) < 5000 {
-		t.Fatalf("got a point of %v, want thousands of rows", info.Point)
+	if info.Insert == nil || len(info.Insert.Rows) < 5000 {
+		t.Fatalf("got inserted rows %v, want thousands of rows", info.Insert)
 	}
 	n, b := a.exact.usage()
 	if n != 1 || b < 4*int64(len(q)) {

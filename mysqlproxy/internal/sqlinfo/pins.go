@@ -63,6 +63,9 @@ func setCols(list []*ast.Assignment) []string {
 }
 
 func insertRows(x *ast.InsertStmt, p *params) *InsertRows {
+	if len(x.Lists) > MaxInsertRows {
+		return nil
+	}
 	ins := &InsertRows{}
 	for _, c := range x.Columns {
 		ins.Cols = append(ins.Cols, c.Name.L)
@@ -260,7 +263,7 @@ func (t *target) pin(e ast.ExprNode, p *params) (pinGroup, bool) {
 		}
 		return t.eqPin(x.R, x.L, p)
 	case *ast.PatternInExpr:
-		if x.Not || x.Sel != nil {
+		if x.Not || x.Sel != nil || len(x.List) > MaxPointRows {
 			return pinGroup{}, false
 		}
 		cols, ok := t.columns(x.Expr)

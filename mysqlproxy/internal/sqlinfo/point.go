@@ -37,6 +37,17 @@ type InsertRows struct {
 	Rows [][]Value
 }
 
+// MaxPointRows is the most rows a Point lists, and MaxInsertRows the
+// most an InsertRows does: a statement that names more (an IN list of
+// thousands of ids) has none, and is invalidated, and invalidates, by its
+// table. Row by row it would cost a memcached key per row on each hit
+// and each write, for a statement that seldom repeats, and its values
+// would cost kilobytes each to hold.
+const (
+	MaxPointRows  = 1000
+	MaxInsertRows = 10000
+)
+
 // LitType is the class of a literal Value. A caller that knows a column's
 // type uses it to tell whether Lit names one row: an integer key compared
 // with '05' or 5.0 selects row 5, while a string key compared with the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -383,5 +384,68 @@ func TestPointLongInListOnce(t *testing.T) {
 	p := NewAnalyzer(Options{}).Analyze("SELECT * FROM t WHERE id IN (" + strings.Repeat("?, ", 40) + "5, 5)").Point
 	if p == nil || len(p.Rows) != 41 {
 		t.Errorf("40 placeholders and 5 twice: got %v, want 41 rows", p)
+	}
+}
+
+// TestPointRowsBounded: an IN list or a VALUES list longer than the
+// bound names no rows, so that a statement of 100,000 ids costs no
+// kilobytes a row to hold; at the bound it still does.
+func TestPointRowsBounded(t *testing.T) {
+	ids := func(n int) string {
+		s := make([]string, n)
+		for i := range s {
+			s[i] = fmt.Sprint(i + 1)
+		}
+		return strings.Join(s, ", ")
+	}
+	values := func(n int) string {
+		s := make([]string, n)
+		for i := range s {
+			s[i] = fmt.Sprintf("(%d)", i+1)
+		}
+		return strings.Join(s, ", ")
+	}
+	a := NewAnalyzer(Options{})
+	for _, q := range []string{"SELECT * FROM t WHERE id IN (%s)", "UPDATE t SET v = 1 WHERE id IN (%s)", "DELETE FROM t WHERE id IN (%s)"} {
+		if p := a.Analyze(fmt.Sprintf(q, ids(MaxPointRows))).Point; p == nil || len(p.Rows) != MaxPointRows {
+			t.Errorf("%s with %d ids: got %d rows, want %d", q, MaxPointRows, pointRows(p), MaxPointRows)
+		}
+		if p := a.Analyze(fmt.Sprintf(q, ids(MaxPointRows+1))).Point; p != nil {
+			t.Errorf("%s with %d ids: got %d rows, want none", q, MaxPointRows+1, len(p.Rows))
+		}
+	}
+	if ins := a.Analyze("INSERT INTO t (id) VALUES " + values(MaxInsertRows)).Insert; ins == nil || len(ins.Rows) != MaxInsertRows {
+		t.Errorf("an INSERT of %d rows: got %v, want them listed", MaxInsertRows, ins != nil)
+	}
+	if ins := a.Analyze("INSERT INTO t (id) VALUES " + values(MaxInsertRows+1)).Insert; ins != nil {
+		t.Errorf("an INSERT of %d rows: got %d rows listed, want none", MaxInsertRows+1, len(ins.Rows))
+	}
+}
+
+func pointRows(p *Point) int {
+	if p == nil {
+		return 0
+	}
+	return len(p.Rows)
+}
+
+// TestBigParsesTakeTurns: long texts analysed from many goroutines at
+// once all complete, and give their turns back.
+func TestBigParsesTakeTurns(t *testing.T) {
+	a := NewAnalyzer(Options{})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q := fmt.Sprintf("SELECT * FROM t%d WHERE v IN (%s)", g, strings.Repeat("'x', ", 20000)+"'y'")
+			if info := a.Analyze(q); len(info.Reads) != 1 {
+				t.Errorf("goroutine %d: reads %v", g, info.Reads)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := len(bigParses); n != 0 {
+		t.Errorf("%d turns still taken after every analysis ended", n)
 	}
 }
