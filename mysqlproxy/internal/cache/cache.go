@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -259,9 +260,14 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	if e.metaStale(deps, all, cur.Gens) {
-		e.Stats.bypass(whyMetaStale)
-		qs.note(whyMetaStale, 0)
-		return c.s.RelayMode(p, relay.ModeResult)
+		// Derived again from what meta learns now: the same
+		// dependencies keep the generations just read, others do not.
+		again := c.readDepsFor(info, params, !adm.rejected())
+		if again.why != "" || !slices.Equal(again.all, deps.all) || again.gen != e.metaGen() {
+			e.Stats.bypass(whyMetaStale)
+			qs.note(whyMetaStale, 0)
+			return c.s.RelayMode(p, relay.ModeResult)
+		}
 	}
 	adm.looked(true, false, ghost, time.Since(start))
 	e.Stats.miss()

@@ -199,8 +199,8 @@ func (e *Engine) StatusRows(sessions int) [][2]string {
 }
 
 // metaStale reports whether what meta knew when a read's dependencies d
-// were derived may be stale, so that its miss must store nothing: meta
-// forgot a table since, or the global generation the miss read from
+// were derived may be stale, so that its miss must not store under them:
+// meta forgot a table since, or the global generation the miss read from
 // memcached (gens, aligned with all) moved since the last miss.
 //
 // Every sidecar bumps the global generation when it relays DDL that the
@@ -212,6 +212,7 @@ func (e *Engine) StatusRows(sessions int) [][2]string {
 // lost binlog position, a write mycached cannot map), has meta forget
 // everything. Meta forgets before globalSeen moves, so that a concurrent
 // miss that finds it moved derived its dependencies after the forget.
+// The miss derives them again, and stores only when they are the same.
 func (e *Engine) metaStale(d *readDeps, all []string, gens []uint64) bool {
 	if e.meta() == nil || !e.Store.Shared() {
 		return false
