@@ -263,7 +263,8 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		// Derived again from what meta learns now: the same
 		// dependencies keep the generations just read, others do not.
 		again := c.readDepsFor(info, params, !adm.rejected())
-		if again.why != "" || !slices.Equal(again.all, deps.all) || again.gen != e.metaGen() {
+		if again.why != "" || !slices.Equal(again.all, deps.all) || again.gen != e.metaGen() ||
+			again.dated != deps.dated || again.runsCode != deps.runsCode || again.readsDiag != deps.readsDiag {
 			e.Stats.bypass(whyMetaStale)
 			qs.note(whyMetaStale, 0)
 			return c.s.RelayMode(p, relay.ModeResult)
