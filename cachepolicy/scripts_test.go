@@ -202,6 +202,7 @@ func TestQueryHookScripts(t *testing.T) {
 		want QueryResult
 	}{
 		{"tag", tag, "SELECT 1", QueryResult{Kind: QueryRewrite, SQL: "/* app=shop user=app */ SELECT 1"}},
+		{"an empty statement is not tagged", tag, " \n", QueryResult{}},
 		{"version", cmd, "show app version", version},
 		{"version spaced", cmd, "  SHOW  APP VERSION ;\n", version},
 		{"other", cmd, "SELECT 1", QueryResult{}},

@@ -25,5 +25,8 @@ function query(q, next)
     return r
   end
   local sql = r or q.sql
+  if not sql:find("%S") then
+    return r -- an empty statement stays empty: the server refuses it (1065)
+  end
   return "/* app=" .. clean(app) .. " user=" .. clean(q.user) .. " */ " .. sql
 end
