@@ -780,24 +780,28 @@ func TestLocalInfileCommandOutOfOrder(t *testing.T) {
 		cfg  mysqlproxy.Config
 	}{{"cache", mysqlproxy.Config{Backend: m.Addr}}, {"passthrough", mysqlproxy.Config{Backend: m.Addr, Passthrough: true}}} {
 		p := startProxy(t, mode.cfg)
-		answer := func(addr string) string {
-			c, rc := localInfileRequested(t, addr, db, "LOAD DATA LOCAL INFILE 'x.csv' INTO TABLE ld")
-			defer c.Close()
-			// A new command, sequence id 0, instead of the file.
-			if err := rc.command(append([]byte{mysqlc.COM_QUERY}, "SELECT 1"...)...); err != nil {
-				t.Fatal(err)
+		// A new command instead of the file, at sequence id 0 as a new
+		// command has, or at another that is not the file's either.
+		for _, seq := range []byte{0, 6} {
+			answer := func(addr string) string {
+				c, _ := localInfileRequested(t, addr, db, "LOAD DATA LOCAL INFILE 'x.csv' INTO TABLE ld")
+				defer c.Close()
+				cmd := append([]byte{9, 0, 0, seq, mysqlc.COM_QUERY}, "SELECT 1"...)
+				if _, err := c.Conn.Write(cmd); err != nil {
+					t.Fatal(err)
+				}
+				// The raw bytes up to the close: the sequence id of the
+				// error is the server's to choose.
+				_ = c.Conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+				return readToClose(c.Conn)
 			}
-			// The raw bytes up to the close: the sequence id of the
-			// error is the server's to choose.
-			_ = c.Conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-			return readToClose(c.Conn)
-		}
-		want := answer(m.Addr)
-		if !strings.Contains(want, "8404") || !strings.HasSuffix(want, "closed") { // 1156
-			t.Fatalf("directly: %s", want)
-		}
-		if got := answer(p.addr); got != want {
-			t.Errorf("%s: got %s, want %s", mode.name, got, want)
+			want := answer(m.Addr)
+			if !strings.Contains(want, "8404") || !strings.HasSuffix(want, "closed") { // 1156
+				t.Fatalf("directly, at sequence id %d: %s", seq, want)
+			}
+			if got := answer(p.addr); got != want {
+				t.Errorf("%s, at sequence id %d: got %s, want %s", mode.name, seq, got, want)
+			}
 		}
 	}
 }
@@ -1024,4 +1028,43 @@ func readToClose(r io.Reader) string {
 		return hex.EncodeToString(raw) + " " + err.Error()
 	}
 	return hex.EncodeToString(raw) + " closed"
+}
+
+// TestCommandsMariaDBDoesNotKnow: command bytes MariaDB does not know,
+// MySQL's GTID binlog dump (0x1e) among them, get the server's own
+// "Unknown command" through mycached, and the session goes on.
+func TestCommandsMariaDBDoesNotKnow(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	answers := func(addr string) string {
+		rc := dialRaw(t, addr, "root", rootPass, "", true)
+		var out []string
+		for _, cmd := range []byte{0x1e, 0x20, 0x30, 0x7f, 0xf0} {
+			if err := rc.command(cmd); err != nil {
+				t.Fatal(err)
+			}
+			r, err := rc.ReadPacket()
+			if err != nil {
+				t.Fatalf("%s: command %#x: %v", addr, cmd, err)
+			}
+			out = append(out, fmt.Sprintf("%#x: %q", cmd, r))
+		}
+		// And the session goes on.
+		if err := rc.command(append([]byte{mysqlc.COM_QUERY}, "DO 1"...)...); err != nil {
+			t.Fatal(err)
+		}
+		r, err := rc.ReadPacket()
+		if err != nil || len(r) == 0 || r[0] != mysqlc.OK_HEADER {
+			t.Fatalf("%s: DO 1 after them: %x %v", addr, r, err)
+		}
+		return strings.Join(out, "\n")
+	}
+	want := answers(m.Addr)
+	if !strings.Contains(want, "0x1e: \"\\xff\\x17\\x04#08S01Unknown command\"") {
+		t.Fatalf("directly:\n%s", want)
+	}
+	if got := answers(p.addr); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
 }

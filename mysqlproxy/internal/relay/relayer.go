@@ -495,8 +495,9 @@ func (s *Session) sendLocalFile(expect byte) error {
 		if seq != expect {
 			// A new command instead of the file's next packet: the
 			// server answers so, at the sequence id it expected, then
-			// at the packet's own, and ends the session.
-			for _, at := range []byte{expect, seq} {
+			// again at 0 (whatever the packet's own), and ends the
+			// session.
+			for _, at := range []byte{expect, 0} {
 				s.SendError(at, mysql.ER_NET_PACKETS_OUT_OF_ORDER, "08S01", "Got packets out of order", true)
 			}
 			return ClientError{errOutOfOrder}

@@ -695,7 +695,11 @@ func (s *Session) dispatch(p []byte) error {
 		return s.RelayMode(p, ModeRows)
 	case mysql.COM_CHANGE_USER:
 		return s.changeUser(p)
-	case mysql.COM_BINLOG_DUMP, mysql.COM_BINLOG_DUMP_GTID, mysql.COM_REGISTER_SLAVE:
+	case mysql.COM_BINLOG_DUMP_GTID:
+		// MySQL's, which MariaDB answers as any command it does not know.
+		s.SendError(1, mysql.ER_UNKNOWN_COM_ERROR, "08S01", "Unknown command", true)
+		return nil
+	case mysql.COM_BINLOG_DUMP, mysql.COM_REGISTER_SLAVE:
 		s.SendError(1, mysql.ER_NOT_SUPPORTED_YET, "42000", "mycached: replication commands are not relayed; connect a replica to the server directly", true)
 		return nil
 	case mysql.COM_INIT_DB:
