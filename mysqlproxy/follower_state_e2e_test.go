@@ -233,6 +233,53 @@ func TestRestartAfterResetMaster(t *testing.T) {
 			t.Errorf("after RESET MASTER while the sidecar was down, and %d transactions to the same position: %s, want %s (stale)", k, got, want)
 		}
 	})
+	// The same with a restart of the server after each RESET MASTER,
+	// which starts the count of RESET statements again: the server is
+	// back at the saved position, at the same place of a binlog file of
+	// the same name, created at the restart. The file's creation time,
+	// saved with the position, tells.
+	restart := func(dbs ...*sql.DB) {
+		t.Helper()
+		if err := m.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		for _, db := range dbs {
+			// Their connections died with the server.
+			db.SetMaxIdleConns(0)
+			db.SetMaxIdleConns(2)
+		}
+	}
+	run(func(via *sql.DB) {
+		mustExec(t, direct, "RESET MASTER")
+		restart(direct, via)
+		for range k {
+			mustExec(t, direct, "UPDATE t SET v = v + 1 WHERE id = 2")
+		}
+		caughtUp := func() bool {
+			b, _ := os.ReadFile(filepath.Join(cfg.StateDir, "binlog-position"))
+			return strings.Contains(string(b), " born ") &&
+				strings.HasPrefix(string(b), m.QueryString(t, "SELECT @@gtid_binlog_pos")+" ")
+		}
+		waitFor(t, 20*time.Second, "the position after the restart to be saved with its file's creation time", caughtUp)
+		time.Sleep(time.Second) // the restart's invalidation, made again once settled
+		warmOn(t, via, via, q)
+		waitFor(t, 10*time.Second, "the position to be saved again", caughtUp)
+	})
+	saved, _ = os.ReadFile(filepath.Join(cfg.StateDir, "binlog-position"))
+	mustExec(t, direct, "RESET MASTER")
+	restart(direct)
+	for range k {
+		mustExec(t, direct, "UPDATE t SET v = v + 1 WHERE id = 1")
+	}
+	t.Logf("saved %q; the server at %s", saved, m.QueryString(t, "SELECT @@gtid_binlog_pos"))
+	run(func(via *sql.DB) {
+		if got, want := dump(t, via, q), dump(t, direct, q); got != want {
+			t.Errorf("after RESET MASTER and a restart of the server while the sidecar was down, and %d transactions to the same position: %s, want %s (stale)", k, got, want)
+		}
+		if n := mycachedStatus(t, via)["Binlog_lost_positions"]; n < 1 {
+			t.Errorf("Binlog_lost_positions = %d, want the lost position counted", n)
+		}
+	})
 }
 
 // TestRestartKnowsForeignKeys: a parent's write cascades to its foreign-

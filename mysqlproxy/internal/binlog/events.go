@@ -134,6 +134,9 @@ func (f *Follower) handle(t *txn, ev *replication.BinlogEvent) {
 			f.statementEnd(t)
 		}
 	case *replication.FormatDescriptionEvent:
+		f.mu.Lock()
+		f.born = fileBorn{f.file, ev.Header.Timestamp}
+		f.mu.Unlock()
 		f.format(e.CreateTimestamp)
 	case *replication.QueryEvent:
 		f.query(t, e)

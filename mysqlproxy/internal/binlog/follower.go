@@ -115,13 +115,28 @@ func parseMark(s string) *resetMark {
 const markEvery = time.Second
 
 // parseSaved splits a saved position into the GTID position, where in
-// the binlog that position lies, and the server's count of RESET
-// statements, when they were saved.
-func parseSaved(saved string) (string, binlogAt, *resetMark) {
+// the binlog that position lies, the server's count of RESET statements,
+// and when the binlog file that holds the position was created (0 when
+// not known), when they were saved.
+func parseSaved(saved string) (string, binlogAt, *resetMark, uint32) {
 	saved, m, _ := strings.Cut(saved, " resets ")
 	mark := parseMark(m)
+	saved, b, _ := strings.Cut(saved, " born ")
 	pos, at := parsePlace(saved)
-	return pos, at, mark
+	born, err := strconv.ParseUint(b, 10, 32)
+	if err != nil || at.file == "" {
+		born = 0
+	}
+	return pos, at, mark, uint32(born)
+}
+
+// fileBorn is a binlog file and when the server created it, as the
+// timestamp of the format event that begins it says. A file of the same
+// name created at another time is another file: RESET MASTER numbers
+// the files from the start again.
+type fileBorn struct {
+	file string
+	ts   uint32
 }
 
 // parsePlace splits a saved position into the GTID position and, when it
@@ -199,9 +214,18 @@ type Follower struct {
 	file  string
 	evEnd uint32
 	// verify is where the saved position lay in the binlog, to be checked
-	// against the server's before following from it; only the run
-	// goroutine uses it.
-	verify binlogAt
+	// against the server's before following from it, and verifyBorn
+	// when the server created the file that holds it (0 when not
+	// saved); only the run goroutine uses them.
+	verify     binlogAt
+	verifyBorn uint32
+	// born is the binlog file whose format event the stream read last,
+	// with its creation time; protected by mu.
+	born fileBorn
+	// startAt, when set, is where the next stream starts, by file and
+	// offset: the server refused the follower's GTID position, which
+	// lies there. Only the run goroutine uses it.
+	startAt binlogAt
 	// group is the transactions read and not yet bumped; only the
 	// follow goroutine uses it.
 	group group
@@ -291,11 +315,11 @@ func Start(opts Options) (*Follower, error) {
 		if err != nil {
 			f.log.Warn("binlog: saved position unreadable; starting from the server's", "err", err)
 		}
-		pos, f.verify, f.verifyMark = parseSaved(p)
+		pos, f.verify, f.verifyMark, f.verifyBorn = parseSaved(p)
 		if _, err := mysql.ParseMariadbGTIDSet(pos); err != nil {
 			// A position that cannot be read is lost, as a missing one.
 			f.log.Warn("binlog: saved position unreadable; starting from the server's", "saved", p, "err", err)
-			pos, f.verify, f.verifyMark = "", binlogAt{}, nil
+			pos, f.verify, f.verifyMark, f.verifyBorn = "", binlogAt{}, nil, 0
 		}
 	}
 	if pos == "" {
@@ -402,6 +426,7 @@ func (f *Follower) run() {
 			// The stream that read the old binlog has stopped: nothing
 			// it read is recorded after this.
 			f.applied, f.resetTo, f.at = reset, nil, binlogAt{}
+			f.startAt = binlogAt{}
 			f.resetRecentLocked()
 			backoff = minRetry
 		}
@@ -452,7 +477,16 @@ func (f *Follower) run() {
 			}
 			unreadable = failures >= 3
 		}
-		if unreadable || isLostPosition(err) {
+		lost := isLostPosition(err)
+		if lost && !unreadable {
+			if at, ok := f.resumable(); ok {
+				// Nothing was missed: the stream starts again there.
+				lost, f.startAt = false, at
+				f.log.Warn("binlog: the server refused to stream from the follower's GTID position, which its binlog still holds (a domain's sequence numbers went back: gtid_seq_no set by hand); following on from its place in the binlog",
+					"at", at.String(), "err", err)
+			}
+		}
+		if unreadable || lost {
 			failedAt, failures = "", 0
 			why := "position purged or unknown to the server"
 			if unreadable {
@@ -462,7 +496,7 @@ func (f *Follower) run() {
 				f.log.Warn("binlog: the server no longer has the follower's position: its binlog was purged past it (PURGE BINARY LOGS, expire_logs_days or binlog_expire_logs_seconds shorter than the sidecar was down) or reset, or another server answers; keep binlogs longer than sidecars may be away", "err", err)
 			}
 			f.followFromServer(why)
-		} else {
+		} else if f.startAt.file == "" {
 			f.log.Warn("binlog: connection lost; following again", "err", err, "retry_in", backoff)
 		}
 		f.reconnects.Add(1)
@@ -507,17 +541,59 @@ func retryAfter(prev time.Duration, streamed bool, ran time.Duration) time.Durat
 	return prev
 }
 
+// resumable returns where the follower stands in the server's binlog
+// when the server's binlog provably holds the follower's position there:
+// the same GTID position at the same place of a file of the same name,
+// created at the same time. Then a stream by file and offset starts
+// exactly where the follower stands, even when the server refuses to
+// find the GTID position: in strict mode, which go-mysql asks for, it
+// refuses one whose domain's sequence numbers went back (error 1236).
+func (f *Follower) resumable() (binlogAt, bool) {
+	f.mu.Lock()
+	at, born := f.at, f.born
+	applied := f.applied.Clone().(*mysql.MariadbGTIDSet)
+	f.mu.Unlock()
+	if at.file == "" || born.file != at.file || born.ts == 0 {
+		return binlogAt{}, false
+	}
+	got, ok, err := f.opts.Meta.BinlogPosAt(f.ctx, at.file, at.end)
+	if err != nil || !ok {
+		return binlogAt{}, false
+	}
+	set, err := mysql.ParseMariadbGTIDSet(got)
+	if err != nil || !samePos(set.(*mysql.MariadbGTIDSet), applied) {
+		return binlogAt{}, false
+	}
+	if ts, err := f.fileBorn(at.file); err != nil || ts != born.ts {
+		return binlogAt{}, false
+	}
+	return at, true
+}
+
 // followFromServer follows on from the server's current position, after
 // the follower's was lost: every entry is invalidated.
+//
+// The stream starts where the server's binlog ends, by file and offset:
+// a GTID position the server refused may be refused again (a domain
+// whose sequence numbers went back, which a stream by GTID position
+// cannot start from), and the follower would never follow again.
 func (f *Follower) followFromServer(why string) {
-	cur, err := f.opts.Meta.BinlogPos(f.ctx)
-	if err != nil {
-		return
+	var at binlogAt
+	cur := ""
+	if file, end, pos, err := f.opts.Meta.BinlogEnd(f.ctx); err == nil {
+		cur, at = pos, binlogAt{file, end}
+	} else {
+		// Without the grant that shows where the binlog ends, by the
+		// GTID position alone.
+		if cur, err = f.opts.Meta.BinlogPos(f.ctx); err != nil {
+			return
+		}
 	}
 	set, err := mysql.ParseMariadbGTIDSet(cur)
 	if err != nil {
 		return
 	}
+	f.startAt = at
 	f.mu.Lock()
 	f.applied, f.at = set.(*mysql.MariadbGTIDSet), binlogAt{}
 	f.resetRecentLocked()
@@ -569,18 +645,38 @@ func (f *Follower) checkSaved() error {
 	if err != nil {
 		return fmt.Errorf("binlog: checking the saved position: %w", err)
 	}
-	f.verify = binlogAt{}
 	f.mu.Lock()
 	saved := f.applied.Clone().(*mysql.MariadbGTIDSet)
 	f.mu.Unlock()
 	if ok {
 		if set, err := mysql.ParseMariadbGTIDSet(got); err == nil && samePos(set.(*mysql.MariadbGTIDSet), saved) {
+			// RESET MASTER and a restart of the server, then as many
+			// transactions as there were, leave the same position at
+			// the same place of a file of the same name: the count of
+			// RESET statements does not tell across the restart, the
+			// file's creation time does.
+			born := f.verifyBorn
+			if born != 0 {
+				ts, err := f.fileBorn(at.file)
+				if err != nil && !isLostPosition(err) {
+					return fmt.Errorf("binlog: checking the saved position's binlog file: %w", err)
+				}
+				if ts != born {
+					f.verify, f.verifyBorn = binlogAt{}, 0
+					f.log.Warn("binlog: the binlog file that held the saved position was created anew since (RESET MASTER)",
+						"saved", saved.String(), "at", at.String(), "created", born, "now_created", ts)
+					f.followFromServer("the binlog file that held the saved position was created anew")
+					return nil
+				}
+			}
+			f.verify, f.verifyBorn = binlogAt{}, 0
 			f.mu.Lock()
-			f.at = at
+			f.at, f.born = at, fileBorn{at.file, born}
 			f.mu.Unlock()
 			return nil
 		}
 	}
+	f.verify, f.verifyBorn = binlogAt{}, 0
 	f.log.Warn("binlog: the server's binlog does not hold the saved position where it was read (RESET MASTER, or another server at its address)",
 		"saved", saved.String(), "at", at.String(), "server_has", got)
 	f.followFromServer("the saved position is not where the server's binlog has it")
@@ -604,13 +700,43 @@ func samePos(a, b *mysql.MariadbGTIDSet) bool {
 
 // follow streams events from the applied position until an error.
 func (f *Follower) follow() error {
-	host, port, err := net.SplitHostPort(f.opts.Addr)
+	dialed := startConns{unreachable: &f.unreachable}
+	syncer, err := f.syncer(&dialed)
 	if err != nil {
 		return err
 	}
+	defer syncer.Close()
+	// Closing unblocks the stream's read with a deadline of its own.
+	defer dialed.streaming()
+	sctx, stop := context.WithCancel(f.ctx)
+	defer stop()
+	f.mu.Lock()
+	start := f.applied.Clone()
+	f.stopStream = stop
+	f.mu.Unlock()
+	from := f.startAt
+	f.startAt = binlogAt{}
+	var stream *replication.BinlogStreamer
+	if from.file != "" {
+		stream, err = syncer.StartSync(mysql.Position{Name: from.file, Pos: from.end})
+	} else {
+		stream, err = syncer.StartSyncGTID(start)
+	}
+	if err != nil {
+		return err
+	}
+	return f.stream(sctx, stream, start, from, &dialed)
+}
+
+// syncer returns a binlog syncer for the follower's server and account,
+// which dials through dialed.
+func (f *Follower) syncer(dialed *startConns) (*replication.BinlogSyncer, error) {
+	host, port, err := net.SplitHostPort(f.opts.Addr)
+	if err != nil {
+		return nil, err
+	}
 	p, _ := strconv.Atoi(port)
-	dialed := startConns{unreachable: &f.unreachable}
-	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+	return replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
 		Dialer:           dialed.dial,
 		ServerID:         f.opts.ServerID,
 		Flavor:           mysql.MariaDBFlavor,
@@ -630,26 +756,51 @@ func (f *Follower) follow() error {
 		// holds (the default, 10240, is gigabytes of large rows).
 		EventCacheCount: 1024,
 		Logger:          slog.New(discardHandler{}),
-	})
-	defer syncer.Close()
-	// Closing unblocks the stream's read with a deadline of its own.
-	defer dialed.streaming()
-	sctx, stop := context.WithCancel(f.ctx)
-	defer stop()
-	f.mu.Lock()
-	start := f.applied.Clone()
-	f.stopStream = stop
-	f.mu.Unlock()
-	stream, err := syncer.StartSyncGTID(start)
+	}), nil
+}
+
+// fileBorn returns when the server created a binlog file, as the format
+// event that begins it says, read by a stream from the file's start that
+// ends there. A file the server no longer has is a lost position
+// (isLostPosition).
+func (f *Follower) fileBorn(file string) (uint32, error) {
+	dialed := startConns{unreachable: &f.unreachable}
+	syncer, err := f.syncer(&dialed)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	defer syncer.Close()
+	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
+	defer cancel()
+	stream, err := syncer.StartSync(mysql.Position{Name: file, Pos: 4})
+	if err != nil {
+		return 0, err
+	}
+	for {
+		ev, err := stream.GetEvent(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if ev.Header.EventType == replication.FORMAT_DESCRIPTION_EVENT {
+			return ev.Header.Timestamp, nil
+		}
+	}
+}
+
+// stream follows a started stream until an error.
+// It started from the GTID position start, found by the server, or at
+// from (by file and offset) where the server's binlog holds start.
+func (f *Follower) stream(sctx context.Context, stream *replication.BinlogStreamer, start mysql.GTIDSet, from binlogAt, dialed *startConns) error {
 	asked := time.Now()
 	dialed.awaitFirst(asked.Add(streamStartGrace))
 	f.mu.Lock()
 	f.running, f.lastErr = true, ""
 	f.mu.Unlock()
-	f.log.Info("binlog: following", "from", start.String(), "server_id", f.opts.ServerID)
+	if from.file != "" {
+		f.log.Info("binlog: following", "from", start.String(), "at", from.String(), "server_id", f.opts.ServerID)
+	} else {
+		f.log.Info("binlog: following", "from", start.String(), "server_id", f.opts.ServerID)
+	}
 	var t txn
 	defer f.group.reset()
 	for first := true; ; first = false {
@@ -1044,6 +1195,9 @@ func (f *Follower) save() {
 	pos := f.applied.String()
 	if f.at.file != "" {
 		pos += " at " + f.at.String()
+		if f.born.file == f.at.file && f.born.ts != 0 {
+			pos += " born " + strconv.FormatUint(uint64(f.born.ts), 10)
+		}
 	}
 	f.mu.Unlock()
 	if m := f.mark.Load(); m != nil {

@@ -377,7 +377,10 @@ func TestSavedPosition(t *testing.T) {
 		{"0-1-5 resets 0 since 1790000000", "0-1-5", binlogAt{}, &resetMark{0, 1790000000}},
 		{"0-1-5 at bin.000003:1151 resets x since 1", "0-1-5", binlogAt{"bin.000003", 1151}, nil},
 	} {
-		pos, at, mark := parseSaved(tc.saved)
+		pos, at, mark, born := parseSaved(tc.saved)
+		if born != 0 {
+			t.Errorf("parseSaved(%q): created %d, want 0 (not saved)", tc.saved, born)
+		}
 		if pos != tc.pos || at != tc.at || (mark == nil) != (tc.mark == nil) || mark != nil && *mark != *tc.mark {
 			t.Errorf("parseSaved(%q) = %q, %v, %v; want %q, %v, %v", tc.saved, pos, at, mark, tc.pos, tc.at, tc.mark)
 		}
@@ -389,6 +392,19 @@ func TestSavedPosition(t *testing.T) {
 			if s := pos + " at " + at.String(); s != tc.saved {
 				t.Errorf("saved again as %q, want %q", s, tc.saved)
 			}
+		}
+	}
+	// The creation time of the file that holds the position.
+	for saved, want := range map[string]uint32{
+		"0-1-5 at bin.000003:1151 born 1796529703 resets 2 since 1790000000": 1796529703,
+		"0-1-5 at bin.000003:1151 born 1796529703":                           1796529703,
+		"0-1-5 born 1796529703":                                              0, // no file
+		"0-1-5 at bin.000003:1151 born x":                                    0,
+		"0-1-5 at bin.000003:1151 born 99999999999":                          0,
+	} {
+		pos, at, _, born := parseSaved(saved)
+		if pos != "0-1-5" || born != want || (want != 0 && at != binlogAt{"bin.000003", 1151}) {
+			t.Errorf("parseSaved(%q) = %q, %v, created %d; want 0-1-5, created %d", saved, pos, at, born, want)
 		}
 	}
 	if !(resetMark{1, 100}).sameRun(resetMark{1, 102}) || (resetMark{1, 100}).sameRun(resetMark{1, 110}) {

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -291,6 +292,31 @@ func (m *Meta) Resets(ctx context.Context) (n uint64, started int64, err error) 
 		return 0, 0, fmt.Errorf("meta: the server has no Com_reset or Uptime")
 	}
 	return n, time.Now().Unix() - int64(up), nil
+}
+
+// BinlogEnd returns where the server's binlog ends (SHOW MASTER STATUS)
+// and the GTID position its binlog holds there.
+func (m *Meta) BinlogEnd(ctx context.Context) (file string, offset uint32, pos string, err error) {
+	rows, err := m.query(ctx, "SHOW MASTER STATUS")
+	if err != nil {
+		return "", 0, "", err
+	}
+	if len(rows) != 1 {
+		return "", 0, "", errors.New("meta: SHOW MASTER STATUS showed no binlog")
+	}
+	file = rows[0]["file"]
+	n, err := strconv.ParseUint(rows[0]["position"], 10, 32)
+	if err != nil {
+		return "", 0, "", fmt.Errorf("meta: SHOW MASTER STATUS: position %q: %w", rows[0]["position"], err)
+	}
+	pos, ok, err := m.BinlogPosAt(ctx, file, uint32(n))
+	if err != nil {
+		return "", 0, "", err
+	}
+	if !ok {
+		return "", 0, "", fmt.Errorf("meta: no GTID position at %s:%d", file, n)
+	}
+	return file, uint32(n), pos, nil
 }
 
 // BinlogPosAt returns the GTID position the server's binlog holds at an
