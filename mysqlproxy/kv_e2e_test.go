@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -178,6 +179,56 @@ func TestKVUnderANSIQuotesSetUnseen(t *testing.T) {
 		}
 		if _, err := queryDump(context.Background(), via, `SELECT "x"`); err != nil {
 			t.Errorf(`after %s and SET @@sql_mode = DEFAULT, SELECT "x" (kv): %v`, set, err)
+		}
+	}
+}
+
+// TestKVEscapesAfterARoutineSetsSQLMode: a stored procedure that sets
+// sql_mode leaves the session's NO_BACKSLASH_ESCAPES status flag as it set
+// it, and restores sql_mode itself when it returns. A kv literal is read
+// under the sql_mode in force, as the server reads a string, not under the
+// flag: "a\nb" is a newline without NO_BACKSLASH_ESCAPES, and backslash n
+// with it.
+func TestKVEscapesAfterARoutineSetsSQLMode(t *testing.T) {
+	m := privateDB(t)
+	mc := privateMemcached(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}, KVUsers: []string{"root"}})
+	name := m.NewDatabase(t)
+	direct := openDB(t, rootDSN(m.Addr, name, ""))
+	mustExec(t, direct, "CREATE PROCEDURE set_nbe() SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES'")
+	mustExec(t, direct, "CREATE PROCEDURE set_empty() SET SESSION sql_mode = ''")
+	c := memcache.New(mc.Addr)
+	for i, tc := range []struct {
+		mode, call string
+	}{
+		{"DEFAULT", "set_nbe"},
+		{"'NO_BACKSLASH_ESCAPES'", "set_empty"},
+	} {
+		via := conn(t, openDB(t, rootDSN(p.addr, name, "")))
+		for _, q := range []string{"SET SESSION sql_mode = " + tc.mode, "CALL " + tc.call + "()"} {
+			if _, err := via.ExecContext(context.Background(), q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		var mode string
+		if err := via.QueryRowContext(context.Background(), "SELECT @@sql_mode").Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		key := "esc" + strconv.Itoa(i)
+		if _, err := via.ExecContext(context.Background(), `INSERT "`+key+`" = "a\nb"`); err != nil {
+			t.Fatal(err)
+		}
+		it, err := c.Get("kv:" + key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What the server makes of the same literal in the same session.
+		var lit string
+		if err := via.QueryRowContext(context.Background(), `SELECT 'a\nb'`).Scan(&lit); err != nil {
+			t.Fatal(err)
+		}
+		if string(it.Value) != lit {
+			t.Errorf("sql_mode %s, CALL %s (sql_mode now %q): the pair holds %q; the server reads the literal as %q", tc.mode, tc.call, mode, it.Value, lit)
 		}
 	}
 }

@@ -59,7 +59,7 @@ func execInsert(ctx context.Context, s Store, opts Options, ns string, st *Stmt)
 	// memcached cannot store the pair raw if it exceeds the item size,
 	// and chunking would make it unreadable to other memcached clients.
 	if limit := s.ItemSizeMax(ctx); limit > 0 && len(key)+len(st.Value) > limit-ItemOverhead {
-		return tooLarge(len(st.Value), limit)
+		return tooLarge(len(st.Value), len(key), limit)
 	}
 	if err := s.Set(ctx, key, st.Value, st.TTL); err != nil {
 		if errors.Is(err, ErrTooLargeForMemory) {
@@ -67,19 +67,20 @@ func execInsert(ctx context.Context, s Store, opts Options, ns string, st *Stmt)
 				"mycached: value of %d bytes does not fit in the in-process cache; raise --cache-memory or store a smaller value", len(st.Value)))
 		}
 		if errors.Is(err, ErrTooLarge) {
-			return tooLarge(len(st.Value), s.ItemSizeMax(ctx))
+			return tooLarge(len(st.Value), len(key), s.ItemSizeMax(ctx))
 		}
 		return storeError(opts, "INSERT", err)
 	}
 	return Result{Affected: 1}
 }
 
-// tooLarge is the error for a value over memcached's item size limit
-// (limit bytes, 0 if unknown).
-func tooLarge(n, limit int) Result {
+// tooLarge is the error for a value of n bytes, under a key of keyLen,
+// over memcached's item size limit (limit bytes, 0 if unknown).
+func tooLarge(n, keyLen, limit int) Result {
 	have := "its item size limit"
 	if limit > 0 {
-		have = fmt.Sprintf("its item size limit of %d bytes (less %d for the key and item header)", limit, ItemOverhead)
+		have = fmt.Sprintf("its item size limit of %d bytes, less %d kept for the item header and the key's %d bytes (at most %d bytes of value)",
+			limit, ItemOverhead, keyLen, max(limit-ItemOverhead-keyLen, 0))
 	}
 	return errorResult(CodeUnknown, StateGeneral, fmt.Sprintf(
 		"mycached: value of %d bytes does not fit in memcached, %s; start memcached with a larger -I (for example -I 16m) or store a smaller value",

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/mycached/mycached/mysqlproxy/internal/sqlinfo"
 
 	"github.com/mycached/mycached/mysqlproxy/internal/kv"
 	"github.com/mycached/mycached/mysqlproxy/internal/metrics"
@@ -212,9 +213,21 @@ func (k *Session) kvNamespace() string {
 }
 
 // parseKV parses sql as a kv pseudo-query, under the session's escaping
-// rules.
+// rules: its sql_mode's, as the server would read the text. The status
+// flag NO_BACKSLASH_ESCAPES is not the server's reading: a routine that
+// sets sql_mode leaves the flag as it set it, and restores sql_mode.
+// While a sql_mode set where no tracker reports it cannot be read again,
+// the text is not taken as kv (the server answers it).
 func (k *Session) parseKV(sql string) (*kv.Stmt, bool, error) {
-	if k.s.Status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 {
+	if k.kvOnly {
+		return kv.Parse(sql)
+	}
+	if slices.Contains(k.s.StaleVars, "sql_mode") {
+		if k.s.NoSchema() || k.s.RefreshIdentity() != nil || slices.Contains(k.s.StaleVars, "sql_mode") {
+			return nil, false, nil
+		}
+	}
+	if sqlinfo.DialectOf(k.s.Vars["sql_mode"], "").NoBackslashEscapes {
 		return kv.ParseNoBackslashEscapes(sql)
 	}
 	return kv.Parse(sql)
