@@ -135,7 +135,10 @@ func (f *Follower) handle(t *txn, ev *replication.BinlogEvent) {
 		}
 	case *replication.FormatDescriptionEvent:
 		f.mu.Lock()
-		f.born = fileBorn{f.file, ev.Header.Timestamp}
+		if f.born[0].file != f.file {
+			f.born[1] = f.born[0]
+		}
+		f.born[0] = fileBorn{f.file, ev.Header.Timestamp}
 		f.mu.Unlock()
 		f.format(e.CreateTimestamp)
 	case *replication.QueryEvent:

@@ -130,6 +130,17 @@ func parseSaved(saved string) (string, binlogAt, *resetMark, uint32) {
 	return pos, at, mark, uint32(born)
 }
 
+// bornLocked returns when the server created a binlog file the stream
+// read lately, or 0 when not known.
+func (f *Follower) bornLocked(file string) uint32 {
+	for _, b := range f.born {
+		if b.file == file && file != "" {
+			return b.ts
+		}
+	}
+	return 0
+}
+
 // fileBorn is a binlog file and when the server created it, as the
 // timestamp of the format event that begins it says. A file of the same
 // name created at another time is another file: RESET MASTER numbers
@@ -219,9 +230,11 @@ type Follower struct {
 	// saved); only the run goroutine uses them.
 	verify     binlogAt
 	verifyBorn uint32
-	// born is the binlog file whose format event the stream read last,
-	// with its creation time; protected by mu.
-	born fileBorn
+	// born are the last two binlog files whose format events the stream
+	// read, newest first, with their creation times (the applied
+	// position may still lie in the file before the one being read);
+	// protected by mu.
+	born [2]fileBorn
 	// startAt, when set, is where the next stream starts, by file and
 	// offset: the server refused the follower's GTID position, which
 	// lies there. Only the run goroutine uses it.
@@ -550,10 +563,10 @@ func retryAfter(prev time.Duration, streamed bool, ran time.Duration) time.Durat
 // refuses one whose domain's sequence numbers went back (error 1236).
 func (f *Follower) resumable() (binlogAt, bool) {
 	f.mu.Lock()
-	at, born := f.at, f.born
+	at, born := f.at, f.bornLocked(f.at.file)
 	applied := f.applied.Clone().(*mysql.MariadbGTIDSet)
 	f.mu.Unlock()
-	if at.file == "" || born.file != at.file || born.ts == 0 {
+	if at.file == "" || born == 0 {
 		return binlogAt{}, false
 	}
 	got, ok, err := f.opts.Meta.BinlogPosAt(f.ctx, at.file, at.end)
@@ -564,7 +577,7 @@ func (f *Follower) resumable() (binlogAt, bool) {
 	if err != nil || !samePos(set.(*mysql.MariadbGTIDSet), applied) {
 		return binlogAt{}, false
 	}
-	if ts, err := f.fileBorn(at.file); err != nil || ts != born.ts {
+	if ts, err := f.readBorn(at.file); err != nil || ts != born {
 		return binlogAt{}, false
 	}
 	return at, true
@@ -657,7 +670,7 @@ func (f *Follower) checkSaved() error {
 			// file's creation time does.
 			born := f.verifyBorn
 			if born != 0 {
-				ts, err := f.fileBorn(at.file)
+				ts, err := f.readBorn(at.file)
 				if err != nil && !isLostPosition(err) {
 					return fmt.Errorf("binlog: checking the saved position's binlog file: %w", err)
 				}
@@ -671,7 +684,7 @@ func (f *Follower) checkSaved() error {
 			}
 			f.verify, f.verifyBorn = binlogAt{}, 0
 			f.mu.Lock()
-			f.at, f.born = at, fileBorn{at.file, born}
+			f.at, f.born = at, [2]fileBorn{{at.file, born}}
 			f.mu.Unlock()
 			return nil
 		}
@@ -759,11 +772,11 @@ func (f *Follower) syncer(dialed *startConns) (*replication.BinlogSyncer, error)
 	}), nil
 }
 
-// fileBorn returns when the server created a binlog file, as the format
+// readBorn returns when the server created a binlog file, as the format
 // event that begins it says, read by a stream from the file's start that
 // ends there. A file the server no longer has is a lost position
 // (isLostPosition).
-func (f *Follower) fileBorn(file string) (uint32, error) {
+func (f *Follower) readBorn(file string) (uint32, error) {
 	dialed := startConns{unreachable: &f.unreachable}
 	syncer, err := f.syncer(&dialed)
 	if err != nil {
@@ -1195,8 +1208,8 @@ func (f *Follower) save() {
 	pos := f.applied.String()
 	if f.at.file != "" {
 		pos += " at " + f.at.String()
-		if f.born.file == f.at.file && f.born.ts != 0 {
-			pos += " born " + strconv.FormatUint(uint64(f.born.ts), 10)
+		if born := f.bornLocked(f.at.file); born != 0 {
+			pos += " born " + strconv.FormatUint(uint64(born), 10)
 		}
 	}
 	f.mu.Unlock()
