@@ -2080,3 +2080,48 @@ func TestBypassReasonOfUnknownIsolation(t *testing.T) {
 		t.Errorf("the read at READ UNCOMMITTED: %+v, want a second bypass, for read-uncommitted", r)
 	}
 }
+
+// TestLongDataAfterAHit: the server reads long data by the parameter
+// types it holds for the statement: a value sent for a parameter last
+// bound as an integer is dropped when the next execute binds a string.
+// An execute answered from the cache never showed the server its types;
+// before the client's long data mycached has the server hold them, as it
+// would directly, and the execute after returns the rows it returns
+// directly.
+func TestLongDataAfterAHit(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id BIGINT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (5, 50), (6, 60)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	via := openDB(t, rootDSN(p.addr, db, ""))
+	hdr := execHdr
+	const q = "SELECT id, v FROM t WHERE id = ? OR id = ? ORDER BY id"
+	// Both parameters bound as BIGINT: 5 and 6.
+	ints := append(append([]byte(nil), hdr...), 0, 1, 0x08, 0, 0x08, 0, 5, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0)
+	// The first as a string, its value sent as long data; the second 5.
+	strLong := append(append([]byte(nil), hdr...), 0, 1, 0xfe, 0, 0x08, 0, 5, 0, 0, 0, 0, 0, 0, 0)
+	var hitsAt []int64
+	run := func(addr string) string {
+		warm := newStmtProbe(t, addr, db)
+		id := warm.prep(q)
+		for range 3 {
+			warm.send(id, mysqlc.COM_STMT_EXECUTE, ints...)
+		}
+		sp := newStmtProbe(t, addr, db)
+		id = sp.prep(q)
+		before := hits(t, via)
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, ints...)
+		if addr == p.addr {
+			hitsAt = append(hitsAt, hits(t, via)-before)
+		}
+		sp.send(id, mysqlc.COM_STMT_SEND_LONG_DATA, 0, 0, '6')
+		sp.send(id, mysqlc.COM_STMT_EXECUTE, strLong...)
+		return warm.String() + "\n" + sp.String()
+	}
+	sameAsDirect(t, m.Addr, p.addr, run)
+	if len(hitsAt) != 1 || hitsAt[0] != 1 {
+		t.Errorf("the second session's first execute was not a hit (%v): the test proves nothing", hitsAt)
+	}
+}

@@ -455,7 +455,11 @@ func (c *Session) Execute(p []byte, st *relay.Stmt) error {
 			}
 			return err
 		}
-		return c.read(p, info, st.SQL, st)
+		err := c.read(p, info, st.SQL, st)
+		if c.hitServed {
+			relay.AnsweredByCache(st, p)
+		}
+		return err
 	}
 	var params []wire.Param
 	if info.Point != nil || info.Insert != nil {

@@ -673,6 +673,9 @@ func (s *Session) dispatch(p []byte) error {
 		return s.Forward(p) // no response
 	case mysql.COM_STMT_SEND_LONG_DATA:
 		if st := s.Stmt(p); st != nil {
+			if err := s.SyncTypes(st); err != nil {
+				return err
+			}
 			st.LongData = true
 		}
 		return s.Forward(p) // no response
@@ -753,6 +756,9 @@ func (s *Session) Forward(p []byte) error {
 		// opens one if it asks for it; a reset closes it.
 		if st := s.Stmt(p); st != nil {
 			st.CursorOpen = s.cursorCmd
+			if p[0] == mysql.COM_STMT_EXECUTE {
+				st.sentTypes(p)
+			}
 		}
 	}
 	s.backendWatch.stop()

@@ -2,7 +2,9 @@ package relay
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
+	"io"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -20,6 +22,11 @@ type Stmt struct {
 	// bound by the last execute that sent them; nil when unknown.
 	Types    []byte
 	LongData bool // COM_STMT_SEND_LONG_DATA since the last execute
+	// serverTypes are the types the server was last sent; behind is
+	// the last execute answered from the cache since, which bound other
+	// types, and which the server has not run (see SyncTypes).
+	serverTypes []byte
+	behind      []byte
 	// typesSent says the execute being answered sent types.
 	typesSent bool
 	// Unsure says a command may have changed the statement on the server
@@ -153,6 +160,51 @@ func ExecuteDone(st *Stmt, resp *Response) {
 		return
 	}
 	st.LongData = false
+}
+
+// AnsweredByCache notes that exec, an execute of st (with its types),
+// was answered without the server, which then holds the parameters it
+// was last sent, not perhaps the types this execute bound.
+func AnsweredByCache(st *Stmt, exec []byte) {
+	st.behind = st.behind[:0]
+	if st.Types != nil && !bytes.Equal(st.Types, st.serverTypes) && len(exec) <= maxBehind {
+		st.behind = append(st.behind, exec...)
+	}
+}
+
+// maxBehind bounds the execute a statement keeps for SyncTypes; past it
+// the server is not brought up to date.
+const maxBehind = 64 << 10
+
+// sentTypes notes the types an execute the server runs sends.
+func (st *Stmt) sentTypes(p []byte) {
+	if types, sent := SentTypes(p, int(st.Params)); sent && types != nil {
+		st.serverTypes = append(st.serverTypes[:0], types...)
+		st.behind = st.behind[:0]
+	}
+}
+
+// SyncTypes brings the server up to date with the client's execute of st
+// that the cache answered, before the client's first
+// COM_STMT_SEND_LONG_DATA after it: the server reads long data by the
+// parameters it holds (a value sent for a parameter last bound as an
+// integer is dropped when the next execute binds a string), and directly
+// it would hold that execute's. The execute runs, without a cursor, and
+// its answer is discarded; only a cacheable read is answered from the
+// cache, so it writes nothing. Nothing is done while the statement has a
+// cursor open, which an execute would close, nor outside autocommit or
+// in a transaction, where the read would begin or join one that the
+// cache did not see begin.
+func (s *Session) SyncTypes(st *Stmt) error {
+	if len(st.behind) == 0 || st.LongData || st.CursorOpen || st.Unsure ||
+		s.Status&mysql.SERVER_STATUS_AUTOCOMMIT == 0 || s.InTransaction() {
+		return nil
+	}
+	q := st.behind
+	st.behind = nil
+	binary.LittleEndian.PutUint32(q[1:], st.ID) // not the last statement's id: another may have been prepared since
+	q[5] = 0                                    // no cursor
+	return s.discard(q, bufio.NewWriter(io.Discard))
 }
 
 // ComStmtBulkExecute is MariaDB's COM_STMT_BULK_EXECUTE: one execute of
