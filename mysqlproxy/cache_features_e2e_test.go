@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http/httptest"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -2123,5 +2124,40 @@ func TestLongDataAfterAHit(t *testing.T) {
 	sameAsDirect(t, m.Addr, p.addr, run)
 	if len(hitsAt) != 1 || hitsAt[0] != 1 {
 		t.Errorf("the second session's first execute was not a hit (%v): the test proves nothing", hitsAt)
+	}
+}
+
+// TestNotesAfterAnUnchangedSchemaReport: MariaDB reports the session's
+// schema, unchanged, in the OK of some statements that use none (CREATE
+// USER after a read of mysql.user). mycached re-reads the grants only
+// when the schema moved (or code the text does not show ran): reading
+// them here took the statement's notes from SHOW WARNINGS, which
+// mysqltest and other clients read after any statement that had some.
+// The mariadb CLI shows it; the Go driver's session did not.
+func TestNotesAfterAnUnchangedSchemaReport(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	user := "notes_" + db
+	m.Exec(t, "CREATE USER "+user)
+	t.Cleanup(func() { m.Exec(t, "DROP USER IF EXISTS "+user) })
+	for _, passthrough := range []bool{false, true} {
+		p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Passthrough: passthrough})
+		warnings := func(addr string) string {
+			host, port, _ := net.SplitHostPort(addr)
+			out, err := exec.Command("mariadb", "-h", host, "-P", port, "-uroot", "-p"+rootPass, "--batch", db, "-e",
+				"SELECT user FROM mysql.user WHERE user = '"+user+"'; CREATE USER IF NOT EXISTS "+user+"; SHOW WARNINGS").CombinedOutput()
+			if err != nil {
+				t.Fatalf("mariadb: %v: %s", err, out)
+			}
+			return string(out)
+		}
+		want := warnings(m.Addr)
+		if !strings.Contains(want, "1973") {
+			t.Fatalf("directly: %s", want)
+		}
+		if got := warnings(p.addr); got != want {
+			t.Errorf("passthrough %v: got %q, want %q", passthrough, got, want)
+		}
 	}
 }
