@@ -784,18 +784,18 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		// parses, say).
 		c.s.IdentityStale = true
 	}
-	if ok && info.Kind == sqlinfo.Use || resp.Tracked.SchemaMoved || resp.Tracked.Schema && runsHiddenStatements(info, sql) ||
-		c.s.IdentityStale && setsRole(info) {
+	if ok && info.Kind == sqlinfo.Use || resp.Tracked.SchemaMoved || c.s.IdentityStale && setsRole(info) {
 		// The server fixed the session's privileges on its database (USE)
 		// or its global ones (SET ROLE) just now: the grants are read
 		// before the client has the answer, so that they are those in
 		// force then, not after a REVOKE that follows. A failure leaves
 		// them stale, read again before the next cacheable read. The
 		// server also reports the schema, unchanged, after statements
-		// that use none (CREATE USER after a read of mysql.user): that
-		// reading would take the statement's warnings from the client,
-		// so it is made only for a schema that moved, or that code the
-		// text does not show may have used again.
+		// that use none (CREATE USER after a read of mysql.user, a CALL
+		// of a procedure of another database): that reading would take
+		// the statement's warnings from the client, so it is made only
+		// for a schema that moved. A USE of the same database changes
+		// no grant.
 		c.s.IdentityStale, c.s.GrantsTurn = true, relay.TurnUse
 		switch {
 		case setsRole(info) && ok:
