@@ -233,6 +233,38 @@ func TestKVEscapesAfterARoutineSetsSQLMode(t *testing.T) {
 	}
 }
 
+// TestKVAccountKeepsWarnings: after a CALL, mycached reads the session's
+// sql_mode again before it takes a text for kv, and that reading takes
+// the server's warnings. It reads it only for a text that is kv: for a
+// kv account, SHOW WARNINGS after a CALL shows the procedure's notes, as
+// directly.
+func TestKVAccountKeepsWarnings(t *testing.T) {
+	m := privateDB(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, KVUsers: []string{"root"}})
+	name := m.NewDatabase(t)
+	direct := openDB(t, rootDSN(m.Addr, name, ""))
+	mustExec(t, direct, "CREATE TABLE t (a INT)")
+	mustExec(t, direct, "CREATE PROCEDURE p() CREATE TABLE IF NOT EXISTS t (a INT)")
+	warnings := func(db *sql.DB) string {
+		c := conn(t, db)
+		if _, err := c.ExecContext(context.Background(), "CALL p()"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := queryDump(context.Background(), c, "SHOW WARNINGS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	want := warnings(direct)
+	if !strings.Contains(want, "1050") {
+		t.Fatalf("directly: %s", want)
+	}
+	if got := warnings(openDB(t, rootDSN(p.addr, name, ""))); got != want {
+		t.Errorf("SHOW WARNINGS after CALL: got %s, want %s", got, want)
+	}
+}
+
 // TestKVBytesSharedWithMemcachedClients: what SQL writes, memcached
 // clients read byte for byte, and the other way round.
 func TestKVBytesSharedWithMemcachedClients(t *testing.T) {

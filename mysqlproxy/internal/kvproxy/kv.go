@@ -216,11 +216,19 @@ func (k *Session) kvNamespace() string {
 // rules: its sql_mode's, as the server would read the text. The status
 // flag NO_BACKSLASH_ESCAPES is not the server's reading: a routine that
 // sets sql_mode leaves the flag as it set it, and restores sql_mode.
-// While a sql_mode set where no tracker reports it cannot be read again,
-// the text is not taken as kv (the server answers it).
+// A sql_mode set where no tracker reports it is read again first, only
+// for a text that is kv under either escaping (reading it would take the
+// last statement's warnings from SQL that follows, SHOW WARNINGS among
+// it); while it cannot be read, the text is not taken as kv (the server
+// answers it).
 func (k *Session) parseKV(sql string) (*kv.Stmt, bool, error) {
 	if k.kvOnly {
 		return kv.Parse(sql)
+	}
+	st, ok, err := kv.Parse(sql)
+	nst, nok, nerr := kv.ParseNoBackslashEscapes(sql)
+	if !ok && !nok {
+		return nil, false, nil
 	}
 	if slices.Contains(k.s.StaleVars, "sql_mode") {
 		if k.s.NoSchema() || k.s.RefreshIdentity() != nil || slices.Contains(k.s.StaleVars, "sql_mode") {
@@ -228,9 +236,9 @@ func (k *Session) parseKV(sql string) (*kv.Stmt, bool, error) {
 		}
 	}
 	if sqlinfo.DialectOf(k.s.Vars["sql_mode"], "").NoBackslashEscapes {
-		return kv.ParseNoBackslashEscapes(sql)
+		return nst, nok, nerr
 	}
-	return kv.Parse(sql)
+	return st, ok, err
 }
 
 // Query answers a kv pseudo-query sent as text, and reports false for
