@@ -96,11 +96,10 @@ func (t *clientTrackers) set(name, v string) {
 // Tracked is what one response said of the session's state.
 type Tracked struct {
 	Vars map[string]string // system variables it changed
-	// Schema says the server reported the current schema, and
-	// SchemaMoved that it named another than the session's: MariaDB
-	// reports it after statements that did not change it too (a CREATE
-	// USER after a read of mysql.user).
-	Schema, SchemaMoved bool
+	// SchemaMoved says the server reported a current schema other than
+	// the session's: it reports the schema after statements that did
+	// not change it too (a CREATE USER after a read of mysql.user).
+	SchemaMoved bool
 	// Unseen says the state changed in ways no tracker shows: user
 	// variables, prepared statements, temporary tables, the active roles.
 	Unseen bool
@@ -147,7 +146,6 @@ func (s *Session) noteState(raw []byte, t *Tracked) []byte {
 			if name, _, ok := wire.LenencString(e.Data); ok {
 				t.SchemaMoved = t.SchemaMoved || string(name) != s.Hello.DB
 				s.Hello.DB = string(name)
-				t.Schema = true
 				sawVar = true
 			} else {
 				t.Unseen = true
