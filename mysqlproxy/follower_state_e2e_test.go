@@ -222,17 +222,32 @@ func TestRestartAfterResetMaster(t *testing.T) {
 		warmOn(t, via, via, q)
 		waitFor(t, 10*time.Second, "the position to be saved again", caughtUp)
 	})
-	saved, _ := os.ReadFile(filepath.Join(cfg.StateDir, "binlog-position"))
-	mustExec(t, direct, "RESET MASTER")
-	for range k {
-		mustExec(t, direct, "UPDATE t SET v = v + 1 WHERE id = 1")
-	}
-	t.Logf("saved %q; the server at %s", saved, m.QueryString(t, "SELECT @@gtid_binlog_pos"))
-	run(func(via *sql.DB) {
-		if got, want := dump(t, via, q), dump(t, direct, q); got != want {
-			t.Errorf("after RESET MASTER while the sidecar was down, and %d transactions to the same position: %s, want %s (stale)", k, got, want)
+	// resetWhileDown runs RESET MASTER (then between, when not nil) and k
+	// transactions while the sidecar is down, and checks the read after
+	// it starts again.
+	resetWhileDown := func(what string, between func()) {
+		t.Helper()
+		saved, _ := os.ReadFile(filepath.Join(cfg.StateDir, "binlog-position"))
+		mustExec(t, direct, "RESET MASTER")
+		if between != nil {
+			between()
 		}
-	})
+		for range k {
+			mustExec(t, direct, "UPDATE t SET v = v + 1 WHERE id = 1")
+		}
+		t.Logf("saved %q; the server at %s", saved, m.QueryString(t, "SELECT @@gtid_binlog_pos"))
+		run(func(via *sql.DB) {
+			if got, want := dump(t, via, q), dump(t, direct, q); got != want {
+				t.Errorf("after RESET MASTER%s while the sidecar was down, and %d transactions to the same position: %s, want %s (stale)", what, k, got, want)
+			}
+			if between != nil {
+				if n := mycachedStatus(t, via)["Binlog_lost_positions"]; n < 1 {
+					t.Errorf("Binlog_lost_positions = %d, want the lost position counted", n)
+				}
+			}
+		})
+	}
+	resetWhileDown("", nil)
 	// The same with a restart of the server after each RESET MASTER,
 	// which starts the count of RESET statements again: the server is
 	// back at the saved position, at the same place of a binlog file of
@@ -265,21 +280,7 @@ func TestRestartAfterResetMaster(t *testing.T) {
 		warmOn(t, via, via, q)
 		waitFor(t, 10*time.Second, "the position to be saved again", caughtUp)
 	})
-	saved, _ = os.ReadFile(filepath.Join(cfg.StateDir, "binlog-position"))
-	mustExec(t, direct, "RESET MASTER")
-	restart(direct)
-	for range k {
-		mustExec(t, direct, "UPDATE t SET v = v + 1 WHERE id = 1")
-	}
-	t.Logf("saved %q; the server at %s", saved, m.QueryString(t, "SELECT @@gtid_binlog_pos"))
-	run(func(via *sql.DB) {
-		if got, want := dump(t, via, q), dump(t, direct, q); got != want {
-			t.Errorf("after RESET MASTER and a restart of the server while the sidecar was down, and %d transactions to the same position: %s, want %s (stale)", k, got, want)
-		}
-		if n := mycachedStatus(t, via)["Binlog_lost_positions"]; n < 1 {
-			t.Errorf("Binlog_lost_positions = %d, want the lost position counted", n)
-		}
-	})
+	resetWhileDown(" and a restart of the server", func() { restart(direct) })
 }
 
 // TestRestartKnowsForeignKeys: a parent's write cascades to its foreign-

@@ -225,20 +225,17 @@ func (k *Session) parseKV(sql string) (*kv.Stmt, bool, error) {
 	if k.kvOnly {
 		return kv.Parse(sql)
 	}
-	st, ok, err := kv.Parse(sql)
-	nst, nok, nerr := kv.ParseNoBackslashEscapes(sql)
-	if !ok && !nok {
-		return nil, false, nil
-	}
 	if slices.Contains(k.s.StaleVars, "sql_mode") {
-		if k.s.NoSchema() || k.s.RefreshIdentity() != nil || slices.Contains(k.s.StaleVars, "sql_mode") {
+		_, ok, _ := kv.Parse(sql)
+		_, nok, _ := kv.ParseNoBackslashEscapes(sql)
+		if !ok && !nok || k.s.NoSchema() || k.s.RefreshIdentity() != nil || slices.Contains(k.s.StaleVars, "sql_mode") {
 			return nil, false, nil
 		}
 	}
 	if sqlinfo.DialectOf(k.s.Vars["sql_mode"], "").NoBackslashEscapes {
-		return nst, nok, nerr
+		return kv.ParseNoBackslashEscapes(sql)
 	}
-	return st, ok, err
+	return kv.Parse(sql)
 }
 
 // Query answers a kv pseudo-query sent as text, and reports false for
