@@ -1553,6 +1553,25 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// The procedure turns the trackers off before its changes, and
+		// leaves a note: the client reads the note first (mycached reads
+		// the session's state back only after that), then the zone.
+		class: "session", name: "routine-hides-its-changes-and-leaves-notes",
+		setup: append([]string{
+			"CREATE PROCEDURE phide() BEGIN SET session_track_system_variables = ''; SET time_zone = '+04:00'; " +
+				"SET @a = 1; CREATE TABLE IF NOT EXISTS t (id INT); END",
+		}, rsStateTab...),
+		body: func(x *rsRun) {
+			x.rsStateChanged([]string{rsTZ}, func(s *twin) {
+				s.exec("CALL phide()")
+				if out := s.sameIn("text", "SHOW WARNINGS"); !strings.Contains(out, "1050") {
+					x.t.Errorf("the procedure's note, directly: %s", out)
+				}
+				s.sameIn("text", "SELECT @@warning_count")
+			})
+		},
+	},
+	{
 		class: "session", name: "handshake-charset",
 		setup: rsStateTab,
 		body: func(x *rsRun) {

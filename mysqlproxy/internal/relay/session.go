@@ -134,8 +134,12 @@ type Session struct {
 	ExtMeta         bool
 	clientTrack     clientTrackers
 	trackersChanged bool // the client changed the trackers: turn ours back on
-	tracksPrepared  bool // PREPARE of a text that names the trackers
-	handed          bool // the backend session has the client's trackers, not mycached's
+	// restoreDue says stored code may have changed the trackers unseen:
+	// turn ours back on before the next command that does not read the
+	// diagnostics, which the reading would clear.
+	restoreDue     bool
+	tracksPrepared bool // PREPARE of a text that names the trackers
+	handed         bool // the backend session has the client's trackers, not mycached's
 	// Vars are the session variables changed since the session began, as
 	// the server reports them; VarsGen counts their changes.
 	Vars    map[string]string
@@ -519,6 +523,12 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 // that ended without a statement the handler saw end it (a reset, a
 // change of user) is reported to the handler.
 func (s *Session) relayCommand(p []byte) error {
+	if s.restoreDue && p[0] != mysql.COM_QUIT && !readsDiagnosticsOnly(p) {
+		s.restoreDue = false
+		if err := s.restoreTrackers(false); err != nil {
+			return err
+		}
+	}
 	handed := false
 	if s.Track && s.namesTrackers(p) {
 		var err error
@@ -531,10 +541,42 @@ func (s *Session) relayCommand(p []byte) error {
 	if before&mysql.SERVER_STATUS_IN_TRANS != 0 && s.Status&mysql.SERVER_STATUS_IN_TRANS == 0 {
 		s.handler.TxEnded()
 	}
-	if err == nil && (handed || s.trackersChanged || s.hidTrackerChange(p)) {
+	switch {
+	case err != nil:
+	case handed || s.trackersChanged:
 		err = s.restoreTrackers(handed)
+	case s.hidTrackerChange(p):
+		s.restoreDue = true
 	}
 	return err
+}
+
+// readsDiagnosticsOnly reports whether command p is a statement that reads
+// what the last one left in the diagnostics area and changes nothing: SHOW
+// WARNINGS, SHOW COUNT(*) ERRORS, GET DIAGNOSTICS, SELECT @@warning_count
+// or ROW_COUNT() with no table. A statement of mycached's own before it
+// would clear what it reads.
+func readsDiagnosticsOnly(p []byte) bool {
+	if len(p) < 2 || p[0] != mysql.COM_QUERY {
+		return false
+	}
+	sql := p[1:]
+	switch sqlinfo.FirstKeyword(string(sql)) {
+	case "SHOW":
+		return sqlinfo.ContainsFold(sql, "warnings") || sqlinfo.ContainsFold(sql, "errors")
+	case "GET":
+		return sqlinfo.ContainsFold(sql, "diagnostics")
+	case "SELECT":
+		if sqlinfo.ContainsFold(sql, "from") || sqlinfo.ContainsFold(sql, "into") || sqlinfo.ContainsFold(sql, ":=") {
+			return false
+		}
+		for _, w := range []string{"warning_count", "error_count", "row_count", "found_rows"} {
+			if sqlinfo.ContainsFold(sql, w) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // namesTrackers reports whether command p may change the session's
