@@ -2133,7 +2133,9 @@ func TestLongDataAfterAHit(t *testing.T) {
 // database). mycached re-reads the grants only when the schema moved:
 // reading them here took the statement's notes from SHOW WARNINGS, which
 // mysqltest and other clients read after any statement that had some.
-// The mariadb CLI shows it; the Go driver's session did not.
+// The mariadb CLI shows it; the Go driver's session did not. A procedure
+// that drops the session's database moves it to none, which fixes no
+// privilege: the grants are read later, and its notes stay too.
 func TestNotesAfterAnUnchangedSchemaReport(t *testing.T) {
 	t.Parallel()
 	m := testenvShared(t)
@@ -2143,20 +2145,24 @@ func TestNotesAfterAnUnchangedSchemaReport(t *testing.T) {
 	t.Cleanup(func() { m.Exec(t, "DROP USER IF EXISTS "+user) })
 	m.Exec(t, "CREATE TABLE "+db+".t (a INT)")
 	m.Exec(t, "CREATE PROCEDURE "+db+".p() CREATE TABLE IF NOT EXISTS t (a INT)")
+	// A procedure that drops the session's database, which leaves a note.
+	gone := db + "_gone"
+	m.Exec(t, "CREATE PROCEDURE "+db+".pdrop() DROP DATABASE "+gone)
 	for _, passthrough := range []bool{false, true} {
 		p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Passthrough: passthrough})
 		warnings := func(addr string) string {
 			host, port, _ := net.SplitHostPort(addr)
 			out, err := exec.Command("mariadb", "-h", host, "-P", port, "-uroot", "-p"+rootPass, "--batch", "mysql", "-e",
 				"SELECT user FROM mysql.user WHERE user = '"+user+"'; CREATE USER IF NOT EXISTS "+user+"; SHOW WARNINGS; "+
-					"CALL "+db+".p(); SHOW WARNINGS").CombinedOutput()
+					"CALL "+db+".p(); SHOW WARNINGS; "+
+					"CREATE DATABASE "+gone+"; USE "+gone+"; CALL "+db+".pdrop(); SHOW WARNINGS; SELECT DATABASE()").CombinedOutput()
 			if err != nil {
 				t.Fatalf("mariadb: %v: %s", err, out)
 			}
 			return string(out)
 		}
 		want := warnings(m.Addr)
-		if !strings.Contains(want, "1973") || !strings.Contains(want, "1050") {
+		if !strings.Contains(want, "1973") || !strings.Contains(want, "1050") || !strings.Contains(want, "1049") {
 			t.Fatalf("directly: %s", want)
 		}
 		if got := warnings(p.addr); got != want {

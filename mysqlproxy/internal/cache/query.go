@@ -803,9 +803,16 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 		case setsRole(info):
 			c.s.GrantsTurn = relay.TurnUnknown // it may have run, or not
 		}
-		if ok && resp.Kind == relay.RespOK {
+		switch {
+		case resp.Tracked.SchemaMoved && c.s.Hello.DB == "" && resp.Warnings > 0 && !setsRole(info):
+			// The session's database is gone (DROP DATABASE, here or
+			// in a procedure): no privilege is fixed on a database,
+			// and the grants are read before the next cacheable read,
+			// not now, which would take the statement's notes from the
+			// client.
+		case ok && resp.Kind == relay.RespOK:
 			_ = c.s.RefreshIdentityAfterOK()
-		} else {
+		default:
 			_ = c.s.RefreshIdentity()
 		}
 	}
