@@ -1510,6 +1510,46 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// An unscoped SET @@sql_mode is reported only as "the state
+		// changed": the next text is read by the new mode, in which
+		// the quote ends at the backslash and the table is read.
+		class: "session", name: "unscoped-set-changes-how-the-text-reads",
+		setup: rsOneRow,
+		body: func(x *rsRun) {
+			q := "SELECT 'a\\' AS s, (SELECT COUNT(*) FROM t) AS n -- '\n"
+			// Each read in a new session, right after its SET.
+			read := func(p *proxy, mode string) string {
+				s := x.rootVia(p)
+				s.exec("SET @@sql_mode = " + mode)
+				return s.same(q)
+			}
+			for _, mode := range []string{"'NO_BACKSLASH_ESCAPES'", "CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')"} {
+				read(x.B(), mode)
+				read(x.A(), mode)
+				read(x.B(), mode)
+			}
+			x.rootVia(x.A()).write("INSERT INTO t VALUES (3, 'three')")
+			x.sync()
+			for _, p := range []*proxy{x.A(), x.B()} {
+				if got := read(p, "'NO_BACKSLASH_ESCAPES'"); !strings.Contains(got, "3") {
+					x.t.Errorf("the count after the insert, directly: %s", got)
+				}
+			}
+			// In sjis, 0x95 0x5C is one character, not a byte and a
+			// backslash that escapes the quote.
+			sj := "SELECT '\x95\x5c' AS a, (SELECT COUNT(*) FROM t) AS n -- '\n"
+			for i, p := range []*proxy{x.B(), x.A(), x.B()} {
+				s := x.rootVia(p)
+				s.exec("SET @@character_set_client = sjis")
+				s.same(sj)
+				if i == 1 {
+					x.rootVia(x.A()).write("INSERT INTO t VALUES (4, 'four')")
+					x.sync()
+				}
+			}
+		},
+	},
+	{
 		class: "session", name: "prepare-and-execute-set",
 		setup: rsStateTab,
 		body: func(x *rsRun) {

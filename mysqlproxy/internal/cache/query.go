@@ -35,6 +35,17 @@ func (c *Session) Query(p []byte, sql string) error {
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	info := c.e.Analyzer.AnalyzeIn(sql, c.dialect())
+	if c.lexStale() && (info.Kind == sqlinfo.Select && info.Cacheable && !c.keepsConds(info) || mayWrite(info)) {
+		// A SET @@sql_mode or @@character_set_client that no tracker
+		// reported: the server reads this text by the new value, which
+		// may hide a function or a table in what the old value read as
+		// a string. A read that may be cached, or a write, reads it
+		// first (a cached read would anyway), and is read again by it.
+		if err := c.s.RefreshIdentity(); err != nil {
+			return err
+		}
+		info = c.e.Analyzer.AnalyzeIn(sql, c.dialect())
+	}
 	if info.Kind == sqlinfo.Select && info.Cacheable {
 		return c.read(p, info, sql, nil)
 	}
@@ -63,6 +74,15 @@ func (c *Session) Query(p []byte, sql string) error {
 		}
 	}
 	return c.execute(p, info, sql)
+}
+
+// lexStale reports whether a variable that decides how the server reads a
+// text (sql_mode's quotes and escapes, the client's character set) may
+// have changed unseen.
+func (c *Session) lexStale() bool {
+	return !c.s.NoSchema() && slices.ContainsFunc(c.s.StaleVars, func(n string) bool {
+		return n == "sql_mode" || n == "character_set_client"
+	})
 }
 
 // hitPayloadMax is the largest hit response a session keeps, to count
