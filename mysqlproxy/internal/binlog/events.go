@@ -186,7 +186,16 @@ func (f *Follower) heartbeat(t *txn, file string, end uint32) {
 // the server restarted since. A restart empties MEMORY tables, and the
 // server logs the TRUNCATE that says so only when something first opens
 // each table, which a cache hit never does: every entry is invalidated.
+//
+// The follower is not fresh on a new stream until it has read the
+// stream's first format event: see formatRead.
 func (f *Follower) format(created uint32) {
+	defer func() {
+		f.mu.Lock()
+		f.formatRead = true
+		f.advanceLocked()
+		f.mu.Unlock()
+	}()
 	first := !f.formatSeen
 	f.formatSeen = true
 	if created == 0 || created == f.runStart {

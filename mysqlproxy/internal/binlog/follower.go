@@ -188,12 +188,18 @@ type Follower struct {
 	// cut is when the stream was last cut: polls read before it say
 	// nothing of what the server did since (a restart empties MEMORY
 	// tables, unlogged).
-	cut      time.Time
-	running  bool
-	lastErr  string
-	lastMsg  time.Time
-	lastTS   uint32 // header timestamp of the last event applied
-	settling []settle
+	cut     time.Time
+	running bool
+	// formatRead says the stream has sent a format event, and a restart
+	// it told of was handled: till then a poll that finds the server
+	// where the follower stands proves nothing (a server that restarted
+	// with no write since is at the same position, its MEMORY tables
+	// emptied).
+	formatRead bool
+	lastErr    string
+	lastMsg    time.Time
+	lastTS     uint32 // header timestamp of the last event applied
+	settling   []settle
 	// settlingNow counts settle bumps taken off settling and not yet done.
 	settlingNow int
 
@@ -807,7 +813,7 @@ func (f *Follower) stream(sctx context.Context, stream *replication.BinlogStream
 	asked := time.Now()
 	dialed.awaitFirst(asked.Add(streamStartGrace))
 	f.mu.Lock()
-	f.running, f.lastErr = true, ""
+	f.running, f.lastErr, f.formatRead = true, "", false
 	f.mu.Unlock()
 	if from.file != "" {
 		f.log.Info("binlog: following", "from", start.String(), "at", from.String(), "server_id", f.opts.ServerID)
@@ -1174,7 +1180,7 @@ func replicatedUnlogged(globals string) bool {
 // advanceLocked moves freshness to the newest poll the applied position
 // has reached; f.mu must be held.
 func (f *Follower) advanceLocked() {
-	if !f.running {
+	if !f.running || !f.formatRead {
 		return
 	}
 	applied := f.appliedLocked()

@@ -320,7 +320,7 @@ func TestResetForgetsPolls(t *testing.T) {
 	f.log = slog.New(slog.DiscardHandler)
 	f.opts.Bump = func(context.Context, []string) {}
 	f.ctx = context.Background()
-	f.running = true
+	f.running, f.formatRead = true, true
 	t0 := time.Now()
 	f.polls = []poll{{at: t0, pos: map[uint32]uint64{0: 200}}}
 	f.serverWentBack("0-1-5", "test")
@@ -332,6 +332,31 @@ func TestResetForgetsPolls(t *testing.T) {
 	f.mu.Unlock()
 	if got := f.FreshAsOf(); !got.Equal(t0.Add(time.Second)) {
 		t.Errorf("after the reset, fresh as of %v, want the new binlog's poll at %v", got, t0.Add(time.Second))
+	}
+}
+
+// TestFreshWaitsForTheFormatEvent: a new stream's first format event
+// tells whether the server restarted (and emptied its MEMORY tables) with
+// no write since, at the position the follower stands: until it is read,
+// a poll that finds the server there does not make the follower fresh.
+func TestFreshWaitsForTheFormatEvent(t *testing.T) {
+	f := followerAt(t, "0-1-100")
+	f.log = slog.New(slog.DiscardHandler)
+	f.opts.Bump = func(context.Context, []string) {}
+	f.ctx = context.Background()
+	f.formatSeen, f.runStart = true, 1000
+	f.running = true
+	t0 := time.Now()
+	f.mu.Lock()
+	f.polls = []poll{{at: t0, pos: map[uint32]uint64{0: 100}}}
+	f.advanceLocked()
+	f.mu.Unlock()
+	if got := f.FreshAsOf(); !got.IsZero() {
+		t.Errorf("before the stream's format event, fresh as of %v", got)
+	}
+	f.format(1000) // the same run of the server
+	if got := f.FreshAsOf(); !got.Equal(t0) {
+		t.Errorf("after the format event, fresh as of %v, want the poll's %v", got, t0)
 	}
 }
 
