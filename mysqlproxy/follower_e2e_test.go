@@ -566,3 +566,55 @@ func TestFollowerRevoke(t *testing.T) {
 		}
 	}
 }
+
+// TestMetadataReadsNeverWaitOnClientLocks: a dump's import locks each
+// table, and alters it (DISABLE KEYS) before its inserts. The follower
+// learns a table again after DDL on it; that read waited for the client's
+// lock, the client's next statements queued behind it until the read
+// timed out (5 s each), and the server could take the client's ALTER for
+// a deadlock's victim. The sidecar's reads now never wait on a lock, and
+// the table is learned once the lock is gone.
+func TestMetadataReadsNeverWaitOnClientLocks(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	mustExec(t, f.direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	f.sync(t)
+	ctx := context.Background()
+	c, err := f.viaA.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waiting := func() {
+		t.Helper()
+		var n int
+		if err := f.direct.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ? AND STATE LIKE 'Waiting for%'",
+			testenv.BinlogUser).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			t.Fatalf("%d of the sidecars' sessions wait on the client's lock:\n%s", n,
+				dump(t, f.direct, "SELECT USER, STATE, INFO FROM information_schema.PROCESSLIST"))
+		}
+	}
+	for _, q := range []string{"LOCK TABLES t WRITE", "ALTER TABLE t DISABLE KEYS"} {
+		if _, err := c.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// The followers read the ALTER within milliseconds; a read of theirs
+	// that waits would show for seconds.
+	for range 20 {
+		waiting()
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, q := range []string{"INSERT INTO t VALUES (1, 1), (2, 2)", "ALTER TABLE t ENABLE KEYS", "UNLOCK TABLES"} {
+		if _, err := c.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	waiting()
+	f.sync(t)
+	f.warm(t, "SELECT v FROM t WHERE id = 2")
+}

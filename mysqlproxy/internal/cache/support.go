@@ -136,14 +136,21 @@ func (e *Engine) deps(info *sqlinfo.Info, db string) *readDeps {
 	}
 	d.all = append(d.all, dbs...)
 	d.all = append(d.all, deps.Global)
+	learned := d.why != whyNoMetadata
 	if d.why == "" && info.Point != nil && len(info.Reads) == 1 && !e.cfg.TableLevel && e.meta() != nil {
 		t := sqlinfo.Qualify([]sqlinfo.Table{info.Point.Table}, db)[0]
-		if pk := pkCols(e.tableMeta(t)); pk != nil {
+		m := e.tableMeta(t)
+		if pk := pkCols(m); pk != nil {
 			name := e.namer().Table(t.DB, t.Name)
 			d.pt = &pointDeps{table: name, pk: pk, tail: []string{deps.NonKey(name), e.namer().DB(t.DB), deps.Global}}
 		}
+		learned = learned && m != nil
 	}
-	e.depsMemo.store(k, d)
+	if learned {
+		// A failure to learn a table is kept only as long as meta keeps
+		// it: a lock a client held is gone a second later.
+		e.depsMemo.store(k, d)
+	}
 	return d
 }
 

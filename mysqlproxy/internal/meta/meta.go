@@ -85,6 +85,18 @@ type entry struct {
 // table may be created, or the account granted, meanwhile.
 const negativeTTL = 30 * time.Second
 
+// lockRetry is how long a failure to learn a table for a lock a client
+// held is believed.
+const lockRetry = time.Second
+
+// failedUntil returns until when a failure to learn a table is believed.
+func failedUntil(err error) time.Time {
+	if me, ok := errors.AsType[*mysql.MySQLError](err); ok && (me.Number == 1205 || me.Number == 1213) {
+		return time.Now().Add(lockRetry)
+	}
+	return time.Now().Add(negativeTTL)
+}
+
 // Open connects to the backend as opts.User and reads the server's
 // settings. It fails when the account cannot connect.
 func Open(ctx context.Context, opts Options) (*Meta, error) {
@@ -103,7 +115,13 @@ func Open(ctx context.Context, opts Options) (*Meta, error) {
 	// SHOW CREATE VIEW quotes as the session's sql_mode says; with none
 	// of its flags, identifiers come in backquotes, as the analysis reads
 	// them by default.
-	cfg.Params = map[string]string{"sql_mode": "''"}
+	//
+	// Its reads never wait on a lock a client holds (LOCK TABLES, DDL
+	// under way, a table being flushed): a statement of the client's
+	// would queue behind the waiting read, and the server could take the
+	// client's statement for a deadlock's victim. They fail at once, and
+	// the table is learned again a moment later (lockRetry).
+	cfg.Params = map[string]string{"sql_mode": "''", "lock_wait_timeout": "0"}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("meta: %w", err)

@@ -109,7 +109,7 @@ func (m *Meta) table(ctx context.Context, db, name string, depth int) (*Table, e
 		t, err := m.learn(ctx, db, name, depth)
 		e := &entry{t: t, err: err}
 		if err != nil {
-			e.until = time.Now().Add(negativeTTL)
+			e.until = failedUntil(err)
 		}
 		m.mu.Lock()
 		if m.gen == gen && (err == nil || !errors.Is(err, context.Canceled)) {
