@@ -153,11 +153,87 @@ func toUTF8(cs, sql string) (string, bool) {
 	if !ok {
 		return "", false
 	}
+	if split, ok := serverSplits[cs]; ok {
+		return splitToUTF8(enc, split, sql)
+	}
 	out, err := enc.NewDecoder().String(sql)
 	if err != nil || strings.ContainsRune(out, utf8.RuneError) {
 		return "", false
 	}
 	return out, true
+}
+
+// serverSplits tell, for the character sets whose multi-byte characters
+// may end in an ASCII byte ("\", a quote), where the server's characters
+// end, by its own rules (MariaDB's strings/ctype-*.c): a decoder's idea
+// of the set may differ (Go's big5 takes HKSCS's lead bytes 0x81-0xA0 and
+// 0xFA-0xFE, which the server reads as bytes of their own), and a
+// backslash that ends a character for one escapes a quote for the other.
+// A split returns the length of the character at the start of b: 1 for
+// an ASCII byte, 0 for bytes that are no character of the set.
+var serverSplits = map[string]func(b string) int{
+	"big5": func(b string) int {
+		return mb2(b, in(0xA1, 0xF9), func(c byte) bool { return in(0x40, 0x7E)(c) || in(0xA1, 0xFE)(c) })
+	},
+	"gbk": func(b string) int {
+		return mb2(b, in(0x81, 0xFE), func(c byte) bool { return in(0x40, 0x7E)(c) || in(0x80, 0xFE)(c) })
+	},
+	"sjis":  sjisSplit,
+	"cp932": sjisSplit,
+	"gb18030": func(b string) int {
+		if len(b) >= 4 && in(0x81, 0xFE)(b[0]) && in(0x30, 0x39)(b[1]) && in(0x81, 0xFE)(b[2]) && in(0x30, 0x39)(b[3]) {
+			return 4
+		}
+		return mb2(b, in(0x81, 0xFE), func(c byte) bool { return in(0x40, 0x7E)(c) || in(0x80, 0xFE)(c) })
+	},
+}
+
+func sjisSplit(b string) int {
+	if b[0] >= 0xA1 && b[0] <= 0xDF {
+		return 1 // half-width katakana
+	}
+	return mb2(b, func(c byte) bool { return in(0x81, 0x9F)(c) || in(0xE0, 0xFC)(c) },
+		func(c byte) bool { return in(0x40, 0x7E)(c) || in(0x80, 0xFC)(c) })
+}
+
+// mb2 is a split for a set of one-byte ASCII and two-byte characters.
+func mb2(b string, head, tail func(byte) bool) int {
+	switch {
+	case b[0] < 0x80:
+		return 1
+	case len(b) >= 2 && head(b[0]) && tail(b[1]):
+		return 2
+	}
+	return 0
+}
+
+func in(lo, hi byte) func(byte) bool {
+	return func(c byte) bool { return c >= lo && c <= hi }
+}
+
+// splitToUTF8 decodes sql character by character as the server splits
+// it. Bytes that are no character of the set, or a character the decoder
+// does not read as one, fail.
+func splitToUTF8(enc encoding.Encoding, split func(string) int, sql string) (string, bool) {
+	var out strings.Builder
+	dec := enc.NewDecoder()
+	for i := 0; i < len(sql); {
+		n := split(sql[i:])
+		switch {
+		case n == 0:
+			return "", false
+		case n == 1 && sql[i] < 0x80:
+			out.WriteByte(sql[i])
+		default:
+			u, err := dec.String(sql[i : i+n])
+			if r, size := utf8.DecodeRuneInString(u); err != nil || r == utf8.RuneError || size != len(u) {
+				return "", false
+			}
+			out.WriteString(u)
+		}
+		i += n
+	}
+	return out.String(), true
 }
 
 // modeParsers hold parsers set to the sql_mode flags of each dialect,

@@ -41,6 +41,15 @@ func TestDialect(t *testing.T) {
 		{"gbk broken", Dialect{Charset: "gbk"}, "UPDATE t1 SET a = '\x81' WHERE id = 1", Update, nil, nil, false, true},
 		{"gbk broken select", Dialect{Charset: "gbk"}, "SELECT a FROM t1 WHERE b = '\x81'", Select, nil, nil, false, false},
 		{"unknown charset", Dialect{Charset: "tis620"}, "UPDATE t1 SET a = '\xe0'", Update, nil, nil, false, true},
+		// Lead bytes of Go's big5 (HKSCS) that the server's big5 does
+		// not have: the server reads 0x88 alone, and the backslash
+		// escapes the quote. Such a text is unreadable.
+		{"big5 hkscs lead", Dialect{Charset: "big5"}, "SELECT 'a\x88\\' AS a, ' AS b, (SELECT COUNT(*) FROM t2) AS n -- '", Select, nil, nil, false, false},
+		{"big5 hkscs lead fa", Dialect{Charset: "big5"}, "UPDATE t1 SET a = 'z\xfa\\' WHERE id = 2 -- ', a = 1 WHERE id = 1 -- '", Update, nil, nil, false, true},
+		{"big5 hkscs lead ascii trail", Dialect{Charset: "big5"}, "SELECT a FROM t1 WHERE b = '\x88A'", Select, nil, nil, false, false},
+		// sjis's half-width katakana are one byte: 0xB1 0x5C is a
+		// character and a backslash.
+		{"sjis katakana then backslash", Dialect{Charset: "sjis"}, "SELECT a FROM t1 WHERE b = '\xb1\\' UNION SELECT c FROM t2 -- '", Select, []string{"t1"}, nil, true, false},
 		{"unknown dialect ascii", Dialect{Unknown: true}, "ALTER TABLE t1 ADD c INT", DDL, nil, []string{"t1"}, false, false},
 		{"unknown dialect quote", Dialect{Unknown: true}, `ALTER TABLE "t1" ADD c INT`, DDL, nil, nil, false, true},
 	}

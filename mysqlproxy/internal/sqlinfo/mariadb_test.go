@@ -3,6 +3,7 @@ package sqlinfo
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
@@ -56,5 +57,48 @@ func TestBuiltinsAreMariaDBs(t *testing.T) {
 		if got, stored := call(fn, fn+" (1)"); !stored {
 			t.Errorf("%s (1) did not call the stored function %s: got %s", fn, fn, got)
 		}
+	}
+}
+
+// TestMultibyteSplitsAreMariaDBs: in the character sets whose two-byte
+// characters may end in 0x5C, where a character ends decides whether a
+// backslash escapes a quote. For every first byte, a text that reads a
+// table only when the backslash escapes the quote is run on the server
+// (an unknown table fails there) and analysed: a text the analysis reads
+// must read the table exactly when the server does.
+func TestMultibyteSplitsAreMariaDBs(t *testing.T) {
+	m := testenv.Shared(t).DB
+	db := m.AdminDB()
+	ctx := context.Background()
+	a := NewAnalyzer(Options{})
+	checked := map[bool]int{} // readable texts, by whether the server read the table
+	for _, cs := range []string{"big5", "gbk", "sjis", "cp932"} {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, "SET NAMES "+cs); err != nil {
+			t.Fatal(err)
+		}
+		for b := 0x80; b <= 0xFF; b++ {
+			sql := "SELECT 'x" + string([]byte{byte(b)}) + "\\' AS a -- ' FROM mycached_no_db.t\n"
+			_, err := conn.ExecContext(ctx, sql)
+			serverReads := err != nil && strings.Contains(err.Error(), "1146")
+			if err != nil && !serverReads {
+				continue // a text the server refuses otherwise
+			}
+			info := a.AnalyzeIn(sql, Dialect{Charset: cs})
+			if !info.Cacheable {
+				continue // unreadable: never cached
+			}
+			if reads := len(info.Reads) > 0; reads != serverReads {
+				t.Errorf("%s, first byte %#x: the analysis reads a table: %v; the server: %v", cs, b, reads, serverReads)
+			}
+			checked[serverReads]++
+		}
+		conn.Close()
+	}
+	if checked[false] == 0 || checked[true] == 0 {
+		t.Errorf("the analysis read %d texts the server read as one string, %d as a string and a table: the test proves nothing", checked[false], checked[true])
 	}
 }
