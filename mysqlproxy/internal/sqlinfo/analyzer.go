@@ -2,6 +2,8 @@ package sqlinfo
 
 import (
 	"hash/maphash"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -404,6 +406,17 @@ var errPanic error = panicError{}
 // CREATE OR REPLACE of a
 // table or sequence (see withoutOrReplace). It returns nil otherwise.
 func refusedVariant(sql string, opts LexOptions, parse func(string) *Info) *Info {
+	if text, cs, coll, ok := withKnownCharset(sql); ok {
+		if info := parse(text); !info.ParseError && info.Kind == Set && info.WhyNot != "multi-statement" {
+			set := *info
+			set.Sets = slices.Clone(info.Sets)
+			for i := range set.Sets {
+				v := strings.ReplaceAll(set.Sets[i].Value, knownCollation, coll)
+				set.Sets[i].Value = strings.ReplaceAll(v, knownCharset, cs)
+			}
+			return &set
+		}
+	}
 	if head, ok := splitReturning(sql, opts); ok {
 		if info := parse(head); !info.ParseError && returningKind(info.Kind) {
 			return info
@@ -438,6 +451,32 @@ func refusedVariant(sql string, opts LexOptions, parse func(string) *Info) *Info
 		}
 	}
 	return nil
+}
+
+// The parser knows a few character sets by name, and refuses SET NAMES
+// of the others the server has (sjis, big5, ujis, koi8r, ...):
+// withKnownCharset reads such a statement with these in their place.
+const knownCharset, knownCollation = "utf8mb4", "utf8mb4_bin"
+
+var setNamesRE = regexp.MustCompile(`(?is)^\s*SET\s+(NAMES|CHARACTER\s+SET|CHARSET)\s+('[a-z0-9_]+'|"[a-z0-9_]+"|[a-z0-9_]+)(\s+COLLATE\s+('[a-z0-9_]+'|"[a-z0-9_]+"|[a-z0-9_]+))?\s*;?\s*$`)
+
+// withKnownCharset returns SET NAMES cs [COLLATE coll] (or SET CHARACTER
+// SET cs) with a charset and collation the parser knows, and cs and coll.
+func withKnownCharset(sql string) (text, cs, coll string, ok bool) {
+	m := setNamesRE.FindStringSubmatch(sql)
+	if m == nil {
+		return "", "", "", false
+	}
+	unquote := func(s string) string { return strings.ToLower(strings.Trim(s, `'"`)) }
+	cs, coll = unquote(m[2]), unquote(m[4])
+	if strings.Contains(cs, knownCharset) || strings.Contains(coll, knownCharset) {
+		return "", "", "", false // not what the parser refused
+	}
+	text = "SET " + m[1] + " " + knownCharset
+	if m[3] != "" {
+		text += " COLLATE " + knownCollation
+	}
+	return text, cs, coll, true
 }
 
 // unanalyzable is the analysis of a text whose analysis failed: a write

@@ -217,6 +217,27 @@ func TestSets(t *testing.T) {
 			{Name: "collation_connection", Value: "'latin1'"},
 			{Name: ResultsCollation},
 		}},
+		// Character sets the parser does not know by name.
+		{"SET NAMES sjis", []SetVar{
+			{Name: "character_set_client", Value: "'sjis'"},
+			{Name: "character_set_connection", Value: "'sjis'"},
+			{Name: "character_set_results", Value: "'sjis'"},
+			{Name: "collation_connection", Value: "'sjis'"},
+			{Name: ResultsCollation},
+		}},
+		{"set names 'CP932' collate cp932_bin;", []SetVar{
+			{Name: "character_set_client", Value: "'cp932'"},
+			{Name: "character_set_connection", Value: "'cp932'"},
+			{Name: "character_set_results", Value: "'cp932'"},
+			{Name: "collation_connection", Value: "'cp932_bin'"},
+			{Name: ResultsCollation, Value: "'cp932_bin'"},
+		}},
+		{"SET CHARACTER SET big5", []SetVar{
+			{Name: "character_set_client", Value: "'big5'"},
+			{Name: "character_set_results", Value: "'big5'"},
+			{Name: ResultsCollation},
+			{Name: "character_set_connection", Value: "@@character_set_database"},
+		}},
 		{"SET character_set_results = utf8mb4", []SetVar{{Name: "character_set_results", Value: "`utf8mb4`"}, {Name: ResultsCollation}}},
 		{"SET @mycached_cache = 0", []SetVar{{Name: "mycached_cache", Value: "0", User: true}}},
 		{"SET autocommit=0, GLOBAL max_connections = 10", []SetVar{{Name: "autocommit", Value: "0"}, {Name: "max_connections", Value: "10", Global: true}}},
@@ -227,8 +248,8 @@ func TestSets(t *testing.T) {
 	a := NewAnalyzer(Options{})
 	for _, tt := range tests {
 		got := a.Analyze(tt.sql)
-		if got.Kind != Set {
-			t.Errorf("%s: Kind = %v, want set", tt.sql, got.Kind)
+		if got.Kind != Set || got.ParseError {
+			t.Errorf("%s: Kind = %v, parse error %v, want set", tt.sql, got.Kind, got.ParseError)
 		}
 		if !reflect.DeepEqual(got.Sets, tt.want) {
 			t.Errorf("%s: Sets = %+v, want %+v", tt.sql, got.Sets, tt.want)
