@@ -67,17 +67,25 @@ func (s *Server) startCoherence(dir *statedir.Dir) {
 func (c *coherence) run() {
 	defer close(c.done)
 	said := ""
-	say := func(state string, warn bool) {
+	say := func(state string, cannotRun bool) {
 		c.mu.Lock()
 		c.state = state
 		c.mu.Unlock()
-		if warn {
-			// Not running soon: strict reads rest on the parse of
+		switch {
+		case cannotRun:
+			// The server cannot be followed (the binlog is off, a
+			// grant is missing): strict reads rest on the parse of
 			// writes, as without a follower, instead of waiting.
 			c.srv.cache.FollowerDue(false)
-		}
-		if state != said && warn {
-			c.srv.log.Error("binlog follower not running; invalidation rests on the parse of writes that pass through mycached", "why", state)
+			if state != said {
+				c.srv.log.Error("binlog follower not running; invalidation rests on the parse of writes that pass through mycached", "why", state)
+			}
+		case state != said:
+			// The account cannot log in (a rotated password) or the
+			// server cannot be reached: it will follow once it can,
+			// as a follower that cannot reconnect, and strict reads go
+			// to the server meanwhile.
+			c.srv.log.Error("binlog follower not running yet; strict reads go to the server until it runs", "why", state)
 		}
 		said = state
 	}
@@ -111,7 +119,7 @@ func (c *coherence) start(say func(string, bool)) bool {
 		})
 		cancel()
 		if err != nil {
-			say("cannot connect as "+cfg.BinlogUser+": "+err.Error(), true)
+			say("cannot connect as "+cfg.BinlogUser+": "+err.Error(), false)
 			return false
 		}
 		c.mu.Lock()

@@ -835,3 +835,41 @@ func startUnwaited(t testing.TB, cfg mysqlproxy.Config) *proxy {
 	t.Cleanup(func() { _ = srv.Close() })
 	return &proxy{srv: srv, addr: ln.Addr().String()}
 }
+
+// TestFollowerThatCannotLogInAtStart: a sidecar started while its binlog
+// account's password is not the one it was given (rotated while it was
+// down) has no follower; it relied on the parse of the writes it relays,
+// and served a row written directly on the server from its cache for as
+// long as the entry lived. Like a follower that cannot reconnect, it now
+// sends strict reads to the server until the follower runs.
+func TestFollowerThatCannotLogInAtStart(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	cfg := withBinlog(mysqlproxy.Config{Backend: m.Addr})
+	cfg.BinlogPassword = "not-" + cfg.BinlogPassword
+	logs := &logBuffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	p := startUnwaited(t, cfg)
+	name := m.NewDatabase(t)
+	direct := openDB(t, rootDSN(m.Addr, name, ""))
+	via := openDB(t, rootDSN(p.addr, name, ""))
+	mustExec(t, direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, direct, "INSERT INTO t VALUES (1, 1)")
+	q := "SELECT v FROM t WHERE id = 1"
+	before := hits(t, via)
+	for range 3 {
+		if got, want := dump(t, via, q), dump(t, direct, q); got != want {
+			t.Fatalf("got %s, want %s", got, want)
+		}
+	}
+	mustExec(t, direct, "UPDATE t SET v = 2 WHERE id = 1")
+	if got, want := dump(t, via, q), dump(t, direct, q); got != want {
+		t.Errorf("after a write on the server: got %s, want %s", got, want)
+	}
+	if n := hits(t, via) - before; n != 0 {
+		t.Errorf("%d hits while the follower cannot log in", n)
+	}
+	if !strings.Contains(logs.String(), "strict reads go to the server") {
+		t.Errorf("the log does not say why nothing is cached:\n%s", logs.String())
+	}
+}
