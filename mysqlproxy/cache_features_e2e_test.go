@@ -2056,10 +2056,11 @@ func TestRowCountsAfterAHitAndUse(t *testing.T) {
 	}
 }
 
-// TestBypassReasonOfUnknownIsolation: a read after a statement mycached
-// cannot read, which may have set the next transaction's isolation level
-// unseen, bypasses the cache as isolation-unknown; one at READ
-// UNCOMMITTED as read-uncommitted.
+// TestBypassReasonOfUnknownIsolation: a read after a statement that may
+// have set the next transaction's isolation level unseen (an EXECUTE of
+// a text mycached does not see) bypasses the cache as isolation-unknown;
+// one at READ UNCOMMITTED as read-uncommitted. A read the parser refuses
+// (LIMIT ROWS EXAMINED is MariaDB's alone) runs no such code.
 func TestBypassReasonOfUnknownIsolation(t *testing.T) {
 	t.Parallel()
 	m := testenvShared(t)
@@ -2069,8 +2070,12 @@ func TestBypassReasonOfUnknownIsolation(t *testing.T) {
 	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
 	c := openDB(t, rootDSN(p.addr, db, ""))
 	c.SetMaxOpenConns(1)
-	// LIMIT ROWS EXAMINED is MariaDB's alone: the analysis does not read it.
 	execOn(t, c, "SELECT 1 FROM t WHERE id = 1 LIMIT ROWS EXAMINED 10")
+	readInt(t, c, "SELECT v FROM t WHERE id = 2")
+	if r := shapeRow(t, c, "select `v` from `t` where `id`"); r.bypasses != 0 {
+		t.Errorf("the read after a refused read: %+v, want no bypass", r)
+	}
+	execOn(t, c, "EXECUTE IMMEDIATE CONCAT('DO ', '1')")
 	readInt(t, c, "SELECT v FROM t WHERE id = 2")
 	if r := shapeRow(t, c, "select `v` from `t` where `id`"); r.bypasses != 1 || r.reason != "isolation-unknown" {
 		t.Errorf("the read after an unread statement: %+v, want 1 bypass for isolation-unknown", r)
@@ -2167,6 +2172,69 @@ func TestNotesAfterAnUnchangedSchemaReport(t *testing.T) {
 		}
 		if got := warnings(p.addr); got != want {
 			t.Errorf("passthrough %v: got %q, want %q", passthrough, got, want)
+		}
+	}
+}
+
+// TestDiagnosticsAroundAHitsRerun: after a hit, the server has not run
+// the hit; mycached makes what the hit would have left (FOUND_ROWS(),
+// its empty warnings) before a statement that reads it. That making must
+// not take what a later statement left: the warnings of a DO 1/0 or of a
+// refused read after the hit, or the FOUND_ROWS() of a later read of no
+// table. And a read the parser refuses (MariaDB's CAST(x AS INT)) runs
+// no hidden code, so the session's variables are not read again, which
+// took its warnings from the next CALL or EXECUTE.
+func TestDiagnosticsAroundAHitsRerun(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".ro (id INT PRIMARY KEY, n INT)")
+	m.Exec(t, "INSERT INTO "+db+".ro VALUES (1, 10), (2, 20)")
+	hit := "SELECT * FROM ro WHERE id < 3"
+	cases := []string{
+		hit + "; DO 1/0; SELECT FOUND_ROWS(); SHOW WARNINGS; SELECT @@warning_count",
+		hit + "; DO 1/0; SELECT FOUND_ROWS(), @@warning_count",
+		hit + "; DROP TABLE IF EXISTS nosuch_t; SELECT FOUND_ROWS(); SHOW WARNINGS LIMIT 1",
+		hit + "; SELECT * FROM nosuch_t; SELECT FOUND_ROWS(); GET DIAGNOSTICS @n = NUMBER; SELECT @n",
+		hit + "; SELECT NOW() IS NOT NULL; GET DIAGNOSTICS @n = NUMBER; SELECT FOUND_ROWS()",
+		hit + "; SELECT 1 UNION SELECT 2 UNION SELECT 3; SHOW WARNINGS; SELECT FOUND_ROWS()",
+		"DO 1/0; " + hit + "; SELECT 1 UNION SELECT 2 UNION SELECT 3; SHOW WARNINGS; SELECT FOUND_ROWS()",
+		"SELECT CAST('1x' AS INT); EXECUTE IMMEDIATE 'SHOW WARNINGS'",
+		"SELECT CAST(n AS INT) FROM ro WHERE id < 3; DO 1; SELECT FOUND_ROWS()",
+	}
+	run := func(addr, script string) string {
+		host, port, _ := net.SplitHostPort(addr)
+		out, _ := exec.Command("mariadb", "-h", host, "-P", port, "-uroot", "-p"+rootPass, "--batch", "--force", db, "-e", script).CombinedOutput()
+		return string(out)
+	}
+	for _, passthrough := range []bool{false, true} {
+		p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Passthrough: passthrough})
+		via := openDB(t, rootDSN(p.addr, db, ""))
+		if !passthrough {
+			for start := time.Now(); ; {
+				before := hits(t, via)
+				run(p.addr, hit) // the CLI's session: its charset is in the key
+				if hits(t, via) > before {
+					break
+				}
+				if time.Since(start) > 10*time.Second {
+					t.Fatalf("%s is not served from the cache; the test proves nothing", hit)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		for _, script := range cases {
+			want := run(m.Addr, script)
+			before := int64(0)
+			if !passthrough {
+				before = hits(t, via)
+			}
+			if got := run(p.addr, script); got != want {
+				t.Errorf("passthrough %v: %s:\ngot  %q\nwant %q", passthrough, script, got, want)
+			}
+			if !passthrough && strings.HasPrefix(script, hit) && hits(t, via) == before {
+				t.Errorf("%s: the first statement was not a hit; the case proves nothing", script)
+			}
 		}
 	}
 }

@@ -237,7 +237,12 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		qs.note("", 1)
 		c.lastHit = append(c.lastHit[:0], p...)
 		c.lastHitSQL, c.hitDiag = sql, diagAll
-		c.hitPayload, c.hitFound = nil, -1
+		if !c.s.CondsHeld {
+			// No entry holds warnings: the server's diagnostics are
+			// empty, as the hit's would be.
+			c.hitDiag &^= diagWarnings
+		}
+		c.hitPayload, c.hitFound, c.serverFound = nil, -1, -1
 		if len(ent.Payload) <= hitPayloadMax {
 			c.hitPayload = ent.Payload
 		}

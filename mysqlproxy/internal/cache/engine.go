@@ -352,6 +352,10 @@ type Session struct {
 	// FOUND_ROWS() in place of the hit's rerun; -1 otherwise.
 	hitPayload []byte
 	hitFound   int
+	// serverFound is FOUND_ROWS() on the server once a SELECT since the
+	// hit set it (the hit's no longer matters), -1 when not known: a
+	// rerun of the hit for its warnings makes it again after.
+	serverFound int
 	// zeroedRowCount says the statements run since the hit left
 	// ROW_COUNT() at 0 (a SET, a DO, a BEGIN): the hit's rerun, for
 	// what else they left as the hit's, sets it to -1, and is followed

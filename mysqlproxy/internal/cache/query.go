@@ -96,17 +96,31 @@ const hitPayloadMax = 64 << 10
 // count is another, is never cached.
 func (c *Session) hitRows() (int, bool) {
 	v := sqlinfo.ServerVersion()
-	if c.hitPayload == nil || !(v >= 100600 || v >= 80004 && v < 100000) {
+	if c.hitPayload == nil {
 		return 0, false
 	}
-	return resultRows(c.hitPayload, c.s.DeprecateEOF())
+	n, ok := resultRows(c.hitPayload, c.s.DeprecateEOF())
+	if !ok || n > tablelessRows && !(v >= 100600 || v >= 80004 && v < 100000) {
+		return 0, false
+	}
+	return n, true
 }
 
+// tablelessRows is the most rows foundRowsSQL reads with no table, which
+// leaves the warnings of the statement before it for SHOW WARNINGS.
+const tablelessRows = 1000
+
 // foundRowsSQL returns a statement that reads n rows of nothing, with no
-// database and no table: after it FOUND_ROWS() is n.
+// database and no table: after it FOUND_ROWS() is n. Up to tablelessRows,
+// it reads no table at all (a UNION of constants), and leaves the
+// warnings as they were; past that, it reads JSON_TABLE (MariaDB 10.6,
+// MySQL 8.0.4), which clears them.
 func foundRowsSQL(n int) string {
-	if n == 0 {
+	switch {
+	case n == 0:
 		return "SELECT 1 FROM DUAL WHERE 0"
+	case n <= tablelessRows:
+		return "SELECT 1" + strings.Repeat(" UNION ALL SELECT 1", n-1)
 	}
 	return "SELECT 1 FROM JSON_TABLE('[" + strings.Repeat("0,", n-1) + "0]', '$[*]' COLUMNS (i INT PATH '$')) AS mycached_found_rows"
 }
@@ -275,6 +289,11 @@ func (c *Session) ranSinceHit(info *sqlinfo.Info, sql string, resp *relay.Respon
 		// A SELECT set it; any other statement that may have was
 		// preceded by the hit's rerun (see foundRowsUnsure).
 		c.hitDiag &^= diagFoundRows
+		c.serverFound = -1
+		if info.Kind == sqlinfo.Select && resp.Kind == relay.RespResultSet && resp.Results == 1 &&
+			!sqlinfo.ContainsFold(sql, "sql_calc_found_rows") {
+			c.serverFound = int(resp.Rows)
+		}
 	}
 	if hidden || info.Kind == sqlinfo.Use || resp.Failed() || resp.Warnings > 0 || len(info.Reads) > 0 || len(info.Writes) > 0 {
 		c.hitDiag &^= diagWarnings
@@ -373,19 +392,35 @@ func (c *Session) foundRowsUnsure(info *sqlinfo.Info, sql string) bool {
 // left behind is what it would have been without the cache.
 func (c *Session) rerunLastHit() error {
 	p, sql := c.lastHit, c.lastHitSQL
+	n, counted := c.hitRows()
 	c.lastHit, c.hitPayload = nil, nil
 	w := discard()
 	defer putDiscard(w)
-	if c.hitFound >= 0 {
+	switch {
+	case c.hitFound >= 0:
 		if err := c.discardOn([]byte("\x03"+foundRowsSQL(c.hitFound)), w); err != nil {
 			return err
 		}
-	} else if p[0] == mysql.COM_STMT_EXECUTE {
-		if err := c.s.ReplayExecute(sql, p, w); err != nil {
+	case c.hitDiag&diagWarnings == 0 && c.hitDiag&diagFoundRows != 0 && counted && n <= tablelessRows:
+		// The warnings the server holds are a later statement's: the
+		// hit's FOUND_ROWS() is made by a statement that leaves them.
+		if err := c.discardOn([]byte("\x03"+foundRowsSQL(n)), w); err != nil {
 			return err
 		}
-	} else if err := c.discardOn(p, w); err != nil {
-		return err
+	default:
+		if p[0] == mysql.COM_STMT_EXECUTE {
+			if err := c.s.ReplayExecute(sql, p, w); err != nil {
+				return err
+			}
+		} else if err := c.discardOn(p, w); err != nil {
+			return err
+		}
+		if c.hitDiag&diagFoundRows == 0 && c.serverFound >= 0 && c.serverFound <= tablelessRows {
+			// A later SELECT's FOUND_ROWS(), which the rerun changed.
+			if err := c.discardOn([]byte("\x03"+foundRowsSQL(c.serverFound)), w); err != nil {
+				return err
+			}
+		}
 	}
 	if c.hitDiag&diagRowCount == 0 && c.zeroedRowCount {
 		// ROW_COUNT() was the later statement's 0, not the hit's -1;
@@ -554,6 +589,15 @@ func runsHiddenStatements(info *sqlinfo.Info, sql string) bool {
 		return info.Kind != sqlinfo.Begin
 	}
 	return false
+}
+
+// refusedRead reports a SELECT the parser refused (MariaDB's own syntax:
+// CAST(x AS INT), LIMIT ROWS EXAMINED) that calls no function but the
+// server's, and that the server answered with one result: a statement of
+// its own, which ran no hidden code and changed nothing of the session.
+func refusedRead(info *sqlinfo.Info, resp *relay.Response) bool {
+	return info.ParseError && info.WhyNot == "parse-error" && info.Kind == sqlinfo.Select && !info.CallsRoutine &&
+		resp.Results <= 1 && resp.Status&mysql.SERVER_MORE_RESULTS_EXISTS == 0
 }
 
 // parsedNothing reports a response that is the server's syntax error and
@@ -776,10 +820,11 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 			}
 		}
 	}
-	if hidesSets(info) || c.runsCode(info) {
+	oneRead := refusedRead(info, resp)
+	if hidesSets(info) && !oneRead || c.runsCode(info) {
 		c.hiddenCodeRan()
 	}
-	if runsHiddenStatements(info, sql) && !parsedNothing(resp) && !c.namedNothing(info, sql, resp) {
+	if runsHiddenStatements(info, sql) && !oneRead && !parsedNothing(resp) && !c.namedNothing(info, sql, resp) {
 		// It may have run SET TRANSACTION for the next transaction, or
 		// SET @@sql_log_bin (stored functions and triggers may not).
 		c.nextTxUnknown = true
