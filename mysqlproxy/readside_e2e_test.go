@@ -2213,6 +2213,47 @@ var rsCases = []rsCase{
 	},
 
 	{
+		// A table renamed into place under LOCK TABLES, with DDL on it
+		// (a dump's import): its foreign key cannot be learned while the
+		// lock is held, and must be before a write to its parent is
+		// trusted to the parse alone.
+		class: "write", name: "child-locked-while-learned",
+		setup: []string{
+			"CREATE TABLE p (id INT PRIMARY KEY)", "INSERT INTO p VALUES (1), (2)",
+			"CREATE TABLE c (id INT PRIMARY KEY, pid INT, v INT)", "INSERT INTO c VALUES (1, 1, 1)",
+			"CREATE TABLE cn (id INT PRIMARY KEY, pid INT, v INT, FOREIGN KEY (pid) REFERENCES p (id) ON DELETE CASCADE)",
+			"INSERT INTO cn VALUES (1, 1, 1)",
+		},
+		body: func(x *rsRun) {
+			// A write to p that the followers see: what writes to p
+			// write with it is known, and the next one does not wait.
+			x.rootVia(x.A()).write("DELETE FROM p WHERE id = 99")
+			x.sync()
+			ctx := context.Background()
+			conn, err := x.root.Conn(ctx)
+			if err != nil {
+				x.t.Fatal(err)
+			}
+			defer conn.Close()
+			for _, q := range []string{"RENAME TABLE c TO co, cn TO c", "LOCK TABLES c WRITE", "ALTER TABLE c DISABLE KEYS"} {
+				if _, err := conn.ExecContext(ctx, q); err != nil {
+					x.t.Fatalf("%s: %v", q, err)
+				}
+			}
+			x.sync() // the followers read the DDL while the lock is held
+			if _, err := conn.ExecContext(ctx, "UNLOCK TABLES"); err != nil {
+				x.t.Fatal(err)
+			}
+			q := "SELECT id, pid, v FROM c WHERE pid = 1"
+			x.sync()
+			r := x.rootVia(x.B())
+			r.warm(q) // once the table could be learned
+			x.rootVia(x.A()).write("DELETE FROM p WHERE id = 1")
+			r.same(q)
+			x.rootVia(x.A()).same(q)
+		},
+	},
+	{
 		// Writes whose targets the parse must find itself, before any
 		// follower hears of them: through a view with a check option or
 		// one whose reads are never cached, to a sequence by NEXTVAL or

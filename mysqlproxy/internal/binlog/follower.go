@@ -1009,6 +1009,7 @@ func (f *Follower) pollServer() {
 		return
 	}
 	f.checkGlobals(globals)
+	f.opts.Meta.Relearn(ctx)
 	p, err := parsePos(pos)
 	if err != nil {
 		return

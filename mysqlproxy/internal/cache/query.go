@@ -1360,6 +1360,11 @@ func (c *Session) unseenCoWrites(info *sqlinfo.Info) bool {
 	if m == nil {
 		return false
 	}
+	if m.RelearnPending() {
+		// A table whose foreign keys are not known (a lock kept it
+		// from being learned after DDL) may be any table's child.
+		return true
+	}
 	for _, t := range sqlinfo.Qualify(info.Writes, c.db) {
 		if _, temp := c.temps[t.String()]; temp {
 			continue

@@ -71,7 +71,11 @@ type Meta struct {
 	// coVersion counts the changes of the co-writes and of coSeen.
 	coVersion uint64
 	gen       uint64 // counts Forget calls, so a lookup that raced one is not kept
-	genA      atomic.Uint64
+	// relearn are the tables (db and name, by range generation) a lock
+	// kept from being learned: their foreign keys are unknown until
+	// they are (see RelearnPending).
+	relearn map[string][2]string
+	genA    atomic.Uint64
 }
 
 // entry is a learned table, or a failure to learn it, with its expiry.
@@ -91,10 +95,40 @@ const lockRetry = time.Second
 
 // failedUntil returns until when a failure to learn a table is believed.
 func failedUntil(err error) time.Time {
-	if me, ok := errors.AsType[*mysql.MySQLError](err); ok && (me.Number == 1205 || me.Number == 1213) {
+	if lockedOut(err) {
 		return time.Now().Add(lockRetry)
 	}
 	return time.Now().Add(negativeTTL)
+}
+
+// lockedOut reports a failure to learn a table for a lock a client held.
+func lockedOut(err error) bool {
+	me, ok := errors.AsType[*mysql.MySQLError](err)
+	return ok && (me.Number == 1205 || me.Number == 1213)
+}
+
+// RelearnPending reports whether a table a lock kept from being learned
+// waits to be: a foreign key it declares may be unknown, so a write to
+// any table may cascade to it unseen.
+func (m *Meta) RelearnPending() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.relearn) > 0
+}
+
+// Relearn learns again the tables a lock kept from being learned, once
+// their failure has expired (lockRetry); the follower calls it at each
+// of its polls.
+func (m *Meta) Relearn(ctx context.Context) {
+	m.mu.Lock()
+	var todo [][2]string
+	for _, t := range m.relearn {
+		todo = append(todo, t)
+	}
+	m.mu.Unlock()
+	for _, t := range todo {
+		_, _ = m.Table(ctx, t[0], t[1])
+	}
 }
 
 // Open connects to the backend as opts.User and reads the server's

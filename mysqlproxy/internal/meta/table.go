@@ -112,6 +112,15 @@ func (m *Meta) table(ctx context.Context, db, name string, depth int) (*Table, e
 			e.until = failedUntil(err)
 		}
 		m.mu.Lock()
+		switch {
+		case lockedOut(err):
+			if m.relearn == nil {
+				m.relearn = make(map[string][2]string)
+			}
+			m.relearn[key] = [2]string{db, name}
+		case err == nil || errors.Is(err, ErrNoTable):
+			delete(m.relearn, key)
+		}
 		if m.gen == gen && (err == nil || !errors.Is(err, context.Canceled)) {
 			m.tables[key] = e
 			if t != nil {
