@@ -2238,3 +2238,75 @@ func TestDiagnosticsAroundAHitsRerun(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutineTurnsTheTrackersOff: a procedure that turns every session
+// tracker off leaves no report of it, nor of what the session's later
+// statements change: a SET sql_select_limit after it went unseen, and a
+// read got the rows cached under the old limit. The trackers are read
+// again after stored code, and mycached's turned back on. A client that
+// does not track state reads its own trackers, as the server has them
+// for it.
+func TestRoutineTurnsTheTrackersOff(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".ts (id INT PRIMARY KEY, n INT)")
+	m.Exec(t, "INSERT INTO "+db+".ts VALUES (1, 1), (2, 2), (3, 3)")
+	m.Exec(t, "CREATE PROCEDURE "+db+".poff() BEGIN SET SESSION session_track_state_change = OFF; "+
+		"SET SESSION session_track_system_variables = ''; END")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	q := "SELECT id FROM ts ORDER BY id"
+	warm := openDB(t, rootDSN(p.addr, db, ""))
+	for start := time.Now(); ; {
+		before := hits(t, warm)
+		dump(t, warm, q)
+		if hits(t, warm) > before {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("%s is not served from the cache; the test proves nothing", q)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	run := func(addr string) string {
+		c := conn(t, openDB(t, rootDSN(addr, db, "")))
+		var out []string
+		// The Go driver does not ask to track state: it reads the
+		// server's trackers as they are for it, not mycached's.
+		for _, s := range []string{"SELECT @@session_track_system_variables, @@session_track_state_change",
+			"CALL poff()", "SELECT n FROM ts WHERE id = 2", "SET sql_select_limit = 1", q,
+			"SELECT @@session_track_state_change"} {
+			out = append(out, query(c, "text", s))
+		}
+		return strings.Join(out, "\n")
+	}
+	sameAsDirect(t, m.Addr, p.addr, run)
+}
+
+// TestNotesOfACallAcrossAPing: a CALL whose procedure set a user variable
+// (a change no tracker shows) has the session's state read back before
+// the next statement, which would take the CALL's notes from SHOW
+// WARNINGS: it waits past the commands that leave them (a ping).
+func TestNotesOfACallAcrossAPing(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE PROCEDURE "+db+".pw() BEGIN SET @a = 1; DO 1/0; END")
+	for _, passthrough := range []bool{false, true} {
+		p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Passthrough: passthrough})
+		run := func(addr string) string {
+			c := conn(t, openDB(t, rootDSN(addr, db, "")))
+			ctx := context.Background()
+			if _, err := c.ExecContext(ctx, "CALL pw()"); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.PingContext(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return query(c, "text", "SHOW WARNINGS")
+		}
+		if want := sameAsDirect(t, m.Addr, p.addr, run); !strings.Contains(want, "1365") {
+			t.Fatalf("directly: %s", want)
+		}
+	}
+}

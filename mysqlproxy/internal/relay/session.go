@@ -12,6 +12,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -557,6 +559,11 @@ func (s *Session) relayCommand(p []byte) error {
 // or ROW_COUNT() with no table. A statement of mycached's own before it
 // would clear what it reads.
 func readsDiagnosticsOnly(p []byte) bool {
+	switch p[0] {
+	case mysql.COM_PING, mysql.COM_STATISTICS, mysql.COM_SET_OPTION, mysql.COM_STMT_CLOSE:
+		// Commands that leave the diagnostics as they are.
+		return true
+	}
 	if len(p) < 2 || p[0] != mysql.COM_QUERY {
 		return false
 	}
@@ -664,6 +671,17 @@ func (s *Session) noteVarsRead(r ownResult) {
 		s.MarkVarsStale()
 		return
 	}
+	// The trackers are read again after stored code, which may have
+	// turned them all off, and with them every report of what the
+	// session's next statements change: such values are the client's
+	// now, and mycached's are turned back on after this command.
+	r.rows = slices.DeleteFunc(slices.Clone(r.rows), func(row []string) bool {
+		own, ok := ownTrackers[strings.ToLower(row[0])]
+		if ok && len(row) == 2 && row[1] != own {
+			s.trackersChanged = true
+		}
+		return ok && len(row) == 2 && row[1] == own
+	})
 	s.noteStartValues(r)
 }
 

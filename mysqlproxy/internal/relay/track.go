@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -486,19 +487,16 @@ func (s *Session) setupSession(turn GrantsTurn) error {
 	// The values are read before the trackers change, so that the
 	// client's own trackers are among them; the limits (see varsSQL)
 	// after, through the trackers.
-	start := startValuesSQL
-	if s.ClientTrack {
-		start = startValuesTrackSQL
-	}
-	vars := s.varsSQL(start)
+	// The client's trackers are read whether or not it asked to track
+	// state: a client that did not still reads them (SELECT
+	// @@session_track_state_change), and gets its own.
+	vars := s.varsSQL(startValuesTrackSQL)
 	res, err := s.ownQueries(slices.Concat(vars[:1], []string{trackersSQL}, vars[1:], []string{showGrants}, setupTail)...)
 	if err != nil {
 		return err
 	}
 	res = res[:len(res)-len(setupTail)]
-	if s.ClientTrack {
-		s.clientTrack = clientTrackers{}
-	}
+	s.clientTrack = clientTrackers{}
 	s.noteStartValues(res[0])
 	if res[0].err != nil {
 		s.MarkVarsStale()
@@ -705,6 +703,10 @@ func (s *Session) MarkVarsStale() {
 		if n != "max_allowed_packet" {
 			s.StaleVars = append(s.StaleVars, n)
 		}
+	}
+	// Stored code may have turned the trackers off (noteVarsRead).
+	for _, n := range slices.Sorted(maps.Keys(ownTrackers)) {
+		s.StaleVars = append(s.StaleVars, n)
 	}
 }
 
