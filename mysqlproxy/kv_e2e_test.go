@@ -530,3 +530,32 @@ func TestKVTooLargeForMemory(t *testing.T) {
 		t.Errorf("a 2 MB value with 1 MiB of --cache-memory and no memcached: %v; want an error naming --cache-memory", err)
 	}
 }
+
+// TestKVAccountMultibyteSQL: in sjis, big5 and gbk a character may end
+// in 0x5C. The kv parser read it as a backslash, so SELECT "ソ" AS x (in
+// sjis, 0x83 0x5C) was answered as kv, with an error, and INSERT "k" =
+// "v" of such characters stored other bytes than the client sent. Such a
+// text goes to the server, which reads it as SQL.
+func TestKVAccountMultibyteSQL(t *testing.T) {
+	t.Parallel()
+	m := testenv.Shared(t).DB
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, KVUsers: []string{"root"}})
+	name := m.NewDatabase(t)
+	for _, cs := range []struct{ name, char string }{{"sjis", "\x83\x5c"}, {"big5", "\xa5\x5c"}, {"gbk", "\x81\x5c"}} {
+		run := func(addr string) string {
+			c := conn(t, openDB(t, rootDSN(addr, name, "charset="+cs.name)))
+			var out []string
+			for _, q := range []string{
+				`SELECT "` + cs.char + `" AS x -- "` + "\n",
+				`SELECT HEX("` + cs.char + `"), 1 #"` + "\n",
+				`INSERT "z` + cs.char + `abc" = "v"`,
+			} {
+				out = append(out, query(c, "text", q))
+			}
+			return strings.Join(out, "\n")
+		}
+		if want := sameAsDirect(t, m.Addr, p.addr, run); !strings.Contains(want, "1064") {
+			t.Errorf("%s directly: %s", cs.name, want)
+		}
+	}
+}

@@ -188,6 +188,15 @@ var serverSplits = map[string]func(b string) int{
 	},
 }
 
+// TrailBackslash reports whether a character of charset may end in the
+// byte of a backslash (big5, gbk, sjis, cp932, gb18030): a reader that
+// does not cut the text into the charset's characters takes it for an
+// escape.
+func TrailBackslash(charset string) bool {
+	_, ok := serverSplits[strings.ToLower(strings.Trim(charset, "'"))]
+	return ok
+}
+
 func sjisSplit(b string) int {
 	if b[0] >= 0xA1 && b[0] <= 0xDF {
 		return 1 // half-width katakana
