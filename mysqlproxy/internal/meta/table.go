@@ -118,7 +118,11 @@ func (m *Meta) table(ctx context.Context, db, name string, depth int) (*Table, e
 				m.relearn = make(map[string][2]string)
 			}
 			m.relearn[key] = [2]string{db, name}
-		case err == nil || errors.Is(err, ErrNoTable):
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			// Asked again at the next poll.
+		default:
+			// Learned, gone, or refused for good (a grant): waiting on
+			// it would not help.
 			delete(m.relearn, key)
 		}
 		if m.gen == gen && (err == nil || !errors.Is(err, context.Canceled)) {
