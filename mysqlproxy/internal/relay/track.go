@@ -705,9 +705,7 @@ func (s *Session) MarkVarsStale() {
 		}
 	}
 	// Stored code may have turned the trackers off (noteVarsRead).
-	for _, n := range slices.Sorted(maps.Keys(ownTrackers)) {
-		s.StaleVars = append(s.StaleVars, n)
-	}
+	s.StaleVars = append(s.StaleVars, slices.Sorted(maps.Keys(ownTrackers))...)
 }
 
 // noteStartValues notes what startValuesSQL read, and the collation its
