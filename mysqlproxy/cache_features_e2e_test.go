@@ -2201,6 +2201,8 @@ func TestDiagnosticsAroundAHitsRerun(t *testing.T) {
 		"DO 1/0; " + hit + "; SELECT 1 UNION SELECT 2 UNION SELECT 3; SHOW WARNINGS; SELECT FOUND_ROWS()",
 		"SELECT CAST('1x' AS INT); EXECUTE IMMEDIATE 'SHOW WARNINGS'",
 		"SELECT CAST(n AS INT) FROM ro WHERE id < 3; DO 1; SELECT FOUND_ROWS()",
+		hit + "; SHOW ERRORS LIMIT 1; EXECUTE IMMEDIATE 'SELECT FOUND_ROWS()'",
+		"DO 1/0; SHOW WARNINGS LIMIT 1; EXECUTE IMMEDIATE 'SHOW WARNINGS'",
 	}
 	run := func(addr, script string) string {
 		host, port, _ := net.SplitHostPort(addr)
@@ -2210,8 +2212,10 @@ func TestDiagnosticsAroundAHitsRerun(t *testing.T) {
 	for _, passthrough := range []bool{false, true} {
 		p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Passthrough: passthrough})
 		via := openDB(t, rootDSN(p.addr, db, ""))
-		if !passthrough {
-			for start := time.Now(); ; {
+		for _, script := range cases {
+			// Warm again: an EXECUTE of a case before may have written
+			// anything, as far as the sidecar knows.
+			for start := time.Now(); !passthrough; {
 				before := hits(t, via)
 				run(p.addr, hit) // the CLI's session: its charset is in the key
 				if hits(t, via) > before {
@@ -2222,8 +2226,6 @@ func TestDiagnosticsAroundAHitsRerun(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-		}
-		for _, script := range cases {
 			want := run(m.Addr, script)
 			before := int64(0)
 			if !passthrough {

@@ -593,11 +593,25 @@ func runsHiddenStatements(info *sqlinfo.Info, sql string) bool {
 
 // refusedRead reports a SELECT the parser refused (MariaDB's own syntax:
 // CAST(x AS INT), LIMIT ROWS EXAMINED) that calls no function but the
-// server's, and that the server answered with one result: a statement of
-// its own, which ran no hidden code and changed nothing of the session.
-func refusedRead(info *sqlinfo.Info, resp *relay.Response) bool {
-	return info.ParseError && info.WhyNot == "parse-error" && info.Kind == sqlinfo.Select && !info.CallsRoutine &&
-		resp.Results <= 1 && resp.Status&mysql.SERVER_MORE_RESULTS_EXISTS == 0
+// server's, or a refused SHOW WARNINGS or SHOW ERRORS (with LIMIT), that
+// the server answered with one result: a statement of its own, which ran
+// no hidden code and changed nothing of the session.
+func refusedRead(info *sqlinfo.Info, sql string, resp *relay.Response) bool {
+	if !info.ParseError || info.WhyNot != "parse-error" || info.CallsRoutine ||
+		resp.Results > 1 || resp.Status&mysql.SERVER_MORE_RESULTS_EXISTS != 0 {
+		return false
+	}
+	switch info.Kind {
+	case sqlinfo.Select:
+		return true
+	case sqlinfo.Show:
+		// SHOW WARNINGS LIMIT 1, SHOW COUNT(*) ERRORS: no function runs.
+		switch sqlinfo.SecondKeyword(sql) {
+		case "WARNINGS", "ERRORS", "COUNT":
+			return true
+		}
+	}
+	return false
 }
 
 // parsedNothing reports a response that is the server's syntax error and
@@ -820,7 +834,7 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 			}
 		}
 	}
-	oneRead := refusedRead(info, resp)
+	oneRead := refusedRead(info, sql, resp)
 	if hidesSets(info) && !oneRead || c.runsCode(info) {
 		c.hiddenCodeRan()
 	}
