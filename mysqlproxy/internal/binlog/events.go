@@ -198,6 +198,7 @@ func (f *Follower) format(created uint32) {
 	}()
 	first := !f.formatSeen
 	f.formatSeen = true
+	defer func() { f.savedRun.Store(int64(f.runStart)) }()
 	if created == 0 || created == f.runStart {
 		return
 	}

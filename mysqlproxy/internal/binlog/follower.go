@@ -118,16 +118,21 @@ const markEvery = time.Second
 // the binlog that position lies, the server's count of RESET statements,
 // and when the binlog file that holds the position was created (0 when
 // not known), when they were saved.
-func parseSaved(saved string) (string, binlogAt, *resetMark, uint32) {
+func parseSaved(saved string) (string, binlogAt, *resetMark, uint32, int64) {
 	saved, m, _ := strings.Cut(saved, " resets ")
 	mark := parseMark(m)
+	saved, r, _ := strings.Cut(saved, " run ")
+	run := int64(-1)
+	if n, err := strconv.ParseUint(r, 10, 32); err == nil {
+		run = int64(n)
+	}
 	saved, b, _ := strings.Cut(saved, " born ")
 	pos, at := parsePlace(saved)
 	born, err := strconv.ParseUint(b, 10, 32)
 	if err != nil || at.file == "" {
 		born = 0
 	}
-	return pos, at, mark, uint32(born)
+	return pos, at, mark, uint32(born), run
 }
 
 // bornLocked returns when the server created a binlog file the stream
@@ -219,6 +224,9 @@ type Follower struct {
 	// logged; only the tick goroutine uses it.
 	unloggedSaid time.Time
 
+	// savedRun is runStart once a format event was read (formatSeen),
+	// -1 before, for save (the tick goroutine).
+	savedRun atomic.Int64
 	// runStart is the creation time of the binlog a run of the server
 	// opened at its start, as its format event says, for the last such
 	// binlog read (0 before any, and for a file opened by a rotation);
@@ -327,6 +335,7 @@ func Start(opts Options) (*Follower, error) {
 	f := &Follower{opts: opts, log: opts.Logger, namer: opts.Meta.Namer(), done: make(chan struct{}), xa: map[string][]string{}, settleFromServer: fromServer,
 		nudge: make(chan struct{}, 1)}
 	f.settle.Store(int64(opts.Settle))
+	f.savedRun.Store(-1)
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	pos := ""
 	if opts.State != nil {
@@ -334,11 +343,20 @@ func Start(opts Options) (*Follower, error) {
 		if err != nil {
 			f.log.Warn("binlog: saved position unreadable; starting from the server's", "err", err)
 		}
-		pos, f.verify, f.verifyMark, f.verifyBorn = parseSaved(p)
+		var run int64
+		pos, f.verify, f.verifyMark, f.verifyBorn, run = parseSaved(p)
 		if _, err := mysql.ParseMariadbGTIDSet(pos); err != nil {
 			// A position that cannot be read is lost, as a missing one.
 			f.log.Warn("binlog: saved position unreadable; starting from the server's", "saved", p, "err", err)
-			pos, f.verify, f.verifyMark, f.verifyBorn = "", binlogAt{}, nil, 0
+			pos, f.verify, f.verifyMark, f.verifyBorn, run = "", binlogAt{}, nil, 0, -1
+		}
+		if run >= 0 {
+			// The server's run when the position was saved (0: its
+			// start was not read): a stream that reads another run's
+			// first binlog means a restart while the sidecar was down,
+			// which emptied MEMORY tables unlogged.
+			f.runStart, f.formatSeen = uint32(run), true
+			f.savedRun.Store(run)
 		}
 	}
 	if pos == "" {
@@ -1220,6 +1238,9 @@ func (f *Follower) save() {
 		}
 	}
 	f.mu.Unlock()
+	if r := f.savedRun.Load(); r >= 0 {
+		pos += " run " + strconv.FormatInt(r, 10)
+	}
 	if m := f.mark.Load(); m != nil {
 		pos += " resets " + m.String()
 	}

@@ -402,7 +402,7 @@ func TestSavedPosition(t *testing.T) {
 		{"0-1-5 resets 0 since 1790000000", "0-1-5", binlogAt{}, &resetMark{0, 1790000000}},
 		{"0-1-5 at bin.000003:1151 resets x since 1", "0-1-5", binlogAt{"bin.000003", 1151}, nil},
 	} {
-		pos, at, mark, born := parseSaved(tc.saved)
+		pos, at, mark, born, _ := parseSaved(tc.saved)
 		if born != 0 {
 			t.Errorf("parseSaved(%q): created %d, want 0 (not saved)", tc.saved, born)
 		}
@@ -427,9 +427,23 @@ func TestSavedPosition(t *testing.T) {
 		"0-1-5 at bin.000003:1151 born x":                                    0,
 		"0-1-5 at bin.000003:1151 born 99999999999":                          0,
 	} {
-		pos, at, _, born := parseSaved(saved)
+		pos, at, _, born, _ := parseSaved(saved)
 		if pos != "0-1-5" || born != want || (want != 0 && at != binlogAt{"bin.000003", 1151}) {
 			t.Errorf("parseSaved(%q) = %q, %v, created %d; want 0-1-5, created %d", saved, pos, at, born, want)
+		}
+	}
+	// The creation time of the binlog the server's run opened at its
+	// start, when the position was saved.
+	for saved, want := range map[string]int64{
+		"0-1-5 at bin.000003:1151 born 1796529703 run 1796529000 resets 2 since 1790000000": 1796529000,
+		"0-1-5 at bin.000003:1151 run 1796529000":                                           1796529000,
+		"0-1-5 run 0": 0,
+		"0-1-5 at bin.000003:1151 born 1796529703": -1,
+		"0-1-5 run x": -1,
+	} {
+		pos, _, _, _, run := parseSaved(saved)
+		if pos != "0-1-5" || run != want {
+			t.Errorf("parseSaved(%q) = %q, run %d; want 0-1-5, run %d", saved, pos, run, want)
 		}
 	}
 	if !(resetMark{1, 100}).sameRun(resetMark{1, 102}) || (resetMark{1, 100}).sameRun(resetMark{1, 110}) {
