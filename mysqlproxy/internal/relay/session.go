@@ -675,13 +675,15 @@ func (s *Session) noteVarsRead(r ownResult) {
 	// turned them all off, and with them every report of what the
 	// session's next statements change: such values are the client's
 	// now, and mycached's are turned back on after this command.
-	r.rows = slices.DeleteFunc(slices.Clone(r.rows), func(row []string) bool {
-		own, ok := ownTrackers[strings.ToLower(row[0])]
-		if ok && len(row) == 2 && row[1] != own {
-			s.trackersChanged = true
-		}
-		return ok && len(row) == 2 && row[1] == own
-	})
+	if s.Track {
+		r.rows = slices.DeleteFunc(slices.Clone(r.rows), func(row []string) bool {
+			own, ok := ownTrackers[strings.ToLower(row[0])]
+			if ok && len(row) == 2 && row[1] != own {
+				s.trackersChanged = true
+			}
+			return ok && len(row) == 2 && row[1] == own
+		})
+	}
 	s.noteStartValues(r)
 }
 
