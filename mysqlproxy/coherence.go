@@ -336,6 +336,7 @@ func (c *coherence) statusRows() [][2]string {
 		[2]string{"Binlog_events", u(st.Events)},
 		[2]string{"Binlog_transactions", u(st.Transactions)},
 		[2]string{"Binlog_bumps", u(st.Bumps)},
+		[2]string{"Binlog_early_bumps", u(st.EarlyBumps)},
 		[2]string{"Binlog_reconnects", u(st.Reconnects)},
 		[2]string{"Binlog_lost_positions", u(st.LostPosition)},
 		[2]string{"Binlog_unlogged_changes", u(st.Unlogged)},

@@ -37,12 +37,20 @@ type txn struct {
 	mapped   []sqlinfo.Table
 	// events are the kinds of rows events each mapped table got.
 	events map[sqlinfo.Table]meta.CoEvent
+	// began is when the transaction's first event was read; early holds
+	// what was bumped before its commit event (see earlyBump), last at
+	// earlyAt.
+	began   time.Time
+	early   map[string]struct{}
+	earlyAt time.Time
 }
 
 func (t *txn) start(g mysql.MariadbGTID, ts uint32, standalone bool) {
 	t.gtid, t.ts, t.standalone = &g, ts, standalone
 	clear(t.deps)
 	clear(t.rows)
+	clear(t.early)
+	t.began, t.earlyAt = time.Now(), time.Time{}
 	t.annotate, t.mapped = "", t.mapped[:0]
 	clear(t.events)
 }
@@ -130,6 +138,7 @@ func (f *Follower) handle(t *txn, ev *replication.BinlogEvent) {
 	case *replication.RowsEvent:
 		t.rowsEvent(ev.Header.EventType, e)
 		f.rows(t, ev.Header.EventType, e)
+		f.earlyBump(t)
 		if e.Flags&replication.RowsEventStmtEndFlag != 0 {
 			f.statementEnd(t)
 		}
@@ -274,6 +283,62 @@ func (f *Follower) rows(t *txn, typ replication.EventType, e *replication.RowsEv
 		// A key absent altogether is an update's after image that left
 		// the key alone; the before image named the row.
 	}
+}
+
+// A transaction the follower takes long to read (a statement that
+// changed a hundred thousand rows is tens of megabytes of events, which a
+// busy machine decodes in seconds) is already committed: the server logs
+// a transaction once it commits. What it changed is bumped as its events
+// are read, once it has been read for earlyAfter or has named more rows
+// of a table than maxRowDeps, at most every earlyEvery, rather than only
+// at its end: reads of what it wrote stop being served from the cache
+// while the rest is decoded. Its end bumps everything again, and the
+// settle bump after it, so a read that stored a result in between (the
+// server's engine commit can follow its binlog write by a moment) is
+// invalidated as for any transaction. An XA PREPARE's changes, bumped
+// early the same way, are not visible yet: the reads in between store
+// what they read, and the XA COMMIT's bump invalidates it.
+const (
+	earlyAfter = 20 * time.Millisecond
+	earlyEvery = 20 * time.Millisecond
+)
+
+// earlyBump bumps what the transaction being read changed so far and
+// has not bumped yet, when it is long (see earlyAfter).
+func (f *Follower) earlyBump(t *txn) {
+	if t.gtid == nil || len(t.deps) == len(t.early) {
+		return
+	}
+	now := time.Now()
+	long := now.Sub(t.began) >= earlyAfter
+	if !long {
+		for _, n := range t.rows {
+			if n >= maxRowDeps {
+				long = true
+				break
+			}
+		}
+	}
+	if !long || now.Sub(t.earlyAt) < earlyEvery {
+		return
+	}
+	if t.early == nil {
+		t.early = make(map[string]struct{}, len(t.deps))
+	}
+	var ds []string
+	for d := range t.deps {
+		if _, ok := t.early[d]; !ok {
+			t.early[d] = struct{}{}
+			ds = append(ds, d)
+		}
+	}
+	if len(ds) == 0 {
+		return
+	}
+	t.earlyAt = now
+	f.opts.Bump(f.ctx, ds)
+	f.bumps.Add(uint64(len(ds)))
+	f.earlyBumps.Add(1)
 }
 
 // statementEnd teaches Meta what one statement's row events wrote

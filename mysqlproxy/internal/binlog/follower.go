@@ -265,6 +265,9 @@ type Follower struct {
 	flushed chan struct{}
 
 	events, txns, bumps, reconnects, lost, unlogged atomic.Uint64
+	// earlyBumps counts bumps made before a long transaction's end (see
+	// earlyBump).
+	earlyBumps atomic.Uint64
 
 	// nudge ends a wait to connect again (see Nudge); unreachable says
 	// the last dial of the server failed.
@@ -1527,6 +1530,7 @@ type Status struct {
 	Events       uint64
 	Transactions uint64
 	Bumps        uint64
+	EarlyBumps   uint64 // bumps of long transactions made while they were read
 	Reconnects   uint64
 	LostPosition uint64 // global bumps for a lost position
 	// Unlogged counts global bumps for changes the binlog does not show: a
@@ -1541,7 +1545,7 @@ func (f *Follower) Status() Status {
 	st := Status{
 		Running: f.running, Position: f.applied.String(), LastError: f.lastErr,
 		LastMessage: f.lastMsg, FreshAsOf: f.fresh,
-		Events: f.events.Load(), Transactions: f.txns.Load(), Bumps: f.bumps.Load(),
+		Events: f.events.Load(), Transactions: f.txns.Load(), Bumps: f.bumps.Load(), EarlyBumps: f.earlyBumps.Load(),
 		Reconnects: f.reconnects.Load(), LostPosition: f.lost.Load(), Unlogged: f.unlogged.Load(),
 	}
 	if f.lastTS != 0 {

@@ -156,6 +156,55 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
+// TestLongTransactionBumpsEarly: a transaction that names more rows of a
+// table than the follower bumps one by one is bumped as its events are
+// read, not only at its end: on a busy machine a statement over a
+// hundred thousand rows takes seconds to decode, and the cache served
+// the rows it changed all that time.
+func TestLongTransactionBumpsEarly(t *testing.T) {
+	env := testenv.Shared(t)
+	db := env.DB
+	name := db.NewDatabase(t)
+	db.Exec(t, "CREATE TABLE "+name+".t (id INT PRIMARY KEY, v INT)")
+	db.Exec(t, "INSERT INTO "+name+".t SELECT seq, 0 FROM "+name+".seq_1_to_5000")
+
+	m, err := meta.Open(context.Background(), meta.Options{Addr: db.Addr, User: testenv.BinlogUser, Password: testenv.BinlogPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	log := &bumpLog{}
+	f, err := Start(Options{
+		Addr: db.Addr, User: testenv.BinlogUser, Password: testenv.BinlogPassword,
+		ServerID: 4243, Meta: m, Bump: log.bump, Settle: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	waitApplied(t, f, db)
+	before := log.count()
+	db.Exec(t, "UPDATE "+name+".t SET v = v + 1")
+	waitApplied(t, f, db)
+
+	first := deps.Row(m.Namer().Table(name, "t"), []string{"1"})
+	log.mu.Lock()
+	calls := log.calls[before:]
+	log.mu.Unlock()
+	n := 0
+	for _, c := range calls {
+		if slices.Contains(c, first) {
+			n++
+		}
+	}
+	if n < 2 {
+		t.Errorf("row 1 was bumped %d times (bumps: %d calls), want once while the transaction was read and again at its end", n, len(calls))
+	}
+	if st := f.Status(); st.EarlyBumps == 0 {
+		t.Errorf("EarlyBumps = 0 after a 5,000-row transaction")
+	}
+}
+
 // TestEventThatPanics: an event the follower fails on does not end the
 // process; it invalidates everything, at once and again once settled.
 func TestEventThatPanics(t *testing.T) {
