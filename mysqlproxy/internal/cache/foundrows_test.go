@@ -49,13 +49,13 @@ func TestResultRows(t *testing.T) {
 // TestFoundRowsSQL: the statement that makes FOUND_ROWS() n names no
 // table and no database; up to tablelessRows, it reads no table at all.
 func TestFoundRowsSQL(t *testing.T) {
-	if got := foundRowsSQL(0); got != "SELECT 1 FROM DUAL WHERE 0" {
+	if got := foundRowsSQL(0, true); got != "SELECT 1 FROM DUAL WHERE 0" {
 		t.Errorf("0 rows: %s", got)
 	}
-	if got, want := foundRowsSQL(3), "SELECT 1 UNION ALL SELECT 1 UNION ALL SELECT 1"; got != want {
+	if got, want := foundRowsSQL(3, true), "SELECT 1 UNION ALL SELECT 1 UNION ALL SELECT 1"; got != want {
 		t.Errorf("3 rows: %s, want %s", got, want)
 	}
-	if got, want := foundRowsSQL(tablelessRows+2), "SELECT 1 FROM JSON_TABLE('["; !strings.HasPrefix(got, want) || strings.Count(got, "0") != tablelessRows+2 {
+	if got, want := foundRowsSQL(tablelessRows+2, false), "SELECT 1 FROM JSON_TABLE('["; !strings.HasPrefix(got, want) || strings.Count(got, "0") != tablelessRows+2 {
 		t.Errorf("%d rows: %.60s..., want %s...", tablelessRows+2, got, want)
 	}
 }

@@ -100,27 +100,39 @@ func (c *Session) hitRows() (int, bool) {
 		return 0, false
 	}
 	n, ok := resultRows(c.hitPayload, c.s.DeprecateEOF())
-	if !ok || n > tablelessRows && !(v >= 100600 || v >= 80004 && v < 100000) {
+	if !ok || !c.tableless(n) && !(v >= 100600 || v >= 80004 && v < 100000) {
 		return 0, false
 	}
 	return n, true
 }
 
 // tablelessRows is the most rows foundRowsSQL reads with no table, which
-// leaves the warnings of the statement before it for SHOW WARNINGS.
-const tablelessRows = 1000
+// leaves the warnings of the statement before it for SHOW WARNINGS: its
+// 180 KB take the server about 0.2 s, in the rare sequence that needs it
+// (a hit, a statement that leaves warnings, then FOUND_ROWS()). A hit's
+// rows are counted from its response, kept up to hitPayloadMax, which
+// holds about as many of the smallest rows.
+const tablelessRows = 10000
+
+// tableless reports whether a UNION of n constants fits in a command the
+// server accepts and within tablelessRows: foundRowsSQL(n, true) is one.
+func (c *Session) tableless(n int) bool {
+	return n <= tablelessRows && len("SELECT 1")+len(unionOne)*n < c.s.PacketLimit()
+}
+
+const unionOne = " UNION ALL SELECT 1"
 
 // foundRowsSQL returns a statement that reads n rows of nothing, with no
-// database and no table: after it FOUND_ROWS() is n. Up to tablelessRows,
-// it reads no table at all (a UNION of constants), and leaves the
-// warnings as they were; past that, it reads JSON_TABLE (MariaDB 10.6,
-// MySQL 8.0.4), which clears them.
-func foundRowsSQL(n int) string {
+// database and no table: after it FOUND_ROWS() is n. With tableless
+// (see Session.tableless), it reads no table at all (a UNION of
+// constants), and leaves the warnings as they were; without, it reads
+// JSON_TABLE (MariaDB 10.6, MySQL 8.0.4), which clears them.
+func foundRowsSQL(n int, tableless bool) string {
 	switch {
 	case n == 0:
 		return "SELECT 1 FROM DUAL WHERE 0"
-	case n <= tablelessRows:
-		return "SELECT 1" + strings.Repeat(" UNION ALL SELECT 1", n-1)
+	case tableless:
+		return "SELECT 1" + strings.Repeat(unionOne, n-1)
 	}
 	return "SELECT 1 FROM JSON_TABLE('[" + strings.Repeat("0,", n-1) + "0]', '$[*]' COLUMNS (i INT PATH '$')) AS mycached_found_rows"
 }
@@ -398,13 +410,13 @@ func (c *Session) rerunLastHit() error {
 	defer putDiscard(w)
 	switch {
 	case c.hitFound >= 0:
-		if err := c.discardOn([]byte("\x03"+foundRowsSQL(c.hitFound)), w); err != nil {
+		if err := c.discardOn([]byte("\x03"+foundRowsSQL(c.hitFound, c.tableless(c.hitFound))), w); err != nil {
 			return err
 		}
-	case c.hitDiag&diagWarnings == 0 && c.hitDiag&diagFoundRows != 0 && counted && n <= tablelessRows:
+	case c.hitDiag&diagWarnings == 0 && c.hitDiag&diagFoundRows != 0 && counted && c.tableless(n):
 		// The warnings the server holds are a later statement's: the
 		// hit's FOUND_ROWS() is made by a statement that leaves them.
-		if err := c.discardOn([]byte("\x03"+foundRowsSQL(n)), w); err != nil {
+		if err := c.discardOn([]byte("\x03"+foundRowsSQL(n, true)), w); err != nil {
 			return err
 		}
 	default:
@@ -415,9 +427,9 @@ func (c *Session) rerunLastHit() error {
 		} else if err := c.discardOn(p, w); err != nil {
 			return err
 		}
-		if c.hitDiag&diagFoundRows == 0 && c.serverFound >= 0 && c.serverFound <= tablelessRows {
+		if c.hitDiag&diagFoundRows == 0 && c.serverFound >= 0 && c.tableless(c.serverFound) {
 			// A later SELECT's FOUND_ROWS(), which the rerun changed.
-			if err := c.discardOn([]byte("\x03"+foundRowsSQL(c.serverFound)), w); err != nil {
+			if err := c.discardOn([]byte("\x03"+foundRowsSQL(c.serverFound, true)), w); err != nil {
 				return err
 			}
 		}

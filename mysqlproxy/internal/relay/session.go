@@ -942,6 +942,9 @@ func (s *Session) packetLimit() int {
 	return s.opts.MaxPacket
 }
 
+// PacketLimit is the largest command the session sends the server.
+func (s *Session) PacketLimit() int { return s.packetLimit() }
+
 // SetPacketLimit lowers the largest command the session accepts, where
 // no server says.
 func (s *Session) SetPacketLimit(n int) { s.maxAllowed = n }
