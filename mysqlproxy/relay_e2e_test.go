@@ -706,6 +706,16 @@ func TestE2ESessionTrackers(t *testing.T) {
 		"SET @w = 4",
 		"DEALLOCATE PREPARE s",
 	}
+	// A procedure that turns them all off, on a session of its own: the
+	// server sets the flag with no changes in the CALL's OK.
+	offSteps := []string{
+		"SET session_track_system_variables = '*'",
+		"SET session_track_state_change = ON",
+		"SET session_track_schema = ON",
+		"CALL poff()",
+		"SET @x = 5",
+		"SET time_zone = '+09:00'",
+	}
 	// Transaction state, in reads the cache could answer, on a session
 	// of their own (the EXECUTEs above stop caching for theirs).
 	txSteps := []string{
@@ -720,7 +730,8 @@ func TestE2ESessionTrackers(t *testing.T) {
 	}
 	m.Exec(t, "CREATE TABLE `"+db+"`.tt (id INT PRIMARY KEY)")
 	m.Exec(t, "INSERT INTO `"+db+"`.tt VALUES (1)")
-	for _, steps := range [][]string{steps, txSteps} {
+	m.Exec(t, "CREATE PROCEDURE `"+db+"`.poff() BEGIN SET session_track_state_change = OFF; SET session_track_system_variables = ''; END")
+	for _, steps := range [][]string{steps, txSteps, offSteps} {
 		var tr [2][]string
 		for i, addr := range []string{m.Addr, p.addr} {
 			c, err := client.Connect(addr, "root", rootPass, db, func(c *client.Conn) error {

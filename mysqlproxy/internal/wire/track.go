@@ -87,7 +87,7 @@ func ParseOKPacket(p []byte, track bool) (OKPacket, error) {
 // state changes are dropped and SERVER_SESSION_STATE_CHANGED cleared.
 func AppendOKPacket(b []byte, o OKPacket, track bool) []byte {
 	status := o.Status
-	if !track || len(o.State) == 0 {
+	if !track || o.State == nil {
 		status &^= mysql.SERVER_SESSION_STATE_CHANGED
 	}
 	b = append(b, o.Header)
