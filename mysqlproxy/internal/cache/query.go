@@ -35,12 +35,13 @@ func (c *Session) Query(p []byte, sql string) error {
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	info := c.e.Analyzer.AnalyzeIn(sql, c.dialect())
-	if c.lexStale() && (info.Kind == sqlinfo.Select && info.Cacheable && !c.keepsConds(info) || mayWrite(info)) {
+	if c.lexStale() && (info.Kind == sqlinfo.Select && info.Cacheable && !c.keepsConds(info) || mayWrite(info) && !relay.Inert(p)) {
 		// A SET @@sql_mode or @@character_set_client that no tracker
 		// reported: the server reads this text by the new value, which
 		// may hide a function or a table in what the old value read as
 		// a string. A read that may be cached, or a write, reads it
-		// first (a cached read would anyway), and is read again by it.
+		// first (a cached read would anyway), and is read again by it;
+		// a DO of constants writes nothing, and keeps the warnings.
 		if err := c.s.RefreshIdentity(); err != nil {
 			return err
 		}
@@ -722,10 +723,12 @@ func (c *Session) executeParams(p []byte, info *sqlinfo.Info, sql string, params
 		c.callFrom = (*f).AppliedSeqs()
 	}
 	forward := c.s.Forward
-	if c.logBinUnseen && mayWrite(info) {
+	if c.logBinUnseen && mayWrite(info) && !relay.Inert(p) {
 		// A procedure or EXECUTE may have turned sql_log_bin off, which
 		// no tracker reports: whether the binlog will show this write is
-		// read right before it, in the same round trip.
+		// read right before it, in the same round trip. A DO of
+		// constants writes nothing, and leaves the warnings the reading
+		// would clear.
 		forward = c.s.RefreshVarsAndForward
 	}
 	if err := forward(p); err != nil {

@@ -7,6 +7,7 @@
 package relay
 
 import (
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -525,7 +526,7 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 // that ended without a statement the handler saw end it (a reset, a
 // change of user) is reported to the handler.
 func (s *Session) relayCommand(p []byte) error {
-	if s.restoreDue && p[0] != mysql.COM_QUIT && !readsDiagnosticsOnly(p) {
+	if s.restoreDue && p[0] != mysql.COM_QUIT && !readsDiagnosticsOnly(p) && !Inert(p) {
 		s.restoreDue = false
 		if err := s.restoreTrackers(false); err != nil {
 			return err
@@ -584,6 +585,43 @@ func readsDiagnosticsOnly(p []byte) bool {
 		}
 	}
 	return false
+}
+
+// Inert reports whether command p is a SELECT or DO of constants alone
+// (SELECT 1, a pool's check): it reads no table, calls nothing, names
+// no variable, and so leaves the diagnostics of the statement before it
+// and every variable as they are. Letters appear only in its strings,
+// which hold no backslash (sql_mode may make it an escape or not), and
+// it has no comment.
+func Inert(p []byte) bool {
+	if len(p) < 2 || p[0] != mysql.COM_QUERY {
+		return false
+	}
+	sql := p[1:]
+	kw := sqlinfo.FirstKeyword(string(sql))
+	if kw != "SELECT" && kw != "DO" {
+		return false
+	}
+	i := bytes.IndexFunc(sql, func(r rune) bool { return r != ' ' && r != '\t' && r != '\n' && r != '\r' })
+	if i < 0 || !strings.EqualFold(string(sql[i:min(i+len(kw), len(sql))]), kw) {
+		return false
+	}
+	for i += len(kw); i < len(sql); i++ {
+		switch c := sql[i]; {
+		case c == '\'':
+			j := bytes.IndexByte(sql[i+1:], '\'')
+			if j < 0 || bytes.IndexByte(sql[i+1:i+1+j], '\\') >= 0 {
+				return false
+			}
+			i += 1 + j
+		case c >= '0' && c <= '9', c == ' ', c == '\t', c == '\n', c == '\r', c == ',', c == '(', c == ')',
+			c == '+', c == '*', c == '%', c == '.', c == '<', c == '>', c == '=', c == ';' && i == len(sql)-1:
+		case c == '-' && (i+1 == len(sql) || sql[i+1] != '-'), c == '/' && (i+1 == len(sql) || sql[i+1] != '*'):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // namesTrackers reports whether command p may change the session's
