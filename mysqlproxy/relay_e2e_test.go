@@ -716,6 +716,9 @@ func TestE2ESessionTrackers(t *testing.T) {
 		"SET @x = 5",
 		"SET time_zone = '+09:00'",
 	}
+	// The same with the server's default trackers (state changes not
+	// tracked): no flag.
+	offDefaultSteps := []string{"CALL poff()", "SET @x = 5", "SET time_zone = '+09:00'"}
 	// Transaction state, in reads the cache could answer, on a session
 	// of their own (the EXECUTEs above stop caching for theirs).
 	txSteps := []string{
@@ -731,7 +734,7 @@ func TestE2ESessionTrackers(t *testing.T) {
 	m.Exec(t, "CREATE TABLE `"+db+"`.tt (id INT PRIMARY KEY)")
 	m.Exec(t, "INSERT INTO `"+db+"`.tt VALUES (1)")
 	m.Exec(t, "CREATE PROCEDURE `"+db+"`.poff() BEGIN SET session_track_state_change = OFF; SET session_track_system_variables = ''; END")
-	for _, steps := range [][]string{steps, txSteps, offSteps} {
+	for _, steps := range [][]string{steps, txSteps, offSteps, offDefaultSteps} {
 		var tr [2][]string
 		for i, addr := range []string{m.Addr, p.addr} {
 			c, err := client.Connect(addr, "root", rootPass, db, func(c *client.Conn) error {

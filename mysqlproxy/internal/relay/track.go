@@ -176,19 +176,16 @@ func (s *Session) noteState(raw []byte, t *Tracked) []byte {
 	switch {
 	case !s.ClientTrack:
 		return nil
-	case len(entries) == 0 && (s.handed || s.clientTrack.any()):
+	case len(entries) == 0 && (s.handed || s.clientTrack.state):
 		// The flag with no changes: the statement turned the trackers
-		// off (a procedure did). A client with trackers of its own
-		// gets the same from the server.
+		// off (a procedure did) after changing state. The server sends
+		// the same to a client whose state-change tracker was on.
 		return []byte{}
 	case len(keep) == 0:
 		return nil
 	}
 	return wire.AppendState(nil, keep)
 }
-
-// any reports whether the client tracks anything.
-func (t *clientTrackers) any() bool { return t.all || len(t.vars) > 0 || t.schema || t.state || t.tx }
 
 // setVar records a session variable's value as the server reports it.
 // A timestamp within a moment of the clock is the clock's: not set.
