@@ -242,9 +242,11 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 			// empty, as the hit's would be.
 			c.hitDiag &^= diagWarnings
 		}
-		c.hitPayload, c.hitFound, c.serverFound = nil, -1, -1
+		c.hitPayload, c.hitCount, c.hitFound, c.serverFound = nil, -1, -1, -1
 		if len(ent.Payload) <= hitPayloadMax {
 			c.hitPayload = ent.Payload
+		} else if n, ok := resultRowsUpTo(ent.Payload, c.s.DeprecateEOF(), tablelessRows); ok {
+			c.hitCount = n
 		}
 		c.hitServed = true
 		return c.replay(ent.Payload, p)

@@ -351,7 +351,10 @@ type Session struct {
 	// a statement of as many rows (foundRowsSQL) then makes
 	// FOUND_ROWS() in place of the hit's rerun; -1 otherwise.
 	hitPayload []byte
-	hitFound   int
+	// hitCount is the rows of a hit whose response was too large to
+	// keep, counted as it was served; -1 when not counted.
+	hitCount int
+	hitFound int
 	// serverFound is FOUND_ROWS() on the server once a SELECT since the
 	// hit set it (the hit's no longer matters), -1 when not known: a
 	// rerun of the hit for its warnings makes it again after.

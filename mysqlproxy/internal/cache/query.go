@@ -87,7 +87,8 @@ func (c *Session) lexStale() bool {
 }
 
 // hitPayloadMax is the largest hit response a session keeps, to count
-// its rows should a USE follow: 64 KiB.
+// its rows should a USE follow: 64 KiB. A larger one's rows are counted
+// as it is served, up to tablelessRows (hitCount).
 const hitPayloadMax = 64 << 10
 
 // hitRows returns what FOUND_ROWS() is after the last hit, when it can
@@ -97,10 +98,10 @@ const hitPayloadMax = 64 << 10
 // count is another, is never cached.
 func (c *Session) hitRows() (int, bool) {
 	v := sqlinfo.ServerVersion()
-	if c.hitPayload == nil {
-		return 0, false
+	n, ok := c.hitCount, c.hitCount >= 0
+	if c.hitPayload != nil {
+		n, ok = resultRows(c.hitPayload, c.s.DeprecateEOF())
 	}
-	n, ok := resultRows(c.hitPayload, c.s.DeprecateEOF())
 	if !ok || !c.tableless(n) && !(v >= 100600 || v >= 80004 && v < 100000) {
 		return 0, false
 	}
@@ -110,9 +111,7 @@ func (c *Session) hitRows() (int, bool) {
 // tablelessRows is the most rows foundRowsSQL reads with no table, which
 // leaves the warnings of the statement before it for SHOW WARNINGS: its
 // 180 KB take the server about 0.2 s, in the rare sequence that needs it
-// (a hit, a statement that leaves warnings, then FOUND_ROWS()). A hit's
-// rows are counted from its response, kept up to hitPayloadMax, which
-// holds about as many of the smallest rows.
+// (a hit, a statement that leaves warnings, then FOUND_ROWS()).
 const tablelessRows = 10000
 
 // tableless reports whether a UNION of n constants fits in a command the
@@ -142,6 +141,12 @@ func foundRowsSQL(n int, tableless bool) string {
 // replay reads it) of one result set. It reports false for anything
 // else.
 func resultRows(payload []byte, deprecateEOF bool) (int, bool) {
+	return resultRowsUpTo(payload, deprecateEOF, -1)
+}
+
+// resultRowsUpTo is resultRows, which gives up (false) past most rows
+// when most is not negative.
+func resultRowsUpTo(payload []byte, deprecateEOF bool, most int) (int, bool) {
 	if len(payload) < 2 {
 		return 0, false
 	}
@@ -188,6 +193,9 @@ func resultRows(payload []byte, deprecateEOF bool) (int, bool) {
 			return rows, true
 		}
 		rows++
+		if most >= 0 && rows > most {
+			return 0, false
+		}
 	}
 }
 
@@ -315,7 +323,7 @@ func (c *Session) ranSinceHit(info *sqlinfo.Info, sql string, resp *relay.Respon
 		c.hitDiag = 0
 	}
 	if c.hitDiag == 0 {
-		c.lastHit, c.hitPayload = nil, nil
+		c.lastHit, c.hitPayload, c.hitCount = nil, nil, -1
 	}
 }
 
@@ -406,7 +414,7 @@ func (c *Session) foundRowsUnsure(info *sqlinfo.Info, sql string) bool {
 func (c *Session) rerunLastHit() error {
 	p, sql := c.lastHit, c.lastHitSQL
 	n, counted := c.hitRows()
-	c.lastHit, c.hitPayload = nil, nil
+	c.lastHit, c.hitPayload, c.hitCount = nil, nil, -1
 	w := discard()
 	defer putDiscard(w)
 	switch {
@@ -1650,7 +1658,7 @@ func (c *Session) noteTemporary(info *sqlinfo.Info) {
 // ChangingDB notes a COM_INIT_DB, which the session relays: the server
 // clears the diagnostics, and a hit before it must not be run again in
 // the new database to make them.
-func (c *Session) ChangingDB() { c.lastHit, c.hitPayload = nil, nil }
+func (c *Session) ChangingDB() { c.lastHit, c.hitPayload, c.hitCount = nil, nil, -1 }
 
 // hiddenCodeRan notes that SQL the parse did not see ran on the session:
 // its variables, roles and temporary tables may have changed unseen.
@@ -1809,7 +1817,7 @@ func (c *Session) Reset() {
 	c.tempsUnknown = false
 	clear(c.tempsChecked)
 	clear(c.diagStmts)
-	c.lastHit, c.hitPayload = nil, nil
+	c.lastHit, c.hitPayload, c.hitCount = nil, nil, -1
 	c.nextTxUnknown, c.txUnknownIsolation = false, false
 	c.state.reset(c.s.Hello.Charset)
 	c.CacheOff, c.tainted, c.lockedTables = false, false, false
