@@ -63,10 +63,25 @@ func (st *state) openSandbox() (*lua.LTable, error) {
 	roStr := st.readOnly("string", str)
 	sb.RawSetString("string", roStr)
 	sb.RawSetString("table", st.readOnly("table", tab))
-	sb.RawSetString("math", st.readOnly("math", g.RawGetString("math").(*lua.LTable)))
+	// What reads the clock or draws a random number makes the call's
+	// decision volatile, as now() does: it is not memoized per shape.
+	// os.time(t) and os.date(f, t) of a given time are not.
+	volatile := func(fn lua.LValue, argAt int) *lua.LFunction {
+		f := fn.(*lua.LFunction).GFunction
+		return L.NewFunction(func(L *lua.LState) int {
+			if argAt == 0 || L.Get(argAt) == lua.LNil {
+				st.volatile = true
+			}
+			return f(L)
+		})
+	}
+	math := L.NewTable()
+	g.RawGetString("math").(*lua.LTable).ForEach(func(k, v lua.LValue) { math.RawSet(k, v) })
+	math.RawSetString("random", volatile(math.RawGetString("random"), 0))
+	sb.RawSetString("math", st.readOnly("math", math))
 	osSafe := L.NewTable()
-	osSafe.RawSetString("time", osFull.RawGetString("time"))
-	osSafe.RawSetString("date", osFull.RawGetString("date"))
+	osSafe.RawSetString("time", volatile(osFull.RawGetString("time"), 1))
+	osSafe.RawSetString("date", volatile(osFull.RawGetString("date"), 2))
 	sb.RawSetString("os", st.readOnly("os", osSafe))
 
 	// gopher-lua makes the string table its own metatable, with
