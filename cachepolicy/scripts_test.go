@@ -203,6 +203,7 @@ func TestQueryHookScripts(t *testing.T) {
 	}{
 		{"tag", tag, "SELECT 1", QueryResult{Kind: QueryRewrite, SQL: "/* app=shop user=app */ SELECT 1"}},
 		{"an empty statement is not tagged", tag, " \n", QueryResult{}},
+		{"nor one of semicolons, which the server refuses too", tag, " ;; ", QueryResult{}},
 		{"version", cmd, "show app version", version},
 		{"version spaced", cmd, "  SHOW  APP VERSION ;\n", version},
 		{"other", cmd, "SELECT 1", QueryResult{}},

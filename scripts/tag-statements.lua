@@ -25,7 +25,7 @@ function query(q, next)
     return r
   end
   local sql = r or q.sql
-  if not sql:find("%S") then
+  if not sql:find("[^%s;]") then
     return r -- an empty statement stays empty: the server refuses it (1065)
   end
   return "/* app=" .. clean(app) .. " user=" .. clean(q.user) .. " */ " .. sql
