@@ -82,7 +82,20 @@ func Check(file string, samples []*Query) (string, error) {
 	}
 	s := e.Stats()
 	fmt.Fprintf(&out, "\nstats: calls=%d errors=%d kills=%d bad_results=%d\n", s.Calls, s.Errors, s.Kills, s.BadResults)
+	if s.Errors+s.Kills+s.BadResults > 0 {
+		return out.String(), &HookFailures{Errors: s.Errors, Kills: s.Kills, BadResults: s.BadResults}
+	}
 	return out.String(), nil
+}
+
+// HookFailures is Check's error for a script that loads but whose hooks
+// failed on the sample statements; the output is complete, its log says
+// where each failed.
+type HookFailures struct{ Errors, Kills, BadResults uint64 }
+
+func (h *HookFailures) Error() string {
+	return fmt.Sprintf("hooks failed on the sample statements: %d errors, %d killed, %d malformed results (the log above says where)",
+		h.Errors, h.Kills, h.BadResults)
 }
 
 func isWrite(kind string) bool {

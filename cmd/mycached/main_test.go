@@ -167,6 +167,14 @@ func TestBinary(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut, "bad.lua") {
 			t.Errorf("a broken script: got exit %d, stderr %q; want 2 naming the file", code, errOut)
 		}
+		failing := filepath.Join(t.TempDir(), "failing.lua")
+		if err := os.WriteFile(failing, []byte("function cache(q, next)\n  error('boom')\nend\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code = runBinary(t, bin, "check-policy", failing)
+		if code != 1 || !strings.Contains(errOut, "hooks failed") || !strings.Contains(out, "failing.lua:2: boom") {
+			t.Errorf("a script whose hook fails: got exit %d, stdout %q, stderr %q; want 1, the failure and where", code, out, errOut)
+		}
 	})
 }
 
