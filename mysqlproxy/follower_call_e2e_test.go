@@ -148,6 +148,28 @@ func TestCallWrites(t *testing.T) {
 			t.Errorf("right after %q, another session read %s, want %s (stale)", stmts, got, want)
 		}
 	}
+
+	// The same off on a fresh session, whose state no CALL has hidden
+	// yet: an unscoped SET @@sql_log_bin is reported by no tracker.
+	for _, stmts := range [][]string{
+		{"SET @@sql_log_bin = 0", "CALL writes()"},
+		{"SET @@SQL_LOG_BIN := 0", "SELECT writes_f()"},
+		{"SET @@sql_log_bin = 0", "DO writes_f()"},
+	} {
+		warm()
+		fresh := conn(t, f.viaA)
+		for _, s := range stmts {
+			if _, err := queryDump(context.Background(), fresh, s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+		if got, want := connDump(other, q), dump(t, f.direct, q); got != want {
+			t.Errorf("right after %q on a fresh session, another session read %s, want %s (stale)", stmts, got, want)
+		}
+		if _, err := queryDump(context.Background(), fresh, "SET @@sql_log_bin = 1"); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // TestRoutineWritesWithoutFollower: on a sidecar with no binlog follower,

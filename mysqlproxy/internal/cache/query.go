@@ -803,6 +803,17 @@ func (c *Session) noteUntracked(sets []sqlinfo.SetVar, tracked map[string]string
 		if name == "log_slow_query_time" {
 			name = "long_query_time" // its other name
 		}
+		if _, seen := tracked[name]; name == "sql_log_bin" && !seen && !v.User && !v.Global {
+			// SET @@sql_log_bin = 0, which no tracker reports: whether
+			// the binlog shows the session's next write (a CALL's, a
+			// trigger's, which only the follower sees) is read right
+			// before it.
+			c.logBinUnseen = true
+			if !slices.Contains(c.s.StaleVars, name) {
+				c.s.StaleVars = append(c.s.StaleVars, name)
+			}
+			continue
+		}
 		if v.User || v.Global || digestFree[name] && !decides[name] || name == "role" || name == "transaction" {
 			continue
 		}
