@@ -227,6 +227,14 @@ func (s *Store) RawKeys(ctx context.Context, prefix string) ([]string, error) {
 // LRU segments during the crawl (a fresh item that is read moves from hot
 // to warm) and repeats others.
 func (s *Store) metadump(ctx context.Context, addr net.Addr, prefix string, now int64, seen map[string]struct{}, out *[]string) error {
+	// The sidecar's own listings wait their turn in order, rather than
+	// each polling a busy crawler, where one may lose every round.
+	select {
+	case s.listing <- struct{}{}:
+		defer func() { <-s.listing }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	cmd := "lru_crawler metadump hash"
 	for attempt := 0; ; attempt++ {
 		err := s.metadumpCmd(ctx, addr, cmd, prefix, now, seen, out)
@@ -246,10 +254,12 @@ func (s *Store) metadump(ctx context.Context, addr net.Addr, prefix string, now 
 	}
 }
 
-// How long RawKeys waits for a busy crawler: busyRetries * busyWait.
+// How long RawKeys waits for a busy crawler (another sidecar's listing,
+// or the server's own crawl, or the end of the last one): busyRetries *
+// busyWait.
 const (
-	busyRetries = 50
-	busyWait    = 20 * time.Millisecond
+	busyRetries = 200
+	busyWait    = 5 * time.Millisecond
 )
 
 func (s *Store) metadumpCmd(ctx context.Context, addr net.Addr, cmd, prefix string, now int64, seen map[string]struct{}, out *[]string) error {

@@ -219,7 +219,11 @@ type Store struct {
 	// bumps (see package peers).
 	notify atomic.Pointer[func([]string)]
 
-	stop      chan struct{}
+	stop chan struct{}
+	// listing lets one key listing (metadump) run at a time: memcached
+	// runs one crawl at a time, and answers another BUSY.
+	listing chan struct{}
+
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 }
@@ -258,6 +262,8 @@ func New(opts Options) *Store {
 		log:  opts.Logger,
 		now:  opts.Now,
 		stop: make(chan struct{}),
+
+		listing: make(chan struct{}, 1),
 	}
 	s.pending.init()
 	s.local.init()

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -835,5 +836,34 @@ func TestLogEvery(t *testing.T) {
 	}
 	if ok, held := l.allow(t0.Add(time.Second)); !ok || held != 5 {
 		t.Fatalf("a second later: %v %d, want let through with 5 held", ok, held)
+	}
+}
+
+// TestRawKeysConcurrent: memcached lists keys for one client at a time
+// and answers the others BUSY. Sixteen listings at once of a tiny namespace
+// each take milliseconds; none may fail by its deadline because it kept
+// losing the race for the crawler.
+func TestRawKeysManyAtOnce(t *testing.T) {
+	s := newStore(t, Options{Servers: []string{startMemcached(t, testenv.MemcachedOptions{}).Addr}, RawTimeout: 2 * time.Second})
+	ctx := context.Background()
+	for i := range 20 {
+		if err := s.RawSet(ctx, fmt.Sprintf("kv:k%d", i), []byte("v"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for range 16 {
+		wg.Go(func() {
+			for range 30 {
+				if keys, err := s.RawKeys(ctx, "kv:"); err != nil || len(keys) != 20 {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		t.Errorf("%d of 480 concurrent listings failed or missed keys", n)
 	}
 }
