@@ -315,6 +315,7 @@ func (s *Session) handshake() (bool, error) {
 	s.Caps = hello.Caps & g.caps
 	s.TLS = clientTLS
 	s.Track = g.caps&mysql.CLIENT_SESSION_TRACK != 0
+	s.backendTrack = s.Track
 	s.ClientTrack = s.Caps&mysql.CLIENT_SESSION_TRACK != 0
 	s.ExtMeta = g.mariadb && g.ext&clientExt(resp)&extMetadata != 0
 

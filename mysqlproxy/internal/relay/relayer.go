@@ -145,7 +145,8 @@ const (
 // client that does not track (classicEOF); anything else goes through
 // packet.
 func (r *Relayer) packetAt(at okAt) ([]byte, int, error) {
-	if !r.S.Track || (at == noOK && r.S.ClientTrack) {
+	strip := !r.S.Track && r.S.backendTrack && !r.S.ClientTrack
+	if !r.S.Track && !strip || (at == noOK && r.S.ClientTrack) {
 		// Nothing to rewrite: a column definition is read as it is.
 		return r.packet()
 	}
@@ -222,7 +223,7 @@ func (r *Relayer) rewriteOK(n int, seq byte) ([]byte, int, error) {
 	tee := p
 	if err == nil {
 		var state []byte
-		if o.State != nil {
+		if o.State != nil && r.S.Track {
 			state = r.S.noteState(o.State, &r.Resp.Tracked)
 		}
 		co := o

@@ -131,7 +131,12 @@ type Session struct {
 	// (CLIENT_SESSION_TRACK, with every tracker on); ClientTrack says the
 	// client asked for them too.
 	Track, ClientTrack bool
-	mariadb            bool // the backend is MariaDB
+	// backendTrack says the backend connection negotiated
+	// CLIENT_SESSION_TRACK: its OK packets may carry state changes (of
+	// the server's default trackers, when mycached's could not be set)
+	// that a client which did not ask for them must not get.
+	backendTrack bool
+	mariadb      bool // the backend is MariaDB
 	// ExtMeta says column definitions carry MariaDB's extended metadata
 	// (MARIADB_CLIENT_EXTENDED_METADATA), so mycached's own carry it too.
 	ExtMeta         bool
