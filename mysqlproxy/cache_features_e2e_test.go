@@ -2335,3 +2335,52 @@ func TestNotesOfACallAcrossAPing(t *testing.T) {
 		}
 	}
 }
+
+// TestFoundRowsAcrossInitDB: COM_INIT_DB (a driver's select_db, the
+// CLI's use) keeps FOUND_ROWS() as USE does; after a hit, the server has
+// not run the hit, and mycached makes its count, small or large, without
+// running it in the new database.
+func TestFoundRowsAcrossInitDB(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db, other := m.NewDatabase(t), m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".fr (id INT PRIMARY KEY)")
+	m.Exec(t, "INSERT INTO "+db+".fr SELECT seq FROM "+db+".seq_1_to_20000")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	via := openDB(t, rootDSN(p.addr, db, ""))
+	for _, q := range []string{"SELECT id FROM fr WHERE id <= 20", "SELECT id FROM fr WHERE id <= 12000", "SELECT id, REPEAT('x', 30) FROM fr WHERE id <= 3000"} {
+		run := func(addr string) string {
+			c, err := client.Connect(addr, "root", rootPass, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Execute(q); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.UseDB(other); err != nil {
+				t.Fatal(err)
+			}
+			r, err := c.Execute("SELECT FOUND_ROWS()")
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, _ := r.GetInt(0, 0)
+			return strconv.FormatInt(n, 10)
+		}
+		want := run(m.Addr)
+		for start := time.Now(); ; {
+			before := hits(t, via)
+			got := run(p.addr)
+			if hits(t, via) > before {
+				if got != want {
+					t.Errorf("%s, COM_INIT_DB, SELECT FOUND_ROWS(): %s through a hit, want %s", q, got, want)
+				}
+				break
+			}
+			if time.Since(start) > 10*time.Second {
+				t.Fatalf("%s is not served from the cache; the test proves nothing", q)
+			}
+		}
+	}
+}

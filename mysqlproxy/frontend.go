@@ -43,7 +43,9 @@ func (f *frontend) Command(p []byte) (bool, error) {
 	case mysql.COM_STMT_CLOSE, mysql.COM_STMT_SEND_LONG_DATA, mysql.COM_STMT_RESET:
 		return f.kv.Command(p)
 	case mysql.COM_INIT_DB:
-		f.cache.ChangingDB()
+		if err := f.cache.ChangingDB(); err != nil {
+			return true, err
+		}
 	}
 	return false, nil
 }

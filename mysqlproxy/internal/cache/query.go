@@ -1667,9 +1667,24 @@ func (c *Session) noteTemporary(info *sqlinfo.Info) {
 }
 
 // ChangingDB notes a COM_INIT_DB, which the session relays: the server
-// clears the diagnostics, and a hit before it must not be run again in
-// the new database to make them.
-func (c *Session) ChangingDB() { c.lastHit, c.hitPayload, c.hitCount = nil, nil, -1 }
+// clears the warnings and keeps FOUND_ROWS(), as USE does. A hit before
+// it must not be run again in the new database: its FOUND_ROWS() is made
+// by a statement of as many rows, or the hit runs now, before it.
+func (c *Session) ChangingDB() error {
+	if c.lastHit == nil || c.hitDiag&diagFoundRows == 0 {
+		c.lastHit, c.hitPayload, c.hitCount = nil, nil, -1
+		return nil
+	}
+	if c.hitFound < 0 {
+		n, ok := c.hitRows()
+		if !ok {
+			return c.rerunLastHit()
+		}
+		c.hitFound = n
+	}
+	c.hitDiag &= diagFoundRows
+	return nil
+}
 
 // hiddenCodeRan notes that SQL the parse did not see ran on the session:
 // its variables, roles and temporary tables may have changed unseen.
