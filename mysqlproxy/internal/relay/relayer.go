@@ -143,7 +143,9 @@ const (
 // the backend tracks session state, an OK is read whole and rewritten for
 // the client (and for the tee) by rewriteOK, and so is a classic EOF for a
 // client that does not track (classicEOF); anything else goes through
-// packet.
+// packet. A backend connection that negotiated tracking but whose
+// trackers are the server's own (strip) has them stripped the same way
+// for a client that did not ask for them.
 func (r *Relayer) packetAt(at okAt) ([]byte, int, error) {
 	strip := !r.S.Track && r.S.backendTrack && !r.S.ClientTrack
 	if !r.S.Track && !strip || (at == noOK && r.S.ClientTrack) {
