@@ -53,6 +53,28 @@ func (b *bumpLog) count() int {
 	return len(b.calls)
 }
 
+// follow starts a follower of db with server id id, whose bumps log
+// records. No settle bump comes during a test: every bump counted is one
+// of a commit.
+func follow(t *testing.T, db *testenv.MariaDB, id uint32) (*Follower, *meta.Meta, *bumpLog) {
+	t.Helper()
+	m, err := meta.Open(context.Background(), meta.Options{Addr: db.Addr, User: testenv.BinlogUser, Password: testenv.BinlogPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	log := &bumpLog{}
+	f, err := Start(Options{
+		Addr: db.Addr, User: testenv.BinlogUser, Password: testenv.BinlogPassword,
+		ServerID: id, Meta: m, Bump: log.bump, Settle: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f, m, log
+}
+
 // waitApplied waits until the follower has applied every transaction the
 // server has committed.
 func waitApplied(t *testing.T, f *Follower, db *testenv.MariaDB) {
@@ -76,23 +98,7 @@ func TestGroupCommit(t *testing.T) {
 	name := db.NewDatabase(t)
 	db.Exec(t, "CREATE TABLE "+name+".t (id INT PRIMARY KEY, v INT)")
 
-	m, err := meta.Open(context.Background(), meta.Options{Addr: db.Addr, User: testenv.BinlogUser, Password: testenv.BinlogPassword})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	log := &bumpLog{}
-	f, err := Start(Options{
-		Addr: db.Addr, User: testenv.BinlogUser, Password: testenv.BinlogPassword,
-		ServerID: 4242, Meta: m, Bump: log.bump,
-		// No settle bump during the test: every bump counted is one of
-		// a commit.
-		Settle: time.Hour,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, m, log := follow(t, db, 4242)
 	db.Exec(t, "INSERT INTO "+name+".t VALUES (0, 0)")
 	waitApplied(t, f, db)
 
@@ -168,20 +174,7 @@ func TestLongTransactionBumpsEarly(t *testing.T) {
 	db.Exec(t, "CREATE TABLE "+name+".t (id INT PRIMARY KEY, v INT)")
 	db.Exec(t, "INSERT INTO "+name+".t SELECT seq, 0 FROM "+name+".seq_1_to_5000")
 
-	m, err := meta.Open(context.Background(), meta.Options{Addr: db.Addr, User: testenv.BinlogUser, Password: testenv.BinlogPassword})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	log := &bumpLog{}
-	f, err := Start(Options{
-		Addr: db.Addr, User: testenv.BinlogUser, Password: testenv.BinlogPassword,
-		ServerID: 4243, Meta: m, Bump: log.bump, Settle: time.Hour,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, m, log := follow(t, db, 4243)
 	waitApplied(t, f, db)
 	before := log.count()
 	db.Exec(t, "UPDATE "+name+".t SET v = v + 1")

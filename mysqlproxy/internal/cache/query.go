@@ -61,10 +61,8 @@ func (c *Session) Query(p []byte, sql string) error {
 	// which a rerun of the hit after it, in another database, could not
 	// make: a statement of as many rows as the hit's will, or else the
 	// hit runs before it.
-	if c.lastHit != nil && info.Kind == sqlinfo.Use && c.hitDiag&diagFoundRows != 0 && c.hitFound < 0 {
-		if n, ok := c.hitRows(); ok {
-			c.hitFound = n
-		} else if err := c.rerunLastHit(); err != nil {
+	if c.lastHit != nil && info.Kind == sqlinfo.Use && c.hitDiag&diagFoundRows != 0 {
+		if err := c.holdHitFound(); err != nil {
 			return err
 		}
 	}
@@ -1675,15 +1673,22 @@ func (c *Session) ChangingDB() error {
 		c.lastHit, c.hitPayload, c.hitCount = nil, nil, -1
 		return nil
 	}
-	if c.hitFound < 0 {
-		n, ok := c.hitRows()
-		if !ok {
-			return c.rerunLastHit()
-		}
-		c.hitFound = n
-	}
 	c.hitDiag &= diagFoundRows
-	return nil
+	return c.holdHitFound()
+}
+
+// holdHitFound keeps the hit's FOUND_ROWS() across a change of database,
+// in which the hit must not run again: its count, made later by a
+// statement of as many rows (hitFound), or else the hit runs now.
+func (c *Session) holdHitFound() error {
+	if c.hitFound >= 0 {
+		return nil
+	}
+	if n, ok := c.hitRows(); ok {
+		c.hitFound = n
+		return nil
+	}
+	return c.rerunLastHit()
 }
 
 // hiddenCodeRan notes that SQL the parse did not see ran on the session:
