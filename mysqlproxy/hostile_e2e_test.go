@@ -1075,3 +1075,134 @@ func TestCommandsMariaDBDoesNotKnow(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestCompressedInnerSequence: under the compressed protocol, the packets
+// inside the frames carry sequence ids of their own, which some drivers
+// check. A hit, a multi-statement after it, and a write after both are
+// numbered as the server numbers them directly.
+func TestCompressedInnerSequence(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	loadRows(t, m, db+".t", 3)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Memcached: []string{testenv.Shared(t).MC.Addr}})
+	// frames splits a stream into uncompressed frames numbered from 0.
+	frames := func(stream []byte) []byte {
+		var out []byte
+		for seq := byte(0); len(stream) > 0 || seq == 0; seq++ {
+			n := min(len(stream), 0xffffff)
+			out = append(out, byte(n), byte(n>>8), byte(n>>16), seq, 0, 0, 0)
+			out = append(out, stream[:n]...)
+			stream = stream[n:]
+		}
+		return out
+	}
+	// command is a command's packets, numbered from 0, in frames.
+	command := func(payload []byte) []byte {
+		var stream []byte
+		for seq := byte(0); ; seq++ {
+			n := min(len(payload), 0xffffff)
+			stream = append(stream, byte(n), byte(n>>8), byte(n>>16), seq)
+			stream = append(stream, payload[:n]...)
+			payload = payload[n:]
+			if n < 0xffffff {
+				return frames(stream)
+			}
+		}
+	}
+	query := func(sql string) []byte { return command(append([]byte{mysqlc.COM_QUERY}, sql...)) }
+	var script [][]byte
+	for _, sql := range []string{
+		"SELECT v FROM t WHERE id = 1",
+		"SELECT v FROM t WHERE id = 1",
+		"SELECT REPEAT(pad, 100) FROM t WHERE id = 2",
+		"SELECT REPEAT(pad, 100) FROM t WHERE id = 2",
+		"SELECT v FROM t WHERE id = 1; SELECT v FROM t WHERE id = 2",
+		"SELECT REPEAT(pad, 100) FROM t WHERE id = 2; SELECT REPEAT(pad, 100) FROM t WHERE id = 2",
+		"SELECT v FROM t WHERE id = 2; SELECT 1",
+		"UPDATE t SET v = v + 1 WHERE id = 3",
+		"SELECT v FROM t WHERE id = 1",
+		// Two packets: the answer follows the second.
+		"SELECT LENGTH('" + strings.Repeat("a", 0xffffff) + "') AS n",
+		"SELECT v FROM t WHERE id = 1",
+	} {
+		script = append(script, query(sql))
+	}
+	// A LOCAL INFILE whose file comes in one frame after the request's:
+	// the answer follows that frame.
+	m.Exec(t, "CREATE TABLE "+db+".f (a INT, b MEDIUMTEXT)")
+	script = append(script, query("LOAD DATA LOCAL INFILE 'f.txt' INTO TABLE f"))
+	file := []byte("1\t" + strings.Repeat("x", 100000) + "\n")
+	var upload []byte
+	for i, pkt := range [][]byte{file, nil} {
+		upload = append(upload, byte(len(pkt)), byte(len(pkt)>>8), byte(len(pkt)>>16), byte(2+i))
+		upload = append(upload, pkt...)
+	}
+	script = append(script, append([]byte{byte(len(upload)), byte(len(upload) >> 8), byte(len(upload) >> 16), 2, 0, 0, 0}, upload...))
+	script = append(script, query("SELECT a FROM f LIMIT 1"), command([]byte{mysqlc.COM_QUIT}))
+	answer := func(addr string) string {
+		c, err := client.Connect(addr, "root", rootPass, db, func(c *client.Conn) error {
+			c.SetCapability(mysqlc.CLIENT_MULTI_STATEMENTS)
+			c.SetCapability(mysqlc.CLIENT_LOCAL_FILES)
+			c.UnsetCapability(mysqlc.CLIENT_DEPRECATE_EOF)
+			return c.SetCapability(mysqlc.CLIENT_COMPRESS)
+		})
+		if err != nil {
+			t.Fatalf("connect to %s with compression: %v", addr, err)
+		}
+		defer c.Close()
+		_ = c.Conn.Conn.SetDeadline(time.Now().Add(20 * time.Second))
+		for _, frames := range script {
+			// One at a time, as a client that reads each answer does.
+			if _, err := c.Conn.Conn.Write(frames); err != nil {
+				return "write: " + err.Error()
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return innerPackets(t, readToClose(c.Conn.Conn))
+	}
+	want := answer(m.Addr)
+	if got := answer(p.addr); got != want {
+		t.Errorf("inner packets through mycached:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// innerPackets rewrites what readToClose read of a compressed stream as
+// the packets its frames carry, each as its sequence id and payload.
+func innerPackets(t *testing.T, read string) string {
+	t.Helper()
+	h, end, _ := strings.Cut(read, " ")
+	b, err := hex.DecodeString(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stream []byte
+	for len(b) >= 7 {
+		n, ulen := int(b[0])|int(b[1])<<8|int(b[2])<<16, int(b[4])|int(b[5])<<8|int(b[6])<<16
+		if len(b) < 7+n {
+			break
+		}
+		data := b[7 : 7+n]
+		if ulen > 0 {
+			zr, err := zlib.NewReader(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if data, err = io.ReadAll(zr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stream = append(stream, data...)
+		b = b[7+n:]
+	}
+	var out []string
+	for len(stream) >= 4 {
+		n := int(stream[0]) | int(stream[1])<<8 | int(stream[2])<<16
+		if len(stream) < 4+n {
+			break
+		}
+		out = append(out, fmt.Sprintf("%d: %x", stream[3], stream[4:4+n]))
+		stream = stream[4+n:]
+	}
+	return strings.Join(out, "\n") + fmt.Sprintf("\n(%d bytes left) %s", len(stream)+len(b), end)
+}

@@ -70,6 +70,11 @@ type Relayer struct {
 	head    [512]byte // the first bytes of the last packet
 	Resp    Response
 
+	// shift turns the backend's sequence ids into the client's (see
+	// clientSeq); shifted says it is set for this part of the response.
+	shift   byte
+	shifted bool
+
 	pktStart int
 	okBuf    []byte // an OK packet being rewritten
 	outBuf   []byte // its client version
@@ -77,6 +82,25 @@ type Relayer struct {
 	// StatusOffs are the offsets in Tee of the status flags of EOF and OK
 	// packets, so that a replay can put a session's own there.
 	StatusOffs []int
+}
+
+// clientSeq is the sequence id the client gets for a packet the backend
+// numbered seq. They differ only under the compressed protocol, where
+// the packets of an answer are numbered after the frames of what was
+// read, and mycached's frames toward the backend need not be the
+// client's toward it (a command over 16 MiB, a LOCAL INFILE's file):
+// the first packet of the answer, and of the part after a file, is
+// numbered as the server numbers it for the client's frames, and the
+// rest follow it.
+func (r *Relayer) clientSeq(seq byte) byte {
+	if !r.shifted {
+		r.shifted = true
+		r.shift = 0
+		if next, ok := r.S.Client.AnswerSeq(); ok {
+			r.shift = next - seq
+		}
+	}
+	return seq + r.shift
 }
 
 func (r *Relayer) out() *bufio.Writer {
@@ -101,10 +125,11 @@ func (r *Relayer) packet() ([]byte, int, error) {
 		}
 		r.LastSeq = seq
 		var h [4]byte
-		h[0], h[1], h[2], h[3] = byte(n), byte(n>>8), byte(n>>16), seq
+		h[0], h[1], h[2], h[3] = byte(n), byte(n>>8), byte(n>>16), r.clientSeq(seq)
 		if _, err := w.Write(h[:]); err != nil {
 			return nil, 0, ClientError{err}
 		}
+		h[3] = seq
 		r.teeBytes(h[:])
 		if head == nil {
 			k := min(n, len(r.head))
@@ -198,9 +223,11 @@ func (r *Relayer) classicEOF(seq byte) ([]byte, int, error) {
 	pkt[7], pkt[8] = byte(st), byte(st>>8)
 	r.LastSeq = seq
 	r.pktStart = r.Tee.Len()
+	pkt[3] = r.clientSeq(seq)
 	if _, err := r.out().Write(pkt[:]); err != nil {
 		return nil, 0, ClientError{err}
 	}
+	pkt[3] = seq
 	r.teeBytes(pkt[:])
 	r.Resp.Bytes += int64(len(pkt))
 	return head, 5, nil
@@ -239,7 +266,7 @@ func (r *Relayer) rewriteOK(n int, seq byte) ([]byte, int, error) {
 	}
 	w := r.out()
 	var h [4]byte
-	h[0], h[1], h[2], h[3] = byte(len(out)), byte(len(out)>>8), byte(len(out)>>16), seq
+	h[0], h[1], h[2], h[3] = byte(len(out)), byte(len(out)>>8), byte(len(out)>>16), r.clientSeq(seq)
 	if _, err := w.Write(h[:]); err != nil {
 		return nil, 0, ClientError{err}
 	}
@@ -324,6 +351,7 @@ func (r *Relayer) results() error {
 			if err := r.S.sendLocalFile(r.LastSeq + 1); err != nil {
 				return err
 			}
+			r.shifted = false // the answer follows the file's frames
 			continue
 		default:
 			cols, k := wire.Lenenc(head)

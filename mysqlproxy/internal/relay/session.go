@@ -894,7 +894,7 @@ func (s *Session) RelayMode(p []byte, mode RespMode) error {
 // Done records what a relayed response was, once the relayer r is
 // through with it.
 func (s *Session) Done(r *Relayer) {
-	s.ErrSeq = r.LastSeq + 1
+	s.ErrSeq = r.LastSeq + r.shift + 1
 	s.Last = r.Resp
 	if r.Resp.Warnings > 0 || r.Resp.Failed() {
 		s.CondsHeld = true

@@ -158,6 +158,18 @@ func (p *Conn) ReadCommand(buf []byte, limit int) ([]byte, byte, error) {
 // themselves (CopyPayload from p.R).
 func (p *Conn) SyncSeq() { p.syncSeq() }
 
+// AnswerSeq is, on a compressed side that answers commands, the
+// sequence id the server gives the next packet of its answer: it numbers
+// the packets inside its frames as it numbers the frames, from the one
+// after the last frame it read, however the client numbered the packets
+// of its command. ok is false elsewhere.
+func (p *Conn) AnswerSeq() (seq byte, ok bool) {
+	if c := p.comp; c != nil && !c.commands {
+		return c.seq, true
+	}
+	return 0, false
+}
+
 // Compressed reports whether the compressed protocol is on.
 func (p *Conn) Compressed() bool { return p.comp != nil }
 
