@@ -52,10 +52,12 @@ type pointDeps struct {
 
 // depsMemo memoizes the dependencies of an analysis in a database, so the
 // hot path builds no strings. Analyses are shared and immutable, so the
-// pointer is a sound key. An entry computed before meta last forgot a
-// table is computed again.
+// pointer is a sound key: a map keyed by the pointer alone is read with
+// no hashing of strings, and what it holds is a short list of the
+// databases the analysis was read in. An entry computed before meta last
+// forgot a table is computed again.
 type depsMemo struct {
-	m     sync.Map // depsKey -> *readDeps
+	m     [2]sync.Map // by depsKey.rows: *sqlinfo.Info -> *memoDeps
 	n     sync.Mutex
 	k     int
 	bytes int // what the entries pin: their analyses' digests, mostly
@@ -66,6 +68,17 @@ type depsKey struct {
 	db   string
 	rows bool // the dependencies with row-level ones, not the table-level base
 }
+
+// memoDeps is one analysis's dependencies in one database, and in the
+// others it was read in; lists are never changed once stored.
+type memoDeps struct {
+	db   string
+	d    *readDeps
+	next *memoDeps
+}
+
+// maxMemoDBs bounds the databases one analysis keeps dependencies for.
+const maxMemoDBs = 4
 
 // maxDepsMemo bounds the entries of the memo, and maxDepsMemoBytes what
 // they pin: a statement of a new shape each time, megabytes long, is
@@ -155,9 +168,16 @@ func (e *Engine) deps(info *sqlinfo.Info, db string) *readDeps {
 }
 
 func (m *depsMemo) load(k depsKey, gen uint64) *readDeps {
-	if v, ok := m.m.Load(k); ok {
-		if d := v.(*readDeps); d.gen == gen {
-			return d
+	v, ok := m.m[b2i(k.rows)].Load(k.info)
+	if !ok {
+		return nil
+	}
+	for e := v.(*memoDeps); e != nil; e = e.next {
+		if e.db == k.db {
+			if e.d.gen == gen {
+				return e.d
+			}
+			return nil
 		}
 	}
 	return nil
@@ -169,14 +189,34 @@ func (m *depsMemo) store(k depsKey, d *readDeps) {
 		return // computed each time
 	}
 	m.n.Lock()
+	defer m.n.Unlock()
 	if m.k >= maxDepsMemo || m.bytes+size > maxDepsMemoBytes {
-		m.m.Clear()
+		m.m[0].Clear()
+		m.m[1].Clear()
 		m.k, m.bytes = 0, 0
 	}
 	m.k++
 	m.bytes += size
-	m.n.Unlock()
-	m.m.Store(k, d)
+	// The new list: this database first, then up to maxMemoDBs-1 others.
+	head := &memoDeps{db: k.db, d: d}
+	tail := head
+	if v, ok := m.m[b2i(k.rows)].Load(k.info); ok {
+		for e, n := v.(*memoDeps), 1; e != nil && n < maxMemoDBs; e = e.next {
+			if e.db != k.db {
+				tail.next = &memoDeps{db: e.db, d: e.d}
+				tail = tail.next
+				n++
+			}
+		}
+	}
+	m.m[b2i(k.rows)].Store(k.info, head)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // StatusRows are the counters SHOW MYCACHED STATUS shows, with the count
