@@ -55,6 +55,7 @@ const (
 	whyHitDiagnostics    = "after-a-hit-diagnostics"
 	whyPreparedBeforeDDL = "prepared-before-ddl"
 	whyMetaStale         = "schema-may-have-changed"
+	whySnapshotOlder     = "snapshot-predates-change"
 )
 
 // bypassReasons returns the reasons above, which NewStats shows on
@@ -66,7 +67,7 @@ func bypassReasons() []string {
 		whyTainted, whyNotStored, whyUnknownTable, whyNoMetadata, whyFollowerBehind,
 		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyUncommitted, whyIsolationUnknown, whyOwnWrite,
 		whyLockingRead, whyStmtUnsure, whyFillMemory, whySharedUnproven, whyHitDiagnostics, whyPreparedBeforeDDL,
-		whyMetaStale,
+		whyMetaStale, whySnapshotOlder,
 	}
 }
 
@@ -211,6 +212,13 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		if c.s.BackendEnded() {
 			// The server ended the session: the client gets what it
 			// would directly.
+			return c.s.RelayMode(p, relay.ModeResult)
+		}
+		if c.snapshotPredates(all) {
+			// The transaction's snapshot is older than the entry: the
+			// server answers from the snapshot (and it is not stored).
+			e.Stats.bypass(whySnapshotOlder)
+			qs.note(whySnapshotOlder, 0)
 			return c.s.RelayMode(p, relay.ModeResult)
 		}
 		if dec.Scope == cachepolicy.ScopeShared {

@@ -336,8 +336,10 @@ type Session struct {
 	logBinUnseen, logBinStale bool
 	// lockedTables says the session holds LOCK TABLES.
 	lockedTables bool
-	// txSnap says the open transaction may have taken its snapshot.
-	txSnap bool
+	// txSnap says the open transaction may have taken its snapshot, and
+	// txSnapAt when the statement that may have taken it began.
+	txSnap   bool
+	txSnapAt time.Time
 	// hitServed says the read being handled was answered from the cache.
 	hitServed bool
 	// lastHit is the command last answered from the cache: the backend

@@ -590,7 +590,7 @@ func (c *Session) ran(before uint16, info *sqlinfo.Info) {
 		c.nextTxUnknown = false
 	}
 	if isIn {
-		c.txSnap = true
+		c.tookSnapshot()
 	}
 }
 
@@ -1236,7 +1236,7 @@ func (c *Session) transition(info *sqlinfo.Info, sql string, before uint16, resp
 			if !wasIn {
 				c.beginTransaction()
 			}
-			c.txSnap = true
+			c.tookSnapshot()
 			if info.Kind == sqlinfo.Begin && sqlinfo.FirstKeyword(sql) == "XA" {
 				c.xa = true
 			}
@@ -1264,7 +1264,7 @@ func (c *Session) transition(info *sqlinfo.Info, sql string, before uint16, resp
 		// one-shot isolation level.
 		c.nextTxUnknown = false
 	case isIn && (hidden || takesSnapshot(info, sql)):
-		c.txSnap = true
+		c.tookSnapshot()
 	}
 }
 
@@ -1625,6 +1625,26 @@ func (c *Session) endTransaction() {
 	c.txUnseen = c.txUnseen[:0]
 }
 
+// tookSnapshot notes that the open transaction may have taken its
+// snapshot, in the statement that began at c.started, unless it had
+// already.
+func (c *Session) tookSnapshot() {
+	if !c.txSnap {
+		c.txSnap, c.txSnapAt = true, c.started
+	}
+}
+
+// snapshotPredates reports whether the open transaction reads a snapshot
+// that may have been taken before one of deps changed, as far as this
+// sidecar has seen the changes (its own writes, its peers' and its binlog
+// follower's): a hit would show it rows its snapshot does not.
+func (c *Session) snapshotPredates(deps []string) bool {
+	if !c.txSnap || !c.s.InTransaction() || !c.snapshotIsolation() {
+		return false
+	}
+	return c.e.Store.ChangedSince(deps, c.txSnapAt)
+}
+
 // takesSnapshot reports whether a statement run in a transaction may
 // have taken its consistent-read snapshot: anything that reads, and
 // START TRANSACTION WITH CONSISTENT SNAPSHOT.
@@ -1868,7 +1888,7 @@ func (c *Session) loggedIn() {
 	if c.s.InTransaction() {
 		c.started = time.Now()
 		c.beginTransaction()
-		c.txSnap = true
+		c.tookSnapshot()
 	}
 }
 

@@ -366,13 +366,8 @@ func (s *Store) putLocal(key string, e *Entry) (bool, error) {
 	if s.pending.any(e.Deps) {
 		return false, ErrPending
 	}
-	if !e.Since.IsZero() {
-		t := e.Since.UnixNano()
-		for _, d := range e.Deps {
-			if s.local.changedSince(d, t) {
-				return false, ErrChanged
-			}
-		}
+	if !e.Since.IsZero() && s.ChangedSince(e.Deps, e.Since) {
+		return false, ErrChanged
 	}
 	if expired(e, s.now()) {
 		return false, nil
@@ -383,6 +378,19 @@ func (s *Store) putLocal(key string, e *Entry) (bool, error) {
 		return false, ErrTooLarge
 	}
 	return admitted, nil
+}
+
+// ChangedSince reports whether any of deps may have been bumped at or
+// after t, as this process has seen them: by its own writes, its peers'
+// and its binlog follower's.
+func (s *Store) ChangedSince(deps []string, t time.Time) bool {
+	n := t.UnixNano()
+	for _, d := range deps {
+		if s.local.changedSince(d, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // putMemcached writes an entry to memcached.
