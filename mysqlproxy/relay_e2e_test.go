@@ -719,6 +719,13 @@ func TestE2ESessionTrackers(t *testing.T) {
 	// The same with the server's default trackers (state changes not
 	// tracked): no flag.
 	offDefaultSteps := []string{"CALL poff()", "SET @x = 5", "SET time_zone = '+09:00'"}
+	// Procedures that turn trackers on, or change the list and another
+	// variable, from the server's defaults.
+	onSteps := []string{
+		"SELECT id FROM tt WHERE id = 1", "CALL pon()", "SELECT id FROM tt WHERE id = 1", "SELECT id FROM tt WHERE id = 1",
+		"SET @x = 5", "USE mysql", "SET time_zone = '+09:00'", "USE `" + db + "`",
+		"CALL plist()", "SELECT id FROM tt WHERE id = 1", "SET time_zone = '+11:00'", "SET sql_mode = ''", "SET @y = 6",
+	}
 	// Transaction state, in reads the cache could answer, on a session
 	// of their own (the EXECUTEs above stop caching for theirs).
 	txSteps := []string{
@@ -734,7 +741,9 @@ func TestE2ESessionTrackers(t *testing.T) {
 	m.Exec(t, "CREATE TABLE `"+db+"`.tt (id INT PRIMARY KEY)")
 	m.Exec(t, "INSERT INTO `"+db+"`.tt VALUES (1)")
 	m.Exec(t, "CREATE PROCEDURE `"+db+"`.poff() BEGIN SET session_track_state_change = OFF; SET session_track_system_variables = ''; END")
-	for _, steps := range [][]string{steps, txSteps, offSteps, offDefaultSteps} {
+	m.Exec(t, "CREATE PROCEDURE `"+db+"`.pon() BEGIN SET session_track_state_change = ON; SET session_track_schema = ON; END")
+	m.Exec(t, "CREATE PROCEDURE `"+db+"`.plist() BEGIN SET session_track_system_variables = 'time_zone'; SET time_zone = '+10:00'; END")
+	for _, steps := range [][]string{steps, txSteps, offSteps, offDefaultSteps, onSteps} {
 		var tr [2][]string
 		for i, addr := range []string{m.Addr, p.addr} {
 			c, err := client.Connect(addr, "root", rootPass, db, func(c *client.Conn) error {
