@@ -2384,3 +2384,70 @@ func TestFoundRowsAcrossInitDB(t *testing.T) {
 		}
 	}
 }
+
+// TestFoundRowsAfterOffsetHit: FOUND_ROWS() after a read with an OFFSET
+// counts the rows skipped too, and after a UNION, INTERSECT or EXCEPT
+// with a LIMIT the rows before the limit: neither is the count of the
+// rows a hit sent. After a hit of such a read, the count is the server's.
+func TestFoundRowsAfterOffsetHit(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db, other := m.NewDatabase(t), m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".fr (id INT PRIMARY KEY)")
+	m.Exec(t, "INSERT INTO "+db+".fr SELECT seq FROM "+db+".seq_1_to_12000")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	via := openDB(t, rootDSN(p.addr, db, ""))
+	for _, q := range []string{
+		"SELECT id FROM fr WHERE id < 200 LIMIT 90, 5",
+		"SELECT id FROM fr WHERE id < 200 LIMIT 5 OFFSET 90",
+		"SELECT id FROM fr WHERE id < 12000 LIMIT 10500, 5",
+		"SELECT id FROM fr WHERE id < 30 UNION SELECT 5 LIMIT 2",
+		"SELECT id FROM fr WHERE id < 30 INTERSECT SELECT id FROM fr WHERE id < 40 LIMIT 3",
+		"SELECT id FROM fr WHERE id < 30 EXCEPT SELECT id FROM fr WHERE id < 20 LIMIT 3",
+		"(SELECT id FROM fr LIMIT 5) UNION ALL (SELECT id FROM fr LIMIT 5) LIMIT 3",
+	} {
+		for _, between := range []string{"", "DO 1", "USE"} {
+			run := func(addr string) string {
+				c, err := client.Connect(addr, "root", rootPass, db)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				if _, err := c.Execute(q); err != nil {
+					t.Fatal(err)
+				}
+				switch between {
+				case "USE":
+					if err := c.UseDB(other); err != nil {
+						t.Fatal(err)
+					}
+				case "":
+				default:
+					if _, err := c.Execute(between); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r, err := c.Execute("SELECT FOUND_ROWS()")
+				if err != nil {
+					t.Fatal(err)
+				}
+				n, _ := r.GetInt(0, 0)
+				return strconv.FormatInt(n, 10)
+			}
+			want := run(m.Addr)
+			for start := time.Now(); ; {
+				before := hits(t, via)
+				got := run(p.addr)
+				if hits(t, via) > before {
+					if got != want {
+						t.Errorf("%s, %q, SELECT FOUND_ROWS(): %s through a hit, want %s", q, between, got, want)
+					}
+					break
+				}
+				if time.Since(start) > 10*time.Second {
+					t.Fatalf("%s is not served from the cache; the test proves nothing", q)
+				}
+			}
+		}
+	}
+}

@@ -59,3 +59,24 @@ func TestFoundRowsSQL(t *testing.T) {
 		t.Errorf("%d rows: %.60s..., want %s...", tablelessRows+2, got, want)
 	}
 }
+
+func TestFoundRowsSent(t *testing.T) {
+	for sql, want := range map[string]bool{
+		"SELECT id FROM t":                                    true,
+		"SELECT a, b FROM t WHERE id IN (1, 2)":               true,
+		"SELECT id FROM t LIMIT 5":                            true,
+		"SELECT id FROM t ORDER BY id LIMIT ?":                true,
+		"SELECT id FROM t UNION SELECT 1":                     true,
+		"SELECT id FROM t LIMIT 90, 5":                        false,
+		"SELECT id FROM t LIMIT ?, ?":                         false,
+		"SELECT id FROM t limit 5 offset 90":                  false,
+		"SELECT id FROM t UNION SELECT 5 LIMIT 2":             false,
+		"SELECT id FROM t INTERSECT SELECT id FROM u LIMIT 3": false,
+		"SELECT id FROM t EXCEPT SELECT id FROM u LIMIT 3":    false,
+		"SELECT id FROM t LIMIT ROWS EXAMINED 10":             false,
+	} {
+		if got := foundRowsSent(sql); got != want {
+			t.Errorf("foundRowsSent(%q) = %v, want %v", sql, got, want)
+		}
+	}
+}

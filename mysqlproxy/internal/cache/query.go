@@ -95,6 +95,9 @@ const hitPayloadMax = 64 << 10
 // It is the count of the rows sent: a SELECT SQL_CALC_FOUND_ROWS, whose
 // count is another, is never cached.
 func (c *Session) hitRows() (int, bool) {
+	if !foundRowsSent(c.lastHitSQL) {
+		return 0, false
+	}
 	v := sqlinfo.ServerVersion()
 	n, ok := c.hitCount, c.hitCount >= 0
 	if c.hitPayload != nil {
@@ -104,6 +107,29 @@ func (c *Session) hitRows() (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// foundRowsSent reports whether FOUND_ROWS() after sql, a read without
+// SQL_CALC_FOUND_ROWS (which is never cached), is the count of the rows
+// it sent. It is not after an OFFSET, whose skipped rows the server
+// counts too, nor after a UNION, INTERSECT or EXCEPT with a LIMIT, where
+// it counts the rows before the limit, nor with LIMIT ROWS EXAMINED. It
+// reads the text on the safe side: such a word in a name, a string or a
+// comment only has the hit run again for its count.
+func foundRowsSent(sql string) bool {
+	if !sqlinfo.ContainsFold(sql, "limit") {
+		return true
+	}
+	low := strings.ToLower(sql)
+	if i := strings.Index(low, "limit"); i < 0 || strings.Contains(low[i:], ",") {
+		return false // LIMIT offset, count
+	}
+	for _, w := range []string{"offset", "union", "intersect", "except", "examined"} {
+		if strings.Contains(low, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // tablelessRows is the most rows foundRowsSQL reads with no table, which
