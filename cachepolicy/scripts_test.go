@@ -3,6 +3,7 @@ package cachepolicy
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -251,6 +252,18 @@ func TestCheck(t *testing.T) {
 	}
 	if want := `result [version built] ("1.4.2", "2024-06-01")`; !contains(out, want) {
 		t.Errorf("Check output lacks %q:\n%s", want, out)
+	}
+	// A prepare goes to the server whatever rows the hook gives it: the
+	// output says so.
+	rows := writeScript(t, t.TempDir(), "rows.lua", `function query(q, next) return {columns = {"a"}, rows = {{"1"}}} end`)
+	if out, err = Check(rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "prepared=true]\n  query:      result [a] (\"1\") (ignored: rows or an OK cannot answer a prepare"; !contains(out, want) {
+		t.Errorf("Check output lacks %q:\n%s", want, out)
+	}
+	if n := strings.Count(out, "(ignored:"); n != 1 {
+		t.Errorf("%d results marked ignored, want the one prepared sample's:\n%s", n, out)
 	}
 	bad := writeScript(t, t.TempDir(), "bad.lua", "function cache(q)\n  return {\nend\n")
 	if _, err := Check(bad, nil); err == nil || !contains(err.Error(), "bad.lua:3") {
