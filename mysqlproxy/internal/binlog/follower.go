@@ -1207,18 +1207,21 @@ func (f *Follower) advanceLocked() {
 	}
 	applied := f.appliedLocked()
 	n := 0
-	for _, pl := range f.polls {
-		if pl.at.Before(f.cut) {
-			n++ // read before the stream was cut: it proves nothing
+	for i, pl := range f.polls {
+		if pl.at.Before(f.cut) || !reached(applied, pl.pos) {
 			continue
 		}
-		if !reached(applied, pl.pos) {
-			break
-		}
+		// The server's position when pl was read is applied, and so is
+		// every earlier poll's, even one whose number in a domain is
+		// above the applied one's: the domain's numbers went back
+		// (gtid_seq_no set by hand), and the follower read on past it.
 		if pl.at.After(f.fresh) {
 			f.fresh = pl.at
 		}
-		n++
+		n = i + 1
+	}
+	for n < len(f.polls) && f.polls[n].at.Before(f.cut) {
+		n++ // read before the stream was cut: it proves nothing
 	}
 	f.polls = f.polls[n:]
 }

@@ -377,6 +377,31 @@ func TestResetForgetsPolls(t *testing.T) {
 	}
 }
 
+// TestFreshPastASequenceThatWentBack: a poll read between two writes of
+// a domain whose numbers went back (5, then 3: gtid_seq_no set by hand)
+// is never reached by the domain's number; a later poll that is reached
+// makes the follower fresh as of then, the earlier one with it.
+func TestFreshPastASequenceThatWentBack(t *testing.T) {
+	f := followerAt(t, "0-1-10,7-1-3")
+	f.running, f.formatRead = true, true
+	t0 := time.Now()
+	f.mu.Lock()
+	f.polls = []poll{
+		{at: t0, pos: map[uint32]uint64{0: 10, 7: 5}},
+		{at: t0.Add(100 * time.Millisecond), pos: map[uint32]uint64{0: 10, 7: 3}},
+		{at: t0.Add(200 * time.Millisecond), pos: map[uint32]uint64{0: 11, 7: 3}},
+	}
+	f.advanceLocked()
+	left := len(f.polls)
+	f.mu.Unlock()
+	if got, want := f.FreshAsOf(), t0.Add(100*time.Millisecond); !got.Equal(want) {
+		t.Errorf("fresh as of %v, want the reached poll's %v", got, want)
+	}
+	if left != 1 {
+		t.Errorf("%d polls kept, want the one not reached yet", left)
+	}
+}
+
 // TestFreshWaitsForTheFormatEvent: a new stream's first format event
 // tells whether the server restarted (and emptied its MEMORY tables) with
 // no write since, at the position the follower stands: until it is read,
