@@ -236,12 +236,13 @@ func (s *Store) metadump(ctx context.Context, addr net.Addr, prefix string, now 
 		return ctx.Err()
 	}
 	cmd := "lru_crawler metadump hash"
-	for attempt := 0; ; attempt++ {
+	busyUntil := time.Now().Add(max(s.opts.RawTimeout, busyMin))
+	for {
 		err := s.metadumpCmd(ctx, addr, cmd, prefix, now, seen, out)
 		switch {
 		case errors.Is(err, errCommand) && cmd != "lru_crawler metadump all":
 			cmd = "lru_crawler metadump all"
-		case errors.Is(err, errBusy) && attempt < busyRetries:
+		case errors.Is(err, errBusy) && time.Now().Before(busyUntil):
 			// The crawler runs one job at a time; wait for it.
 			select {
 			case <-ctx.Done():
@@ -255,11 +256,12 @@ func (s *Store) metadump(ctx context.Context, addr net.Addr, prefix string, now 
 }
 
 // How long RawKeys waits for a busy crawler (another sidecar's listing,
-// or the server's own crawl, or the end of the last one): busyRetries *
-// busyWait.
+// or the server's own crawl, or the end of the last one, which a loaded
+// server takes a while to wind up): the raw operations' timeout, and at
+// least busyMin, polling every busyWait; ctx may end it sooner.
 const (
-	busyRetries = 200
-	busyWait    = 5 * time.Millisecond
+	busyMin  = time.Second
+	busyWait = 5 * time.Millisecond
 )
 
 func (s *Store) metadumpCmd(ctx context.Context, addr net.Addr, cmd, prefix string, now int64, seen map[string]struct{}, out *[]string) error {

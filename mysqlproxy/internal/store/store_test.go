@@ -853,17 +853,20 @@ func TestRawKeysManyAtOnce(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	var failed atomic.Int64
+	var first atomic.Value
 	for range 16 {
 		wg.Go(func() {
 			for range 30 {
-				if keys, err := s.RawKeys(ctx, "kv:"); err != nil || len(keys) != 20 {
+				keys, err := s.RawKeys(ctx, "kv:")
+				if err != nil || len(keys) != 20 {
 					failed.Add(1)
+					first.CompareAndSwap(nil, fmt.Sprintf("%d keys, %v", len(keys), err))
 				}
 			}
 		})
 	}
 	wg.Wait()
 	if n := failed.Load(); n > 0 {
-		t.Errorf("%d of 480 concurrent listings failed or missed keys", n)
+		t.Errorf("%d of 480 concurrent listings failed or missed keys; the first: %v", n, first.Load())
 	}
 }
