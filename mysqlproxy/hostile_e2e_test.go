@@ -269,6 +269,20 @@ func TestMalformedPacketsAnswerAsServer(t *testing.T) {
 			}
 		})
 	}
+	// A reply out of order whose header claims more than it sends (a TLS
+	// ClientHello sent to a plain port): the server answers by the
+	// header, at once.
+	t.Run("handshake/out-of-order-header-alone", func(t *testing.T) {
+		var got [2]string
+		for i, addr := range []string{db.Addr, p.addr} {
+			nc := dialGreeted(t, addr)
+			go nc.Write([]byte("\x16\x03\x01\x00\x05hello"))
+			got[i] = readUntilClosed(t, nc)
+		}
+		if got[0] != got[1] {
+			t.Errorf("mycached answered\n%q\nMariaDB answered\n%q", got[1], got[0])
+		}
+	})
 	commands := []struct {
 		name   string
 		send   func(c *rawConn)

@@ -260,7 +260,12 @@ func (s *Session) handshake() (bool, error) {
 	}
 
 	// The client's reply: maybe an SSL request first.
-	resp, cseq, err := s.readReply(s.buf)
+	resp, cseq, err := s.readReplyAt(s.buf, int(seq+1))
+	if errors.Is(err, errReplyOutOfOrder) {
+		// The server's words for a reply out of sequence; it hangs up.
+		s.SendError(seq+1, mysql.ER_NET_PACKETS_OUT_OF_ORDER, "08S01", "Got packets out of order", true)
+		return false, errBadHandshake
+	}
 	if errors.Is(err, wire.ErrPacketTooLarge) {
 		return false, s.refuseLargeReply(cseq)
 	}
@@ -368,7 +373,26 @@ func (s *Session) handshake() (bool, error) {
 // than its connect_timeout, resetting the connection, and mycached does
 // the same to the client at once.
 func (s *Session) readReply(buf []byte) ([]byte, byte, error) {
+	return s.readReplyAt(buf, -1)
+}
+
+// errReplyOutOfOrder is a handshake reply whose header has a sequence id
+// other than the one the server expects.
+var errReplyOutOfOrder = errors.New("mysqlproxy: handshake reply out of order")
+
+// readReplyAt is readReply for a reply that must have sequence id want
+// (-1: any). The server judges a reply by its header alone: one out of
+// order gets its error at once, however long it says it is, and so
+// errReplyOutOfOrder is returned before its payload is read.
+func (s *Session) readReplyAt(buf []byte, want int) ([]byte, byte, error) {
 	s.backendWatch.arm()
+	if want >= 0 && !s.Client.Compressed() {
+		if h, err := s.Client.R.Peek(4); err == nil && int(h[3]) != want {
+			s.backendWatch.stop()
+			wire.SetDeadline(s.Backend.NetConn, handshakeTimeout)
+			return nil, h[3], errReplyOutOfOrder
+		}
+	}
 	p, seq, err := s.Client.ReadPacket(buf, 1<<20)
 	s.backendWatch.stop()
 	wire.SetDeadline(s.Backend.NetConn, handshakeTimeout) // stop cleared it
