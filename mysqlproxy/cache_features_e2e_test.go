@@ -2349,38 +2349,46 @@ func TestFoundRowsAcrossInitDB(t *testing.T) {
 	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
 	via := openDB(t, rootDSN(p.addr, db, ""))
 	for _, q := range []string{"SELECT id FROM fr WHERE id <= 20", "SELECT id FROM fr WHERE id <= 12000", "SELECT id, REPEAT('x', 30) FROM fr WHERE id <= 3000"} {
-		run := func(addr string) string {
-			c, err := client.Connect(addr, "root", rootPass, db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if _, err := c.Execute(q); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.UseDB(other); err != nil {
-				t.Fatal(err)
-			}
-			r, err := c.Execute("SELECT FOUND_ROWS()")
-			if err != nil {
-				t.Fatal(err)
-			}
-			n, _ := r.GetInt(0, 0)
-			return strconv.FormatInt(n, 10)
+		useOther := func(c *client.Conn) error { return c.UseDB(other) }
+		if got, want := foundRowsAfterHit(t, m.Addr, p.addr, via, db, q, useOther); got != want {
+			t.Errorf("%s, COM_INIT_DB, SELECT FOUND_ROWS(): %s through a hit, want %s", q, got, want)
 		}
-		want := run(m.Addr)
-		for start := time.Now(); ; {
-			before := hits(t, via)
-			got := run(p.addr)
-			if hits(t, via) > before {
-				if got != want {
-					t.Errorf("%s, COM_INIT_DB, SELECT FOUND_ROWS(): %s through a hit, want %s", q, got, want)
-				}
-				break
-			}
-			if time.Since(start) > 10*time.Second {
-				t.Fatalf("%s is not served from the cache; the test proves nothing", q)
-			}
+	}
+}
+
+// foundRowsAfterHit runs q, then between, then SELECT FOUND_ROWS() on a
+// new connection, directly (want) and through the proxy at addr until q
+// is a hit there (got, or the test fails after 10 s).
+func foundRowsAfterHit(t *testing.T, direct, addr string, via *sql.DB, db, q string, between func(c *client.Conn) error) (got, want string) {
+	t.Helper()
+	run := func(addr string) string {
+		c, err := client.Connect(addr, "root", rootPass, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Execute(q); err != nil {
+			t.Fatal(err)
+		}
+		if err := between(c); err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.Execute("SELECT FOUND_ROWS()")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := r.GetInt(0, 0)
+		return strconv.FormatInt(n, 10)
+	}
+	want = run(direct)
+	for start := time.Now(); ; {
+		before := hits(t, via)
+		got = run(addr)
+		if hits(t, via) > before {
+			return got, want
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("%s is not served from the cache; the test proves nothing", q)
 		}
 	}
 }
@@ -2407,46 +2415,18 @@ func TestFoundRowsAfterOffsetHit(t *testing.T) {
 		"(SELECT id FROM fr LIMIT 5) UNION ALL (SELECT id FROM fr LIMIT 5) LIMIT 3",
 	} {
 		for _, between := range []string{"", "DO 1", "USE"} {
-			run := func(addr string) string {
-				c, err := client.Connect(addr, "root", rootPass, db)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				if _, err := c.Execute(q); err != nil {
-					t.Fatal(err)
-				}
+			step := func(c *client.Conn) error {
 				switch between {
 				case "USE":
-					if err := c.UseDB(other); err != nil {
-						t.Fatal(err)
-					}
+					return c.UseDB(other)
 				case "":
-				default:
-					if _, err := c.Execute(between); err != nil {
-						t.Fatal(err)
-					}
+					return nil
 				}
-				r, err := c.Execute("SELECT FOUND_ROWS()")
-				if err != nil {
-					t.Fatal(err)
-				}
-				n, _ := r.GetInt(0, 0)
-				return strconv.FormatInt(n, 10)
+				_, err := c.Execute(between)
+				return err
 			}
-			want := run(m.Addr)
-			for start := time.Now(); ; {
-				before := hits(t, via)
-				got := run(p.addr)
-				if hits(t, via) > before {
-					if got != want {
-						t.Errorf("%s, %q, SELECT FOUND_ROWS(): %s through a hit, want %s", q, between, got, want)
-					}
-					break
-				}
-				if time.Since(start) > 10*time.Second {
-					t.Fatalf("%s is not served from the cache; the test proves nothing", q)
-				}
+			if got, want := foundRowsAfterHit(t, m.Addr, p.addr, via, db, q, step); got != want {
+				t.Errorf("%s, %q, SELECT FOUND_ROWS(): %s through a hit, want %s", q, between, got, want)
 			}
 		}
 	}

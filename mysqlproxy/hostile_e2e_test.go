@@ -1013,12 +1013,31 @@ func TestCompressedFramesAsServer(t *testing.T) {
 // compressed (zlib's level) is not what a client sees.
 func inflatedFrames(t *testing.T, read string) string {
 	t.Helper()
+	frames, left, end := readFrames(t, read)
+	var out []string
+	for _, f := range frames {
+		out = append(out, fmt.Sprintf("frame %d: %x", f.seq, f.data))
+	}
+	return strings.Join(out, "; ") + fmt.Sprintf(" (%d bytes left) ", left) + end
+}
+
+// frame is one compressed frame read: its sequence id and inflated bytes.
+type frame struct {
+	seq  byte
+	data []byte
+}
+
+// readFrames splits what readToClose read of a compressed stream into
+// its whole frames, inflated, and returns the bytes left after them and
+// how the read ended.
+func readFrames(t *testing.T, read string) ([]frame, int, string) {
+	t.Helper()
 	h, end, _ := strings.Cut(read, " ")
 	b, err := hex.DecodeString(h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	var out []frame
 	for len(b) >= 7 {
 		n, seq, ulen := int(b[0])|int(b[1])<<8|int(b[2])<<16, b[3], int(b[4])|int(b[5])<<8|int(b[6])<<16
 		if len(b) < 7+n {
@@ -1034,10 +1053,10 @@ func inflatedFrames(t *testing.T, read string) string {
 				t.Fatalf("frame %d: %v", seq, err)
 			}
 		}
-		out = append(out, fmt.Sprintf("frame %d: %x", seq, data))
+		out = append(out, frame{seq, data})
 		b = b[7+n:]
 	}
-	return strings.Join(out, "; ") + fmt.Sprintf(" (%d bytes left) ", len(b)) + end
+	return out, len(b), end
 }
 
 // readToClose returns the bytes r gives until the peer closes, in hex,
@@ -1185,29 +1204,10 @@ func TestCompressedInnerSequence(t *testing.T) {
 // the packets its frames carry, each as its sequence id and payload.
 func innerPackets(t *testing.T, read string) string {
 	t.Helper()
-	h, end, _ := strings.Cut(read, " ")
-	b, err := hex.DecodeString(h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	frames, left, end := readFrames(t, read)
 	var stream []byte
-	for len(b) >= 7 {
-		n, ulen := int(b[0])|int(b[1])<<8|int(b[2])<<16, int(b[4])|int(b[5])<<8|int(b[6])<<16
-		if len(b) < 7+n {
-			break
-		}
-		data := b[7 : 7+n]
-		if ulen > 0 {
-			zr, err := zlib.NewReader(bytes.NewReader(data))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if data, err = io.ReadAll(zr); err != nil {
-				t.Fatal(err)
-			}
-		}
-		stream = append(stream, data...)
-		b = b[7+n:]
+	for _, f := range frames {
+		stream = append(stream, f.data...)
 	}
 	var out []string
 	for len(stream) >= 4 {
@@ -1218,5 +1218,5 @@ func innerPackets(t *testing.T, read string) string {
 		out = append(out, fmt.Sprintf("%d: %x", stream[3], stream[4:4+n]))
 		stream = stream[4+n:]
 	}
-	return strings.Join(out, "\n") + fmt.Sprintf("\n(%d bytes left) %s", len(stream)+len(b), end)
+	return strings.Join(out, "\n") + fmt.Sprintf("\n(%d bytes left) %s", len(stream)+left, end)
 }

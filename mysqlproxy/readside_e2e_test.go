@@ -877,6 +877,26 @@ const (
 	rsStr = "SELECT s FROM t WHERE id = 1"
 )
 
+// rsSnapshotStart is a way to begin a transaction that has taken its
+// snapshot, and to end it.
+type rsSnapshotStart struct {
+	name       string
+	start, end []string
+}
+
+// rsSnapshotStarts returns the ways to begin such a transaction at
+// REPEATABLE READ, and one more, named name, begun by begin.
+func rsSnapshotStarts(name string, begin ...string) []rsSnapshotStart {
+	const read = "SELECT SQL_NO_CACHE COUNT(*) FROM u"
+	return []rsSnapshotStart{
+		{"consistent-snapshot", []string{"START TRANSACTION WITH CONSISTENT SNAPSHOT"}, []string{"COMMIT"}},
+		{"begin", []string{"BEGIN", read}, []string{"COMMIT"}},
+		{"autocommit-0", []string{"SET autocommit = 0", read}, []string{"COMMIT", "SET autocommit = 1"}},
+		{name, append(begin, read), []string{"COMMIT"}},
+		{"xa", []string{"XA START 'rs-rr'", read}, []string{"XA END 'rs-rr'", "XA ROLLBACK 'rs-rr'"}},
+	}
+}
+
 func rsRow(id int) string { return fmt.Sprintf("SELECT v FROM t WHERE id = %d", id) }
 
 // rsLoadReader names the rows LOAD DATA LOCAL reads: row 6 whose unique
@@ -1971,16 +1991,7 @@ var rsCases = []rsCase{
 		setup: rsRows,
 		body: func(x *rsRun) {
 			id := 0
-			for _, st := range []struct {
-				name       string
-				start, end []string
-			}{
-				{"consistent-snapshot", []string{"START TRANSACTION WITH CONSISTENT SNAPSHOT"}, []string{"COMMIT"}},
-				{"begin", []string{"BEGIN", "SELECT SQL_NO_CACHE COUNT(*) FROM u"}, []string{"COMMIT"}},
-				{"autocommit-0", []string{"SET autocommit = 0", "SELECT SQL_NO_CACHE COUNT(*) FROM u"}, []string{"COMMIT", "SET autocommit = 1"}},
-				{"next-transaction-isolation", []string{"SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", "BEGIN", "SELECT SQL_NO_CACHE COUNT(*) FROM u"}, []string{"COMMIT"}},
-				{"xa", []string{"XA START 'rs-rr'", "SELECT SQL_NO_CACHE COUNT(*) FROM u"}, []string{"XA END 'rs-rr'", "XA ROLLBACK 'rs-rr'"}},
-			} {
+			for _, st := range rsSnapshotStarts("next-transaction-isolation", "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", "BEGIN") {
 				for _, writer := range []string{"write-through-A", "write-directly"} {
 					id++
 					q := rsRow(id)
@@ -2010,16 +2021,7 @@ var rsCases = []rsCase{
 		setup: rsRows,
 		body: func(x *rsRun) {
 			id := 0
-			for _, st := range []struct {
-				name       string
-				start, end []string
-			}{
-				{"consistent-snapshot", []string{"START TRANSACTION WITH CONSISTENT SNAPSHOT"}, []string{"COMMIT"}},
-				{"begin", []string{"BEGIN", "SELECT SQL_NO_CACHE COUNT(*) FROM u"}, []string{"COMMIT"}},
-				{"autocommit-0", []string{"SET autocommit = 0", "SELECT SQL_NO_CACHE COUNT(*) FROM u"}, []string{"COMMIT", "SET autocommit = 1"}},
-				{"serializable", []string{"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", "START TRANSACTION READ ONLY", "SELECT SQL_NO_CACHE COUNT(*) FROM u"}, []string{"COMMIT"}},
-				{"xa", []string{"XA START 'rs-rr'", "SELECT SQL_NO_CACHE COUNT(*) FROM u"}, []string{"XA END 'rs-rr'", "XA ROLLBACK 'rs-rr'"}},
-			} {
+			for _, st := range rsSnapshotStarts("serializable", "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", "START TRANSACTION READ ONLY") {
 				for _, writer := range []string{"write-through-A", "write-directly"} {
 					id++
 					q := rsRow(id)
