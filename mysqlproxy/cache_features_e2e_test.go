@@ -1431,6 +1431,22 @@ func (sp *stmtProbe) send(id []byte, cmd byte, rest ...byte) {
 	}
 }
 
+// query runs each statement as a COM_QUERY and notes what it got.
+func (sp *stmtProbe) query(stmts ...string) {
+	sp.t.Helper()
+	for _, q := range stmts {
+		raw, last := sp.c.exchange(sp.t, append([]byte{mysqlc.COM_QUERY}, q...)...)
+		switch {
+		case last[0] == 0xff:
+			sp.out = append(sp.out, fmt.Sprintf("%s: error %d", q, binary.LittleEndian.Uint16(last[1:])))
+		case len(raw) < 2:
+			sp.out = append(sp.out, fmt.Sprintf("%s: %d packets", q, len(raw)))
+		default:
+			sp.out = append(sp.out, fmt.Sprintf("%s: %d packets, %q", q, len(raw), raw[len(raw)-2]))
+		}
+	}
+}
+
 func (sp *stmtProbe) prep(q string) []byte {
 	sp.t.Helper()
 	st, err := sp.c.Prepare(q)
@@ -2092,8 +2108,9 @@ func TestBypassReasonOfUnknownIsolation(t *testing.T) {
 // bound as an integer is dropped when the next execute binds a string.
 // An execute answered from the cache never showed the server its types;
 // before the client's long data mycached has the server hold them, as it
-// would directly, and the execute after returns the rows it returns
-// directly.
+// would directly, in a transaction or with autocommit off too, and the
+// execute after returns the rows it returns directly. An execute too
+// large to run again then is not answered from the cache.
 func TestLongDataAfterAHit(t *testing.T) {
 	t.Parallel()
 	m := testenvShared(t)
@@ -2108,27 +2125,64 @@ func TestLongDataAfterAHit(t *testing.T) {
 	ints := append(append([]byte(nil), hdr...), 0, 1, 0x08, 0, 0x08, 0, 5, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0)
 	// The first as a string, its value sent as long data; the second 5.
 	strLong := append(append([]byte(nil), hdr...), 0, 1, 0xfe, 0, 0x08, 0, 5, 0, 0, 0, 0, 0, 0, 0)
-	var hitsAt []int64
-	run := func(addr string) string {
-		warm := newStmtProbe(t, addr, db)
-		id := warm.prep(q)
-		for range 3 {
-			warm.send(id, mysqlc.COM_STMT_EXECUTE, ints...)
-		}
-		sp := newStmtProbe(t, addr, db)
-		id = sp.prep(q)
-		before := hits(t, via)
-		sp.send(id, mysqlc.COM_STMT_EXECUTE, ints...)
-		if addr == p.addr {
-			hitsAt = append(hitsAt, hits(t, via)-before)
-		}
-		sp.send(id, mysqlc.COM_STMT_SEND_LONG_DATA, 0, 0, '6')
-		sp.send(id, mysqlc.COM_STMT_EXECUTE, strLong...)
-		return warm.String() + "\n" + sp.String()
-	}
-	sameAsDirect(t, m.Addr, p.addr, run)
-	if len(hitsAt) != 1 || hitsAt[0] != 1 {
-		t.Errorf("the second session's first execute was not a hit (%v): the test proves nothing", hitsAt)
+	// The first as a string of 70,000 bytes that reads as 5, the second 6.
+	five := strings.Repeat("0", 69999) + "5"
+	strBig := append(append([]byte(nil), hdr...), 0, 1, 0xfe, 0, 0x08, 0, 0xfd)
+	strBig = append(strBig, byte(len(five)), byte(len(five)>>8), byte(len(five)>>16))
+	strBig = append(append(strBig, five...), 6, 0, 0, 0, 0, 0, 0, 0)
+	// No types: the ones the server holds; the second parameter 5.
+	untypedLong := append(append([]byte(nil), hdr...), 0, 0, 5, 0, 0, 0, 0, 0, 0, 0)
+	for _, tc := range []struct {
+		name                   string
+		warm, first, hit, last []byte
+		before, between        []string
+		isHit                  bool
+		// hitUnlike: the hit's status differs as the README says: with
+		// autocommit off, a hit begins no transaction.
+		hitUnlike bool
+	}{
+		{name: "autocommit", warm: ints, hit: ints, last: strLong, isHit: true},
+		{name: "in-a-transaction", warm: ints, hit: ints, last: strLong, before: []string{"BEGIN"}, isHit: true},
+		{name: "autocommit-off", warm: ints, hit: ints, last: strLong, before: []string{"SET autocommit = 0"}, isHit: true, hitUnlike: true},
+		{name: "transaction-begun-after-the-hit", warm: ints, hit: ints, last: strLong, between: []string{"BEGIN"}, isHit: true},
+		{name: "consistent-snapshot", warm: ints, hit: ints, last: strLong, before: []string{"START TRANSACTION WITH CONSISTENT SNAPSHOT"}, isHit: true},
+		// The server ran ints; the hit would bind a string of 70,000
+		// bytes, then long data for it, then an execute without types.
+		{name: "large-execute", warm: strBig, first: ints, hit: strBig, last: untypedLong},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var hitsAt []int64
+			run := func(addr string) string {
+				warm := newStmtProbe(t, addr, db)
+				id := warm.prep(q)
+				for range 3 {
+					warm.send(id, mysqlc.COM_STMT_EXECUTE, tc.warm...)
+				}
+				sp := newStmtProbe(t, addr, db)
+				id = sp.prep(q)
+				sp.query(tc.before...)
+				if tc.first != nil {
+					sp.send(id, mysqlc.COM_STMT_EXECUTE, tc.first...)
+				}
+				before := hits(t, via)
+				sp.send(id, mysqlc.COM_STMT_EXECUTE, tc.hit...)
+				if addr == p.addr {
+					hitsAt = append(hitsAt, hits(t, via)-before)
+				}
+				if tc.hitUnlike {
+					sp.out = sp.out[:len(sp.out)-1]
+				}
+				sp.query(tc.between...)
+				sp.send(id, mysqlc.COM_STMT_SEND_LONG_DATA, 0, 0, '6')
+				sp.send(id, mysqlc.COM_STMT_EXECUTE, tc.last...)
+				sp.query("SELECT @@in_transaction", "ROLLBACK", "SET autocommit = 1")
+				return warm.String() + "\n" + sp.String()
+			}
+			sameAsDirect(t, m.Addr, p.addr, run)
+			if tc.isHit && (len(hitsAt) != 1 || hitsAt[0] != 1) {
+				t.Errorf("the second session's execute was not a hit (%v): the test proves nothing", hitsAt)
+			}
+		})
 	}
 }
 

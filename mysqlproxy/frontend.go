@@ -40,7 +40,14 @@ func (f *frontend) Command(p []byte) (bool, error) {
 		return true, f.execute(p)
 	case relay.ComStmtBulkExecute:
 		return true, f.bulkExecute(p)
-	case mysql.COM_STMT_CLOSE, mysql.COM_STMT_SEND_LONG_DATA, mysql.COM_STMT_RESET:
+	case mysql.COM_STMT_SEND_LONG_DATA:
+		if handled, err := f.kv.Command(p); handled {
+			return true, err
+		}
+		if err := f.cache.LongData(p); err != nil {
+			return true, err
+		}
+	case mysql.COM_STMT_CLOSE, mysql.COM_STMT_RESET:
 		return f.kv.Command(p)
 	case mysql.COM_INIT_DB:
 		if err := f.cache.ChangingDB(); err != nil {

@@ -56,6 +56,7 @@ const (
 	whyPreparedBeforeDDL = "prepared-before-ddl"
 	whyMetaStale         = "schema-may-have-changed"
 	whySnapshotOlder     = "snapshot-predates-change"
+	whyTypesBehind       = "types-behind"
 )
 
 // bypassReasons returns the reasons above, which NewStats shows on
@@ -67,7 +68,7 @@ func bypassReasons() []string {
 		whyTainted, whyNotStored, whyUnknownTable, whyNoMetadata, whyFollowerBehind,
 		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyUncommitted, whyIsolationUnknown, whyOwnWrite,
 		whyLockingRead, whyStmtUnsure, whyFillMemory, whySharedUnproven, whyHitDiagnostics, whyPreparedBeforeDDL,
-		whyMetaStale, whySnapshotOlder,
+		whyMetaStale, whySnapshotOlder, whyTypesBehind,
 	}
 }
 

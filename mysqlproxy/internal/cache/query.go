@@ -513,6 +513,33 @@ func (c *Session) Prepare(p []byte) (*relay.Stmt, error) {
 	return st, err
 }
 
+// LongData handles a COM_STMT_SEND_LONG_DATA before the session relays
+// it. The server reads long data by the parameter types it holds, which
+// after a hit are the last ones it ran, not the hit's (relay.SyncTypes):
+// in a transaction, or with autocommit off, the hit's execute runs first,
+// as a read in the transaction, as it would have directly, and the
+// session follows the transaction it began or the snapshot it took. Not
+// where a read takes shared locks (SERIALIZABLE, or a level mycached
+// cannot see): a deadlock there would roll back the transaction, and the
+// client would not be told.
+func (c *Session) LongData(p []byte) error {
+	st := c.s.Stmt(p)
+	if st == nil || !relay.Behind(st) || c.s.Status&mysql.SERVER_STATUS_AUTOCOMMIT != 0 && !c.s.InTransaction() {
+		return nil
+	}
+	note, _ := st.Ext.(*stmtNote)
+	if note == nil || c.txUnknownIsolation || c.nextTxUnknown || c.isolation(c.s.InTransaction()) == "SERIALIZABLE" {
+		return nil
+	}
+	before := c.s.Status
+	c.started = time.Now()
+	if err := c.s.SyncTypesInTransaction(st); err != nil {
+		return err
+	}
+	c.ran(before, note.info)
+	return nil
+}
+
 // Execute handles a COM_STMT_EXECUTE of st like Query, keyed by the
 // prepared SQL and the bound parameters. Its parameter types have been
 // noted (relay.NoteParamTypes).
@@ -554,6 +581,11 @@ func (c *Session) Execute(p []byte, st *relay.Stmt) error {
 				note.schema = gen
 			}
 			return err
+		}
+		if relay.FallsBehind(st, p) {
+			// Too large to run again before long data: the server
+			// runs it, and holds its types, as it would directly.
+			return c.relayRead(p, info, st.SQL, whyTypesBehind)
 		}
 		err := c.read(p, info, st.SQL, st)
 		if c.hitServed {

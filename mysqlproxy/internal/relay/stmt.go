@@ -173,8 +173,20 @@ func AnsweredByCache(st *Stmt, exec []byte) {
 }
 
 // maxBehind bounds the execute a statement keeps for SyncTypes; past it
-// the server is not brought up to date.
+// the server could not be brought up to date, and the execute is not
+// answered from the cache (FallsBehind).
 const maxBehind = 64 << 10
+
+// FallsBehind reports whether answering exec, an execute of st with its
+// types, from the cache would leave the server with other types than
+// the client's, which SyncTypes could not bring up to date.
+func FallsBehind(st *Stmt, exec []byte) bool {
+	return len(exec) > maxBehind && st.Types != nil && !bytes.Equal(st.Types, st.serverTypes)
+}
+
+// Behind reports whether the server holds other parameter types for st
+// than the client's last execute, which the cache answered, bound.
+func Behind(st *Stmt) bool { return len(st.behind) > 0 }
 
 // sentTypes notes the types an execute the server runs sends.
 func (st *Stmt) sentTypes(p []byte) {
@@ -193,11 +205,20 @@ func (st *Stmt) sentTypes(p []byte) {
 // its answer is discarded; only a cacheable read is answered from the
 // cache, so it writes nothing. Nothing is done while the statement has a
 // cursor open, which an execute would close, nor outside autocommit or
-// in a transaction, where the read would begin or join one that the
-// cache did not see begin.
+// in a transaction, where the read would begin or join one: the cache
+// does that there (SyncTypesInTransaction), and follows it.
 func (s *Session) SyncTypes(st *Stmt) error {
-	if len(st.behind) == 0 || st.LongData || st.CursorOpen || st.Unsure ||
-		s.Status&mysql.SERVER_STATUS_AUTOCOMMIT == 0 || s.InTransaction() {
+	if s.Status&mysql.SERVER_STATUS_AUTOCOMMIT == 0 || s.InTransaction() {
+		return nil
+	}
+	return s.SyncTypesInTransaction(st)
+}
+
+// SyncTypesInTransaction is SyncTypes in a transaction too, or with
+// autocommit off: the execute runs as a read in the transaction, as it
+// would have directly when the client sent it.
+func (s *Session) SyncTypesInTransaction(st *Stmt) error {
+	if len(st.behind) == 0 || st.LongData || st.CursorOpen || st.Unsure {
 		return nil
 	}
 	q := st.behind
