@@ -621,3 +621,109 @@ func TestMetadataReadsNeverWaitOnClientLocks(t *testing.T) {
 	f.sync(t)
 	f.warm(t, "SELECT v FROM t WHERE id = 2")
 }
+
+// TestSnapshotMissStoredWhenCurrent: a miss in a REPEATABLE READ
+// transaction, which is how ORMs read, is stored once the follower proves
+// the transaction's snapshot current, and another session's read of it is
+// then a hit. A snapshot older than a write, made through the other
+// sidecar or straight to MariaDB, seen by the follower before the read or
+// not, is never stored under the write's generations.
+func TestSnapshotMissStoredWhenCurrent(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	// Every read admitted: adaptive admission would rightly reject a
+	// shape read once per row, with writes between.
+	f := startFleet(t, m, mysqlproxy.Config{Policy: []string{writePolicy(t, t.TempDir(), "admit.lua",
+		"function cache(q, next)\n  local d = next(q)\n  if d then d.admit = \"always\" end\n  return d\nend\n")}})
+	mustExec(t, f.direct, "CREATE TABLE s (id INT PRIMARY KEY, v INT)")
+	mustExec(t, f.direct, "INSERT INTO s VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6)")
+	f.sync(t)
+	row := func(id int) string { return fmt.Sprintf("SELECT v FROM s WHERE id = %d", id) }
+	outcomes := func() [3]int64 {
+		st := mycachedStatus(t, f.viaB)
+		return [3]int64{st["Snapshot_stores"], st["Snapshot_stores_changed"], st["Snapshot_stores_dropped"]}
+	}
+	// decided waits until the snapshot miss read since before is stored
+	// or refused, and returns how.
+	decided := func(before [3]int64) string {
+		t.Helper()
+		var now [3]int64
+		waitFor(t, 10*time.Second, "the snapshot miss to be stored or refused", func() bool {
+			now = outcomes()
+			return now != before
+		})
+		for i, name := range []string{"stored", "changed", "dropped"} {
+			if now[i] != before[i] {
+				return name
+			}
+		}
+		return ""
+	}
+	// begin opens a transaction through B whose snapshot the server takes
+	// at once: a read the cache answers would take none.
+	begin := func() *sql.Conn {
+		t.Helper()
+		c := conn(t, f.viaB)
+		execOn(t, c, "START TRANSACTION WITH CONSISTENT SNAPSHOT")
+		return c
+	}
+
+	// Nothing changed since the snapshot: stored, then a hit elsewhere.
+	c := begin()
+	before := outcomes()
+	if got := readInt(t, c, row(2)); got != 2 {
+		t.Fatalf("%s in the transaction: got %d, want 2", row(2), got)
+	}
+	if how := decided(before); how != "stored" {
+		t.Fatalf("a snapshot miss with nothing changed since the snapshot was %s, want stored", how)
+	}
+	execOn(t, c, "COMMIT")
+	c.Close()
+	h := hits(t, f.viaB)
+	if got := readInt(t, f.viaB, row(2)); got != 2 {
+		t.Fatalf("%s after the transaction: got %d, want 2", row(2), got)
+	}
+	if hits(t, f.viaB) == h {
+		t.Errorf("%s after the transaction's miss was stored: not a hit", row(2))
+	}
+
+	// A write after the snapshot: the transaction reads its snapshot, and
+	// nothing stores it.
+	id := 2
+	for _, w := range []struct {
+		name    string
+		through *sql.DB
+		sync    bool
+	}{
+		{"through-A-seen", f.viaA, true},
+		{"directly-seen", f.direct, true},
+		{"through-A-unseen", f.viaA, false},
+		{"directly-unseen", f.direct, false},
+	} {
+		id++
+		q := row(id)
+		c := begin()
+		mustExec(t, w.through, fmt.Sprintf("UPDATE s SET v = v + 100 WHERE id = %d", id))
+		if w.sync {
+			f.sync(t)
+		}
+		before := outcomes()
+		if got := readInt(t, c, q); got != int64(id) {
+			t.Errorf("%s: %s in the transaction: got %d, want %d (its snapshot)", w.name, q, got, id)
+		}
+		how := decided(before)
+		if w.sync && how != "changed" {
+			t.Errorf("%s: a snapshot miss older than a write the follower had applied was %s, want changed", w.name, how)
+		}
+		execOn(t, c, "COMMIT")
+		c.Close()
+		f.sync(t)
+		f.fresh(t, q)
+		h := hits(t, f.viaB)
+		if got := readInt(t, f.viaB, q); got != int64(id+100) {
+			t.Errorf("%s: %s through B after the write: got %d, want %d", w.name, q, got, id+100)
+		} else if hits(t, f.viaB) != h {
+			t.Logf("%s: the read after the write was a hit (the snapshot miss was stored under the old generations)", w.name)
+		}
+	}
+}

@@ -263,6 +263,8 @@ type Follower struct {
 	recentDeps int // the dependencies recent holds
 	// flushed is closed, and replaced, each time a group is applied.
 	flushed chan struct{}
+	// demand is the server's position being read for CurrentAsOf.
+	demand *demand
 
 	events, txns, bumps, reconnects, lost, unlogged atomic.Uint64
 	// earlyBumps counts bumps made before a long transaction's end (see
@@ -1377,6 +1379,82 @@ func (f *Follower) flush() {
 	}
 	f.mu.Unlock()
 	g.reset()
+}
+
+// demand is a read of the server's position for CurrentAsOf, which
+// every caller that needs one read at or after at shares.
+type demand struct {
+	at   time.Time
+	done chan struct{}
+	pos  map[uint32]uint64
+	err  error
+}
+
+// CurrentAsOf waits until everything committed on the server before t
+// has been applied, and reports whether it was before ctx ended. When
+// the periodic poll has not shown it yet, it reads the server's position
+// itself: one read begun at or after t serves every caller waiting
+// meanwhile. A follower that is not following, or whose server's binlog
+// went back, is not current.
+func (f *Follower) CurrentAsOf(ctx context.Context, t time.Time) bool {
+	f.mu.Lock()
+	switch {
+	case f.fresh.IsZero() || f.resetTo != nil:
+		f.mu.Unlock()
+		return false
+	case !f.fresh.Before(t):
+		f.mu.Unlock()
+		return true
+	}
+	d := f.demand
+	if d == nil || d.at.Before(t) {
+		d = &demand{at: time.Now(), done: make(chan struct{})}
+		f.demand = d
+		go f.readDemand(d)
+	}
+	f.mu.Unlock()
+	select {
+	case <-d.done:
+	case <-ctx.Done():
+		return false
+	}
+	if d.err != nil {
+		return false
+	}
+	for {
+		f.mu.Lock()
+		done := f.resetTo == nil && reached(f.appliedLocked(), d.pos)
+		if f.flushed == nil {
+			f.flushed = make(chan struct{})
+		}
+		ch := f.flushed
+		f.mu.Unlock()
+		if done {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-ch:
+		}
+	}
+}
+
+// readDemand reads the server's position for d.
+func (f *Follower) readDemand(d *demand) {
+	defer close(d.done)
+	ctx, cancel := context.WithTimeout(f.ctx, time.Second)
+	defer cancel()
+	pos, err := f.opts.Meta.BinlogPos(ctx)
+	if err == nil {
+		d.pos, err = parsePos(pos)
+	}
+	d.err = err
+	f.mu.Lock()
+	if f.demand == d {
+		f.demand = nil
+	}
+	f.mu.Unlock()
 }
 
 // WaitApplied waits until the transaction of gtid (as @@last_gtid gives

@@ -293,14 +293,29 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	if !shared {
 		// A read whose snapshot may be older than its start, or that may
 		// see uncommitted rows, answers only its own client.
+		since, later := c.snapshotStorable()
+		var pr *proof
+		if later && dec.Scope == cachepolicy.ScopeShared {
+			v := c.sharedProof(c.proofShape(info, sql, check), all, cur.Gens, cur.Local)
+			pr = &v
+		}
 		sent := time.Now()
 		payload, why, err := c.relayTee(p, dec, nil)
 		if why != "" {
 			e.Stats.bypass(why)
 		}
 		adm.relayed(time.Since(sent))
-		if err == nil && payload != nil && snap != noStore {
+		switch {
+		case err != nil || payload == nil:
+		case snap != noStore:
 			c.put(key, check, all, cur, dec, payload, snap)
+		case later:
+			if pr != nil {
+				e.proven.add(*pr) // the server answered this account
+			}
+			if ent := c.entry(check, all, cur, dec, payload, since); ent != nil {
+				e.putWhenCurrent(key, ent, sent)
+			}
 		}
 		return err
 	}
@@ -424,6 +439,28 @@ func (c *Session) snapshotRule() (since time.Time, shared bool) {
 		return noStore, false
 	}
 	return time.Time{}, true
+}
+
+// snapshotStorable says whether a miss that snapshotRule keeps from
+// being stored may be stored once the binlog follower proves its
+// snapshot current, and since when that snapshot may date: the open
+// transaction reads a snapshot (REPEATABLE READ or SERIALIZABLE, a level
+// mycached knows), taken no earlier than since. If nothing the read
+// depends on changed from since until the read began, as far as a
+// follower that has applied everything committed before the read began
+// can tell, the snapshot's rows are the committed rows of that moment,
+// and the entry is stored under the generations read before it ran, as
+// any other miss is (putWhenCurrent).
+func (c *Session) snapshotStorable() (since time.Time, ok bool) {
+	inTx := c.s.InTransaction()
+	if !inTx || !c.txSnap || c.txUnknownIsolation || c.e.follower.Load() == nil {
+		return time.Time{}, false
+	}
+	switch c.isolation(inTx) {
+	case "REPEATABLE-READ", "SERIALIZABLE":
+		return c.txSnapAt, !c.txSnapAt.IsZero()
+	}
+	return time.Time{}, false
 }
 
 // mayReadUncommitted says why the next read may run at READ
@@ -655,6 +692,19 @@ func (c *Session) teeMax(dec cachepolicy.Decision) int {
 // put stores a response with the generations read before it ran; since
 // is when its snapshot may date from, when older than that.
 func (c *Session) put(key string, check []byte, deps []string, gens store.Snap, dec cachepolicy.Decision, payload []byte, since time.Time) {
+	e := c.entry(check, deps, gens, dec, payload, since)
+	if e == nil {
+		return
+	}
+	if err := c.e.Store.PutAsync(key, e); err == nil {
+		c.e.Stats.stores.Inc()
+	}
+}
+
+// entry makes the entry of a response, or nil when it must not be
+// stored: it may hold the current date, and midnight has passed since
+// its read began.
+func (c *Session) entry(check []byte, deps []string, gens store.Snap, dec cachepolicy.Decision, payload []byte, since time.Time) *store.Entry {
 	now := time.Now()
 	e := &store.Entry{
 		Check: append([]byte(nil), check...), Payload: payload,
@@ -667,16 +717,14 @@ func (c *Session) put(key string, check []byte, deps []string, gens store.Snap, 
 		// The result may hold the current date: it is not served past
 		// the midnight after its read began.
 		if !c.until.After(now) {
-			return
+			return nil
 		}
 		e.Expires = minTime(e.Expires, c.until)
 		if !e.Soft.IsZero() {
 			e.Soft = minTime(e.Soft, c.until)
 		}
 	}
-	if err := c.e.Store.PutAsync(key, e); err == nil {
-		c.e.Stats.stores.Inc()
-	}
+	return e
 }
 
 // storable says why a relayed response must not be stored, or "".

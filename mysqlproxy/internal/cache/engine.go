@@ -70,6 +70,9 @@ type Follower interface {
 	// FreshAsOf returns a time before which every committed change has
 	// been applied to the local view.
 	FreshAsOf() time.Time
+	// CurrentAsOf waits until everything committed before t has been
+	// applied, and reports whether it was before ctx ended.
+	CurrentAsOf(ctx context.Context, t time.Time) bool
 	// Applied reports whether the transaction of a GTID (@@last_gtid)
 	// has been applied.
 	Applied(gtid string) bool
@@ -109,9 +112,12 @@ type Engine struct {
 	proven  provenSet // accounts' proofs for shared entries
 	// ddlSeen counts the DDL this process relayed: with what the
 	// metadata forgot, it ends the proofs (see sharedProof).
-	ddlSeen  atomic.Uint64
-	replays  replaying // large responses being replayed, against fill
-	depsMemo depsMemo
+	ddlSeen atomic.Uint64
+	replays replaying // large responses being replayed, against fill
+	// snapWaiting counts the bytes of snapshot reads' entries waiting
+	// for the follower (putWhenCurrent).
+	snapWaiting atomic.Int64
+	depsMemo    depsMemo
 	// globalSeen is the global generation the last miss read from
 	// memcached (see metaStale); 0 before the first.
 	globalSeen atomic.Uint64
@@ -340,6 +346,11 @@ type Session struct {
 	// txSnapAt when the statement that may have taken it began.
 	txSnap   bool
 	txSnapAt time.Time
+	// txSnapEnd is when that statement ended: the snapshot holds no
+	// commit made after it. txSnapCurrent says the follower has applied
+	// every commit made before it.
+	txSnapEnd     time.Time
+	txSnapCurrent bool
 	// hitServed says the read being handled was answered from the cache.
 	hitServed bool
 	// lastHit is the command last answered from the cache: the backend

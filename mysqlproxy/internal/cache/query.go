@@ -1688,7 +1688,7 @@ func (c *Session) endTransaction() {
 // already.
 func (c *Session) tookSnapshot() {
 	if !c.txSnap {
-		c.txSnap, c.txSnapAt = true, c.started
+		c.txSnap, c.txSnapAt, c.txSnapEnd, c.txSnapCurrent = true, c.started, time.Now(), false
 	}
 }
 
@@ -1696,12 +1696,35 @@ func (c *Session) tookSnapshot() {
 // that may have been taken before one of deps changed, as far as this
 // sidecar has seen the changes (its own writes, its peers' and its binlog
 // follower's): a hit would show it rows its snapshot does not.
+//
+// The snapshot also holds what was committed before it and not yet
+// bumped (a write whose OK is still on its way): with a follower, a hit
+// is served only once the follower has applied every commit made before
+// the snapshot was taken, so that no entry older than the snapshot is
+// still valid. It waits for that at most snapshotCurrentWait, once per
+// transaction.
 func (c *Session) snapshotPredates(deps []string) bool {
 	if !c.txSnap || !c.s.InTransaction() || !c.snapshotIsolation() {
 		return false
 	}
+	if f := c.e.follower.Load(); f != nil && !c.txSnapCurrent {
+		if c.txSnapEnd.IsZero() {
+			return true
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), snapshotCurrentWait)
+		c.txSnapCurrent = (*f).CurrentAsOf(ctx, c.txSnapEnd)
+		cancel()
+		if !c.txSnapCurrent {
+			return true
+		}
+	}
 	return c.e.Store.ChangedSince(deps, c.txSnapAt)
 }
+
+// snapshotCurrentWait bounds how long a hit in a transaction waits for
+// the follower to apply what was committed before its snapshot; past it,
+// the server answers from the snapshot.
+const snapshotCurrentWait = 20 * time.Millisecond
 
 // takesSnapshot reports whether a statement run in a transaction may
 // have taken its consistent-read snapshot: anything that reads, and
@@ -1947,6 +1970,9 @@ func (c *Session) loggedIn() {
 		c.started = time.Now()
 		c.beginTransaction()
 		c.tookSnapshot()
+		// The snapshot may date from init_connect, before the login
+		// ended: from any time at all, as far as the session knows.
+		c.txSnapAt, c.txSnapEnd = time.Time{}, time.Time{}
 	}
 }
 

@@ -23,6 +23,7 @@ type Stats struct {
 	misses          *metrics.Counter
 	bypasses        *metrics.CounterVec
 	stores          *metrics.Counter
+	snapshotStores  *metrics.CounterVec
 	shared          *metrics.Counter
 	refreshes       *metrics.Counter
 	invalidations   *metrics.Counter
@@ -44,6 +45,7 @@ func NewStats(reg *metrics.Registry, st *store.Store, sessions func() int) *Stat
 		misses:          reg.Counter("mycached_cache_misses_total", "Cacheable reads not found in the cache."),
 		bypasses:        reg.CounterVec("mycached_cache_bypass_total", "Reads that did not use the cache, by reason.", "reason"),
 		stores:          reg.Counter("mycached_cache_stores_total", "Responses stored in the cache."),
+		snapshotStores:  reg.CounterVec("mycached_cache_snapshot_stores_total", "Misses read in a transaction's snapshot, by what became of them once the binlog follower could tell whether the snapshot was current: stored, changed (something they depend on changed since the snapshot), or dropped (the follower did not catch up in time, or too many waited).", "outcome"),
 		shared:          reg.Counter("mycached_cache_singleflight_shared_total", "Misses answered by another client's concurrent fill."),
 		refreshes:       reg.Counter("mycached_cache_refreshes_total", "Reads that refreshed an entry past its soft ttl (read afresh while others were served the entry)."),
 		invalidations:   reg.Counter("mycached_invalidations_total", "Generation bumps requested by writes."),
@@ -58,6 +60,9 @@ func NewStats(reg *metrics.Registry, st *store.Store, sessions func() int) *Stat
 	// a real sample; reasons from statement analysis appear on first use.
 	for _, why := range bypassReasons() {
 		s.bypasses.With(why)
+	}
+	for _, o := range []string{"stored", "changed", "dropped"} {
+		s.snapshotStores.With(o)
 	}
 	reg.GaugeFunc("mycached_sessions", "Open client sessions.", func() float64 { return float64(sessions()) })
 	reg.GaugeFunc("mycached_l1_bytes", "Bytes held by the in-process cache.", func() float64 { return float64(st.Stats().L1Bytes) })
