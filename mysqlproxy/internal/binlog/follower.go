@@ -303,6 +303,13 @@ type Follower struct {
 // changes may still be invisible to other sessions.
 func (f *Follower) settleDelay() time.Duration { return time.Duration(f.settle.Load()) }
 
+// SettleWindow is how long after the follower first bumps a transaction
+// its second bump may come (the settle delay, run on the next poll
+// tick). Until then, an entry filled between the first bump and the
+// moment the transaction became visible may hold the rows from before
+// it, under the generations after it.
+func (f *Follower) SettleWindow() time.Duration { return f.settleDelay() + f.opts.Poll }
+
 // poll is a server position and the time it was asked for: every
 // transaction visible before that time is at or before the position.
 type poll struct {
@@ -1445,7 +1452,7 @@ func (f *Follower) readDemand(d *demand) {
 	defer close(d.done)
 	ctx, cancel := context.WithTimeout(f.ctx, time.Second)
 	defer cancel()
-	pos, err := f.opts.Meta.BinlogPos(ctx)
+	pos, err := f.opts.Meta.GTIDBinlogPos(ctx)
 	if err == nil {
 		d.pos, err = parsePos(pos)
 	}

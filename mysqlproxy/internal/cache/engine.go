@@ -73,6 +73,9 @@ type Follower interface {
 	// CurrentAsOf waits until everything committed before t has been
 	// applied, and reports whether it was before ctx ended.
 	CurrentAsOf(ctx context.Context, t time.Time) bool
+	// SettleWindow is how long after a transaction's first bump an entry
+	// may still hold the rows from before it.
+	SettleWindow() time.Duration
 	// Applied reports whether the transaction of a GTID (@@last_gtid)
 	// has been applied.
 	Applied(gtid string) bool

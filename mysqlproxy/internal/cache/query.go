@@ -1702,23 +1702,31 @@ func (c *Session) tookSnapshot() {
 // is served only once the follower has applied every commit made before
 // the snapshot was taken, so that no entry older than the snapshot is
 // still valid. It waits for that at most snapshotCurrentWait, once per
-// transaction.
+// transaction. The follower bumps a transaction when it reads it, which
+// may be before it is visible: a read between the two fills an entry
+// with the rows from before it, valid until the follower's second bump
+// (SettleWindow). So a dependency bumped that long before the snapshot
+// counts as changed since it too.
 func (c *Session) snapshotPredates(deps []string) bool {
 	if !c.txSnap || !c.s.InTransaction() || !c.snapshotIsolation() {
 		return false
 	}
-	if f := c.e.follower.Load(); f != nil && !c.txSnapCurrent {
-		if c.txSnapEnd.IsZero() {
-			return true
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), snapshotCurrentWait)
-		c.txSnapCurrent = (*f).CurrentAsOf(ctx, c.txSnapEnd)
-		cancel()
+	since := c.txSnapAt
+	if f := c.e.follower.Load(); f != nil {
 		if !c.txSnapCurrent {
-			return true
+			if c.txSnapEnd.IsZero() {
+				return true
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), snapshotCurrentWait)
+			c.txSnapCurrent = (*f).CurrentAsOf(ctx, c.txSnapEnd)
+			cancel()
+			if !c.txSnapCurrent {
+				return true
+			}
 		}
+		since = since.Add(-(*f).SettleWindow())
 	}
-	return c.e.Store.ChangedSince(deps, c.txSnapAt)
+	return c.e.Store.ChangedSince(deps, since)
 }
 
 // snapshotCurrentWait bounds how long a hit in a transaction waits for

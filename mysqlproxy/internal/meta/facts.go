@@ -260,6 +260,21 @@ func orNone(s string) string {
 // BinlogPos returns the server's current GTID position (gtid_binlog_pos):
 // every transaction visible to sessions at the time of the call is at or
 // before it.
+// GTIDBinlogPos returns the server's gtid_binlog_pos alone: a SHOW of
+// one variable, which costs the server less than BinlogPos's.
+func (m *Meta) GTIDBinlogPos(ctx context.Context) (string, error) {
+	rows, err := m.query(ctx, "SHOW GLOBAL VARIABLES LIKE 'gtid\\_binlog\\_pos'")
+	if err != nil {
+		return "", err
+	}
+	for _, r := range rows {
+		if strings.EqualFold(r["variable_name"], "gtid_binlog_pos") {
+			return r["value"], nil
+		}
+	}
+	return "", fmt.Errorf("meta: the server has no gtid_binlog_pos")
+}
+
 func (m *Meta) BinlogPos(ctx context.Context) (string, error) {
 	pos, _, err := m.BinlogPosAndGlobals(ctx)
 	return pos, err
