@@ -657,12 +657,14 @@ const showGrants = "SHOW GRANTS"
 // session's diagnostics are the server's after a login, a change of user
 // or a reset: ROW_COUNT() is 0 after each, as DO leaves it. FOUND_ROWS()
 // is set to 0 by a SHOW of no rows, where SHOW VARIABLES left its own
-// count. The server's own value there is not one mycached can restore:
+// count: of the character sets, which the server lists in a fraction of
+// the time it takes to list its variables. The server's own value there
+// is not one mycached can restore:
 // the server does not reset it for a new connection (0 on a fresh
 // server, another connection's count later), and a change of user or a
 // reset keeps the session's count, which only a SELECT could read (and
 // the client would see it in Com_select).
-var setupTail = []string{"SHOW VARIABLES WHERE 0", "DO 0"}
+var setupTail = []string{"SHOW CHARACTER SET WHERE 0", "DO 0"}
 
 // startValuesSQL reads, when a session begins, the server's identity
 // (ServerIdentity), the values the session starts with of the variables
