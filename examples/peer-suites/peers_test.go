@@ -84,7 +84,7 @@ func TestPeerSuitesSlice(t *testing.T) {
 	}
 
 	out := filepath.Join(tmp, "out")
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "./run.sh", "all")
 	cmd.Env = append(os.Environ(),
