@@ -468,6 +468,8 @@ func (f *Follower) run() {
 	// failedAt is the applied position an unreadable event followed, and
 	// failures how many streams in a row failed on it.
 	failedAt, failures := "", 0
+	// closedSaid says the server's binary log was found off, and said so.
+	closedSaid := false
 	for f.ctx.Err() == nil {
 		f.mu.Lock()
 		reset := f.resetTo
@@ -526,7 +528,11 @@ func (f *Follower) run() {
 			}
 			unreadable = failures >= 3
 		}
-		lost := isLostPosition(err)
+		closed := binlogClosed(err)
+		lost := isLostPosition(err) && !closed
+		if !closed {
+			closedSaid = false
+		}
 		if lost && !unreadable {
 			if at, ok := f.resumable(); ok {
 				// Nothing was missed: the stream starts again there.
@@ -545,6 +551,14 @@ func (f *Follower) run() {
 				f.log.Warn("binlog: the server no longer has the follower's position: its binlog was purged past it (PURGE BINARY LOGS, expire_logs_days or binlog_expire_logs_seconds shorter than the sidecar was down) or reset, or another server answers; keep binlogs longer than sidecars may be away", "err", err)
 			}
 			f.followFromServer(why)
+		} else if closed {
+			// Not a lost position: nothing is written meanwhile, and
+			// the server restarts to turn it on again, which the
+			// follower tells once it follows (serverRestarted).
+			if !closedSaid {
+				closedSaid = true
+				f.log.Warn("binlog: the server's binary log is off (log_bin): the follower follows again once the server runs with it; meanwhile strict reads go to the server, and bounded ones once --max-staleness passes", "err", err)
+			}
 		} else if f.startAt.file == "" {
 			f.log.Warn("binlog: connection lost; following again", "err", err, "retry_in", backoff)
 		}
@@ -984,6 +998,14 @@ func (f *Follower) unknownChanges() {
 	f.mu.Lock()
 	f.settling = append(f.settling, settle{due: time.Now().Add(f.settleDelay()), deps: []string{deps.Global}})
 	f.mu.Unlock()
+}
+
+// binlogClosed reports the server refusing to stream because its
+// binary log is off: error 1236, "Binary log is not open".
+func binlogClosed(err error) bool {
+	var me *mysql.MyError
+	return errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG &&
+		strings.Contains(strings.ToLower(me.Message), "binary log is not open")
 }
 
 // isLostPosition reports the server refusing the requested position

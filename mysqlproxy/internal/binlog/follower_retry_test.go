@@ -1,8 +1,11 @@
 package binlog
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
 // TestRetryAfter: a stream that had followed a while and then ended (its
@@ -36,5 +39,26 @@ func TestRetryAfter(t *testing.T) {
 	}
 	if got := waits[len(waits)-1]; got != 0 {
 		t.Errorf("after a long stream the wait is %v, want 0", got)
+	}
+}
+
+// TestBinlogClosedIsNotALostPosition: a server whose binary log is off
+// refuses every stream with error 1236, as it refuses a purged position;
+// only the purged position is lost, and costs a global invalidation.
+func TestBinlogClosedIsNotALostPosition(t *testing.T) {
+	for _, tc := range []struct {
+		err          error
+		closed, lost bool
+	}{
+		{&mysql.MyError{Code: mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG, Message: "Binary log is not open"}, true, false},
+		{fmt.Errorf("stream: %w", &mysql.MyError{Code: mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG, Message: "Binary log is not open"}), true, false},
+		{&mysql.MyError{Code: mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG, Message: "Could not find GTID state requested by slave in any binlog files"}, false, true},
+		{&mysql.MyError{Code: mysql.ER_ACCESS_DENIED_ERROR, Message: "Access denied"}, false, false},
+	} {
+		closed := binlogClosed(tc.err)
+		lost := isLostPosition(tc.err) && !closed
+		if closed != tc.closed || lost != tc.lost {
+			t.Errorf("%v: closed %v, lost %v; want %v, %v", tc.err, closed, lost, tc.closed, tc.lost)
+		}
 	}
 }
