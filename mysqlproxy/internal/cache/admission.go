@@ -337,8 +337,15 @@ func (a *admission) describe() (string, string) {
 		return "", ""
 	}
 	why := ""
-	if p := a.why.Load(); p != nil {
+	p := a.why.Load()
+	if p != nil {
 		why = *p
 	}
-	return admNames[a.state.Load()], why
+	st := a.state.Load()
+	if a.policyForces.Load() && st == admProbation && p == nil {
+		// Every read so far was forced: none was judged, and the
+		// shape's probation never began.
+		return "forced", `the policy's admit = "always"`
+	}
+	return admNames[st], why
 }

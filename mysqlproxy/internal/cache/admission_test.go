@@ -326,3 +326,23 @@ func TestGhosts(t *testing.T) {
 		t.Errorf("ghosts hold %d keys, over the cap %d", n, ghostCap)
 	}
 }
+
+// TestAdmissionForcedDescribed: a shape whose every read the policy
+// admitted is never judged, and says so, rather than staying on a
+// probation that never ends.
+func TestAdmissionForcedDescribed(t *testing.T) {
+	a := admission{now: stepping(time.Millisecond)}
+	for range 3 * admWindow {
+		a.forced()
+	}
+	if st, why := a.describe(); st != "forced" || why == "" {
+		t.Errorf("a shape whose reads were all forced: %q (%q), want forced", st, why)
+	}
+	var b admission
+	b.now = stepping(time.Millisecond)
+	run(&b, 128, 128, time.Microsecond, time.Millisecond)
+	b.forced()
+	if st, _ := b.describe(); st == "forced" {
+		t.Errorf("a shape judged before the policy forced it: %q, want its verdict", st)
+	}
+}
