@@ -43,7 +43,7 @@ func NewStats(reg *metrics.Registry, st *store.Store, sessions func() int) *Stat
 		hitsL1:          hits.With("l1"),
 		hitsMemcached:   hits.With("memcached"),
 		misses:          reg.Counter("mycached_cache_misses_total", "Cacheable reads not found in the cache."),
-		bypasses:        reg.CounterVec("mycached_cache_bypass_total", "Reads that did not use the cache, by reason.", "reason"),
+		bypasses:        reg.CounterVec("mycached_cache_bypass_total", "Reads that did not use the cache, by reason; a miss whose response could not be stored (too-large, not-stored, fill-memory-full) counts here too, as well as a miss.", "reason"),
 		stores:          reg.Counter("mycached_cache_stores_total", "Responses stored in the cache."),
 		snapshotStores:  reg.CounterVec("mycached_cache_snapshot_stores_total", "Misses read in a transaction's snapshot, by what became of them once the binlog follower could tell whether the snapshot was current: stored, changed (something they depend on changed since the snapshot), or dropped (the follower did not catch up in time, or too many waited).", "outcome"),
 		shared:          reg.Counter("mycached_cache_singleflight_shared_total", "Misses answered by another client's concurrent fill."),
