@@ -394,7 +394,12 @@ func (m *Mesh) keepListed() {
 			if m.ctx.Err() != nil {
 				return
 			}
-			if time.Since(lastErr) > 10*time.Second {
+			// A read that fails while the last list read is still good
+			// (a timeout on a busy machine) changes nothing yet.
+			m.mu.Lock()
+			expired := time.Now().After(m.listedTo)
+			m.mu.Unlock()
+			if expired && time.Since(lastErr) > 10*time.Second {
 				m.cfg.Log.Warn("peers: cannot read the fleet's list in memcached; hits are checked against memcached", "err", err)
 				lastErr = time.Now()
 			}
