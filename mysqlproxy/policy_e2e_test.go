@@ -511,15 +511,34 @@ func TestPolicyReload(t *testing.T) {
 		if n := again("SELECT v FROM t WHERE id = 2"); n != 1 {
 			t.Errorf("after the failed %s reload: a repeated read ran %d SELECTs, want 1 (old policy)", b.name, n)
 		}
+		if got := policyStatus(t, c, "Policy_reload_error"); !strings.Contains(got, b.site) {
+			t.Errorf("SHOW MYCACHED STATUS after the failed %s reload: Policy_reload_error %q, want it naming %s", b.name, got, b.site)
+		}
 	}
 	write(cacheAll)
 	execOn(t, c, "MYCACHED RELOAD POLICY")
+	if got := policyStatus(t, c, "Policy_reload_error"); got != "" {
+		t.Errorf("SHOW MYCACHED STATUS after a good reload: Policy_reload_error %q, want none", got)
+	}
+	if got := policyStatus(t, c, "Policy_scripts"); got != file {
+		t.Errorf("SHOW MYCACHED STATUS: Policy_scripts %q, want %q", got, file)
+	}
 	if n := again("SELECT v FROM t WHERE id = 3"); n != 0 {
 		t.Errorf("cacheAll again: a repeated read ran %d SELECTs, want 0", n)
 	}
 	if got := connID(t, c); got != id {
 		t.Errorf("connection id after the reloads: got %d, want %d (the same connection)", got, id)
 	}
+}
+
+// policyStatus returns a row of SHOW MYCACHED STATUS as text.
+func policyStatus(t *testing.T, c *sql.Conn, name string) string {
+	t.Helper()
+	var n, v string
+	if err := c.QueryRowContext(context.Background(), "SHOW MYCACHED STATUS LIKE '"+name+"'").Scan(&n, &v); err != nil {
+		t.Fatalf("SHOW MYCACHED STATUS LIKE '%s': %v", name, err)
+	}
+	return v
 }
 
 // TestPolicyQueryHook: custom-command.lua answers SHOW APP VERSION in the

@@ -14,6 +14,9 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,12 +58,14 @@ type Server struct {
 
 	store  *store.Store
 	engine *cachepolicy.Engine // the Lua engine, when it is the policy
-	cache  *cache.Engine
-	kv     *kvproxy.Server
-	hook   *hook.Hook
-	reg    *metrics.Registry
-	coh    *coherence
-	status *statuspage.Page
+	// reloadErr is why the last reload of the policy failed, or "".
+	reloadErr atomic.Pointer[string]
+	cache     *cache.Engine
+	kv        *kvproxy.Server
+	hook      *hook.Hook
+	reg       *metrics.Registry
+	coh       *coherence
+	status    *statuspage.Page
 
 	peerMu sync.Mutex  // protects mesh
 	mesh   *peers.Mesh // the links to the fleet's other sidecars; nil when closed
@@ -451,7 +456,40 @@ func (s *Server) ReloadPolicy() error {
 	if s.engine == nil {
 		return nil
 	}
-	return s.engine.Reload()
+	err := s.engine.Reload()
+	why := ""
+	if err != nil {
+		why = err.Error()
+	}
+	s.reloadErr.Store(&why)
+	return err
+}
+
+// policyRows are SHOW MYCACHED STATUS's rows on the policy: the scripts
+// that run, why the last reload failed (the old scripts then still run),
+// and the hooks' counters.
+func (s *Server) policyRows() [][2]string {
+	if s.engine == nil {
+		return nil
+	}
+	files := strings.Join(s.engine.Files(), ",")
+	if files == "" {
+		files = "built-in"
+	}
+	why := ""
+	if p := s.reloadErr.Load(); p != nil {
+		why = *p
+	}
+	st := s.engine.Stats()
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	return [][2]string{
+		{"Policy_scripts", files},
+		{"Policy_reload_error", why},
+		{"Policy_calls", u(st.Calls)},
+		{"Policy_memo_hits", u(st.MemoHits)},
+		{"Policy_errors", u(st.Errors)},
+		{"Policy_kills", u(st.Kills)},
+	}
 }
 
 // scriptMetric counts a script's metrics.inc(name) as script_<name>.
@@ -474,7 +512,7 @@ func (s *Server) IsAdmin(sess *relay.Session) bool { return sess.IsAccount(s.cfg
 
 // StatusRows are the rows of SHOW MYCACHED STATUS.
 func (s *Server) StatusRows() [][2]string {
-	return append(append(s.cache.StatusRows(s.sessionCount()), s.coh.statusRows()...), s.peerRows()...)
+	return slices.Concat(s.cache.StatusRows(s.sessionCount()), s.policyRows(), s.coh.statusRows(), s.peerRows())
 }
 
 // Cache is the cache engine that admin statements inspect.
