@@ -257,9 +257,6 @@ func orNone(s string) string {
 	return s
 }
 
-// BinlogPos returns the server's current GTID position (gtid_binlog_pos):
-// every transaction visible to sessions at the time of the call is at or
-// before it.
 // GTIDBinlogPos returns the server's gtid_binlog_pos alone: a SHOW of
 // one variable, which costs the server less than BinlogPos's.
 func (m *Meta) GTIDBinlogPos(ctx context.Context) (string, error) {
@@ -275,6 +272,9 @@ func (m *Meta) GTIDBinlogPos(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("meta: the server has no gtid_binlog_pos")
 }
 
+// BinlogPos returns the server's current GTID position (gtid_binlog_pos):
+// every transaction visible to sessions at the time of the call is at or
+// before it.
 func (m *Meta) BinlogPos(ctx context.Context) (string, error) {
 	pos, _, err := m.BinlogPosAndGlobals(ctx)
 	return pos, err
