@@ -517,8 +517,10 @@ func (c *Session) Prepare(p []byte) (*relay.Stmt, error) {
 // it. The server reads long data by the parameter types it holds, which
 // after a hit are the last ones it ran, not the hit's (relay.SyncTypes):
 // in a transaction, or with autocommit off, the hit's execute runs first,
-// as a read in the transaction, as it would have directly, and the
-// session follows the transaction it began or the snapshot it took. Not
+// as a read in the transaction, and the session follows the transaction
+// it began or the snapshot it took. A hit made before the transaction
+// began runs inside it then, and takes the snapshot that the
+// transaction's first read would have taken directly (README). Not
 // where a read takes shared locks (SERIALIZABLE, or a level mycached
 // cannot see): a deadlock there would roll back the transaction, and the
 // client would not be told.

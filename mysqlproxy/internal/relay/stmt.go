@@ -215,8 +215,8 @@ func (s *Session) SyncTypes(st *Stmt) error {
 }
 
 // SyncTypesInTransaction is SyncTypes in a transaction too, or with
-// autocommit off: the execute runs as a read in the transaction, as it
-// would have directly when the client sent it.
+// autocommit off: the execute runs as a read in the transaction, where
+// the caller follows what it does to the transaction.
 func (s *Session) SyncTypesInTransaction(st *Stmt) error {
 	if len(st.behind) == 0 || st.LongData || st.CursorOpen || st.Unsure {
 		return nil
