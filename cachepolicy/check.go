@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 )
 
 // SampleQueries returns the statements Check runs when given none: point
@@ -52,7 +53,10 @@ func Check(file string, samples []*Query) (string, error) {
 			return a
 		},
 	}))
-	e, err := Load([]string{file}, Options{Logger: logger, MaxPool: 1})
+	// A hook is stopped past checkTimeout, not a sidecar's deadline: how
+	// long a call takes depends on the machine it runs on, and a call
+	// slower than a sidecar's default deadline is noted with its time.
+	e, err := Load([]string{file}, Options{Logger: logger, MaxPool: 1, Timeout: checkTimeout})
 	if err != nil {
 		return "", err
 	}
@@ -63,23 +67,27 @@ func Check(file string, samples []*Query) (string, error) {
 		fmt.Fprintf(&out, "  [kind=%s db=%s user=%s tables=%v cacheable=%t in_transaction=%t prepared=%t]\n",
 			q.Kind, q.DB, q.User, q.Tables, q.Cacheable, q.InTransaction, q.Prepared)
 		if e.HasQueryHook() {
+			start := time.Now()
 			r := e.Query(q)
-			note := ""
+			note := slowNote(start)
 			if q.Prepared && (r.Kind == QueryResultSet || r.Kind == QueryAffected) {
 				// What a sidecar does with it (README, query()).
-				note = " (ignored: rows or an OK cannot answer a prepare, which goes to the server as sent)"
+				note += " (ignored: rows or an OK cannot answer a prepare, which goes to the server as sent)"
 			}
 			fmt.Fprintf(&out, "  query:      %s%s\n", formatQueryResult(r), note)
 		}
 		if q.Cacheable {
+			start := time.Now()
 			d, ok := e.Cache(q)
-			fmt.Fprintf(&out, "  cache:      %s\n", FormatDecision(d, ok))
+			fmt.Fprintf(&out, "  cache:      %s%s\n", FormatDecision(d, ok), slowNote(start))
 		} else {
 			fmt.Fprintf(&out, "  cache:      not asked (%s)\n", q.WhyNot)
 		}
 		if isWrite(q.Kind) {
 			w := &Write{Tables: q.Tables, Kind: q.Kind, SQL: q.SQL, DB: q.DB, User: q.User}
-			fmt.Fprintf(&out, "  invalidate: %v\n", e.Invalidate(w))
+			start := time.Now()
+			ds := e.Invalidate(w)
+			fmt.Fprintf(&out, "  invalidate: %v%s\n", ds, slowNote(start))
 		}
 	}
 	if logs.Len() > 0 {
@@ -92,6 +100,19 @@ func Check(file string, samples []*Query) (string, error) {
 		return out.String(), &HookFailures{Errors: s.Errors, Kills: s.Kills, BadResults: s.BadResults}
 	}
 	return out.String(), nil
+}
+
+// checkTimeout is a hook call's deadline in Check: long enough that only
+// a script that loops, or all but, reaches it on a busy machine.
+const checkTimeout = time.Second
+
+// slowNote notes a hook call begun at start that took longer than a
+// sidecar's default deadline, which would have stopped it there.
+func slowNote(start time.Time) string {
+	if d := time.Since(start); d > DefaultTimeout {
+		return fmt.Sprintf(" (took %v: a sidecar stops a call at --policy-timeout, %v by default)", d.Round(time.Microsecond), DefaultTimeout)
+	}
+	return ""
 }
 
 // HookFailures is Check's error for a script that loads but whose hooks

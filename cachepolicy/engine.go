@@ -46,7 +46,7 @@ type KVStore interface {
 type Options struct {
 	// Timeout bounds each hook call, including the hooks it reaches
 	// through next, and the library functions it calls. A call past it is
-	// killed: the statement is served and not cached. Default 5 ms.
+	// killed: the statement is served and not cached. Default DefaultTimeout.
 	Timeout time.Duration
 	// MaxMemory bounds the bytes each hook call may allocate through the
 	// string and table libraries, the kv store and the .. operator, on top
@@ -82,6 +82,10 @@ type Stats struct {
 	BadResults uint64 // hook results of the wrong shape
 }
 
+// DefaultTimeout is a hook call's deadline when Options.Timeout is not
+// set, and the default of --policy-timeout.
+const DefaultTimeout = 5 * time.Millisecond
+
 // Engine runs an ordered list of Lua policy scripts. It implements Policy
 // and is safe for concurrent use.
 type Engine struct {
@@ -112,7 +116,7 @@ var _ Policy = (*Engine)(nil)
 // hooks wrap the earlier ones': each hook gets next as its second argument.
 func Load(files []string, opts Options) (*Engine, error) {
 	if opts.Timeout <= 0 {
-		opts.Timeout = 5 * time.Millisecond
+		opts.Timeout = DefaultTimeout
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
