@@ -2396,18 +2396,25 @@ func TestNotesOfACallAcrossAPing(t *testing.T) {
 // running it in the new database.
 func TestFoundRowsAcrossInitDB(t *testing.T) {
 	t.Parallel()
-	m := testenvShared(t)
-	db, other := m.NewDatabase(t), m.NewDatabase(t)
-	m.Exec(t, "CREATE TABLE "+db+".fr (id INT PRIMARY KEY)")
-	m.Exec(t, "INSERT INTO "+db+".fr SELECT seq FROM "+db+".seq_1_to_20000")
-	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
-	via := openDB(t, rootDSN(p.addr, db, ""))
+	m, db, other, p, via := foundRowsSetup(t, 20000)
 	for _, q := range []string{"SELECT id FROM fr WHERE id <= 20", "SELECT id FROM fr WHERE id <= 12000", "SELECT id, REPEAT('x', 30) FROM fr WHERE id <= 3000"} {
 		useOther := func(c *client.Conn) error { return c.UseDB(other) }
 		if got, want := foundRowsAfterHit(t, m.Addr, p.addr, via, db, q, useOther); got != want {
 			t.Errorf("%s, COM_INIT_DB, SELECT FOUND_ROWS(): %s through a hit, want %s", q, got, want)
 		}
 	}
+}
+
+// foundRowsSetup makes a database with table fr of ids 1 to rows,
+// another database, and a sidecar in front of the shared server.
+func foundRowsSetup(t *testing.T, rows int) (m *testenv.MariaDB, db, other string, p *proxy, via *sql.DB) {
+	t.Helper()
+	m = testenvShared(t)
+	db, other = m.NewDatabase(t), m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".fr (id INT PRIMARY KEY)")
+	m.Exec(t, fmt.Sprintf("INSERT INTO %s.fr SELECT seq FROM %s.seq_1_to_%d", db, db, rows))
+	p = startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	return m, db, other, p, openDB(t, rootDSN(p.addr, db, ""))
 }
 
 // foundRowsAfterHit runs q, then between, then SELECT FOUND_ROWS() on a
@@ -2453,12 +2460,7 @@ func foundRowsAfterHit(t *testing.T, direct, addr string, via *sql.DB, db, q str
 // rows a hit sent. After a hit of such a read, the count is the server's.
 func TestFoundRowsAfterOffsetHit(t *testing.T) {
 	t.Parallel()
-	m := testenvShared(t)
-	db, other := m.NewDatabase(t), m.NewDatabase(t)
-	m.Exec(t, "CREATE TABLE "+db+".fr (id INT PRIMARY KEY)")
-	m.Exec(t, "INSERT INTO "+db+".fr SELECT seq FROM "+db+".seq_1_to_12000")
-	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
-	via := openDB(t, rootDSN(p.addr, db, ""))
+	m, db, other, p, via := foundRowsSetup(t, 12000)
 	for _, q := range []string{
 		"SELECT id FROM fr WHERE id < 200 LIMIT 90, 5",
 		"SELECT id FROM fr WHERE id < 200 LIMIT 5 OFFSET 90",

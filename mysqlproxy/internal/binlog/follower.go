@@ -1450,23 +1450,7 @@ func (f *Follower) CurrentAsOf(ctx context.Context, t time.Time) bool {
 	if d.err != nil {
 		return false
 	}
-	for {
-		f.mu.Lock()
-		done := f.resetTo == nil && reached(f.appliedLocked(), d.pos)
-		if f.flushed == nil {
-			f.flushed = make(chan struct{})
-		}
-		ch := f.flushed
-		f.mu.Unlock()
-		if done {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-ch:
-		}
-	}
+	return f.waitUntil(ctx, func() bool { return f.resetTo == nil && reached(f.appliedLocked(), d.pos) })
 }
 
 // readDemand reads the server's position for d.
@@ -1493,15 +1477,22 @@ func (f *Follower) WaitApplied(ctx context.Context, gtid string) bool {
 	if err != nil {
 		return false
 	}
+	return f.waitUntil(ctx, func() bool { return reached(f.appliedLocked(), want) })
+}
+
+// waitUntil waits until done, called with f.mu held, reports true, which
+// it asks again each time a group is applied, and reports whether it did
+// before ctx ended.
+func (f *Follower) waitUntil(ctx context.Context, done func() bool) bool {
 	for {
 		f.mu.Lock()
-		done := reached(f.appliedLocked(), want)
+		ok := done()
 		if f.flushed == nil {
 			f.flushed = make(chan struct{})
 		}
 		ch := f.flushed
 		f.mu.Unlock()
-		if done {
+		if ok {
 			return true
 		}
 		select {
