@@ -217,8 +217,15 @@ func (f Facts) Advice() []string {
 		out = append(out, "binlog_row_metadata is "+f.BinlogRowMetadata+": primary keys are learned with SHOW CREATE TABLE instead of read from each event, and columns moved or renamed by DDL run with sql_log_bin=0 go unseen (writes then invalidate the wrong rows); binlog_row_metadata=FULL closes that gap")
 	}
 	all := f.Grants["ALL PRIVILEGES"] || f.Grants["ALL"]
-	if !all && (!f.Grants["SELECT"] || !f.Grants["SHOW VIEW"]) {
-		out = append(out, "the account lacks SELECT or SHOW VIEW on *.*: without them mycached cannot read primary keys, views and foreign keys, and reads of such tables are not cached; GRANT SELECT, SHOW VIEW ON *.* TO it")
+	var lacks []string
+	for _, g := range []string{"SELECT", "SHOW VIEW"} {
+		if !all && !f.Grants[g] {
+			lacks = append(lacks, g)
+		}
+	}
+	if len(lacks) > 0 {
+		g := strings.Join(lacks, " and ")
+		out = append(out, "the account lacks "+g+" on *.*: without SELECT and SHOW VIEW mycached cannot read primary keys, views and foreign keys, and reads of such tables are not cached; GRANT "+strings.Join(lacks, ", ")+" ON *.* TO it")
 	}
 	if !all && !f.Grants["BINLOG MONITOR"] && !f.Grants["REPLICATION CLIENT"] && !f.Grants["SUPER"] {
 		out = append(out, "the account lacks BINLOG MONITOR: GRANT BINLOG MONITOR ON *.* TO it")

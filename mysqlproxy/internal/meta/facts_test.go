@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -84,5 +85,38 @@ func TestLogged(t *testing.T) {
 		if got := tt.f.Logged(tt.db); got != tt.want {
 			t.Errorf("do %q ignore %q: Logged(%q) = %v, want %v", tt.f.BinlogDoDB, tt.f.BinlogIgnoreDB, tt.db, got, tt.want)
 		}
+	}
+}
+
+// TestAdviceNamesTheMissingGrant: the advice on the metadata grants names
+// the one the account lacks, not a choice of two.
+func TestAdviceNamesTheMissingGrant(t *testing.T) {
+	for _, tt := range []struct {
+		grants []string
+		want   string // "" for no advice on them
+	}{
+		{[]string{"SELECT", "SHOW VIEW"}, ""},
+		{[]string{"ALL PRIVILEGES"}, ""},
+		{[]string{"SHOW VIEW"}, "lacks SELECT on *.*: without SELECT and SHOW VIEW mycached cannot read primary keys, views and foreign keys, and reads of such tables are not cached; GRANT SELECT ON *.* TO it"},
+		{[]string{"SELECT"}, "lacks SHOW VIEW on *.*: "},
+		{nil, "lacks SELECT and SHOW VIEW on *.*: "},
+	} {
+		f := Facts{BinlogRowMetadata: "FULL", Grants: map[string]bool{"BINLOG MONITOR": true}}
+		for _, g := range tt.grants {
+			f.Grants[g] = true
+		}
+		var got string
+		for _, a := range f.Advice() {
+			if strings.Contains(a, "without SELECT and SHOW VIEW") {
+				got = a
+			}
+		}
+		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("grants %q: advice %q, want one containing %q", tt.grants, got, tt.want)
+		}
+	}
+	f := Facts{Grants: map[string]bool{"BINLOG MONITOR": true}}
+	if a := f.Advice(); !slices.ContainsFunc(a, func(s string) bool { return strings.HasSuffix(s, "GRANT SELECT, SHOW VIEW ON *.* TO it") }) {
+		t.Errorf("no grants: %q lacks the GRANT of both", a)
 	}
 }
