@@ -313,9 +313,20 @@ type source struct {
 // logSite logs err at most once per minute per site, so that a script
 // failing on every statement does not flood the log.
 func (e *Engine) logSite(site, msg string, args ...any) {
+	e.logKind(site, "", msg, args...)
+}
+
+// logKind is logSite for failures of several kinds at one site (the
+// malformed results a hook's several returns give, which all report the
+// function's line): each kind is limited on its own.
+func (e *Engine) logKind(site, kind, msg string, args ...any) {
+	key := site
+	if kind != "" {
+		key += "\x00" + kind
+	}
 	now := time.Now()
 	e.logMu.Lock()
-	l, seen := e.logged[site]
+	l, seen := e.logged[key]
 	if seen && now.Sub(l.at) < time.Minute {
 		l.dropped++
 		e.logMu.Unlock()
@@ -328,7 +339,7 @@ func (e *Engine) logSite(site, msg string, args ...any) {
 	if seen {
 		dropped = l.dropped
 	}
-	e.logged[site] = &siteLog{at: now}
+	e.logged[key] = &siteLog{at: now}
 	e.logMu.Unlock()
 	args = append([]any{"at", site}, args...)
 	if dropped > 0 {
@@ -383,7 +394,7 @@ func (e *Engine) Cache(q *Query) (Decision, bool) {
 		d, ok, err = parseDecision(ret)
 		if err != nil {
 			e.bad.Add(1)
-			e.logSite(site, "policy cache() returned a malformed decision", "err", err)
+			e.logKind(site, badKind(err), "policy cache() returned a malformed decision", "err", err)
 		}
 	}
 	memoizable := err == nil && st.memoizable()
@@ -422,7 +433,7 @@ func (e *Engine) Invalidate(w *Write) []string {
 		tables, err = parseTables(ret)
 		if err != nil {
 			e.bad.Add(1)
-			e.logSite(site, "policy invalidate() returned a malformed list", "err", err)
+			e.logKind(site, badKind(err), "policy invalidate() returned a malformed list", "err", err)
 		}
 	}
 	st.end()
@@ -455,7 +466,7 @@ func (e *Engine) Query(q *Query) QueryResult {
 		r, err = parseQueryResult(ret, st.null)
 		if err != nil {
 			e.bad.Add(1)
-			e.logSite(site, "policy query() returned a malformed result", "err", err)
+			e.logKind(site, badKind(err), "policy query() returned a malformed result", "err", err)
 		}
 	}
 	st.end()

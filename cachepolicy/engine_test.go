@@ -239,6 +239,47 @@ func TestConcurrentCalls(t *testing.T) {
 	}
 }
 
+// TestMalformedResultsLoggedByKind: a hook whose returns are malformed
+// in two ways logs each way, though both report the function's line;
+// the same way with another value is held back with the first.
+func TestMalformedResultsLoggedByKind(t *testing.T) {
+	var logs logBuf
+	e, _ := loadText(t, `function cache(q, next)
+  if q.prepared then
+    return {ttl = 300, foo = 1}
+  end
+  if q.sql:find("x") then
+    return {ttl = 300, scope = q.sql}
+  end
+  return "yes"
+end`, Options{Logger: logs.logger()})
+	prep := selectQ("SELECT 1 FROM t", "select ? from t", "shop.t")
+	prep.Prepared = true
+	for _, q := range []*Query{
+		selectQ("SELECT 1 FROM t", "select ? from t", "shop.t"),
+		prep,
+		selectQ("SELECT 2 FROM t", "select ? from t", "shop.t"),
+		selectQ("SELECT x FROM t", "select x from t", "shop.t"),
+		selectQ("SELECT x, x FROM t", "select x , x from t", "shop.t"),
+	} {
+		if d, ok := e.Cache(q); ok {
+			t.Errorf("%s: %s, want no decision", q.SQL, fmtDecision(d, ok))
+		}
+	}
+	out := logs.String()
+	for _, want := range []string{`cache() returned a string`, `unknown decision field \"foo\"`, `scope = \"SELECT x FROM t\"`} {
+		if n := strings.Count(out, want); n != 1 {
+			t.Errorf("%d lines with %s, want 1:\n%s", n, want, out)
+		}
+	}
+	if n := strings.Count(out, "malformed decision"); n != 3 {
+		t.Errorf("%d lines, want 3:\n%s", n, out)
+	}
+	if s := e.Stats(); s.BadResults != 5 {
+		t.Errorf("bad results %d, want 5", s.BadResults)
+	}
+}
+
 // TestFailureLogsCountWhatTheyHeldBack: a failing site is logged once a
 // minute, the next line counts the failures held back since, and a
 // reload's scripts are logged as they fail, not held back by the old

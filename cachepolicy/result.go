@@ -61,8 +61,26 @@ type QueryResult struct {
 // cannot overflow; ten years is longer than any cache entry should live.
 const maxSeconds = 10 * 365 * 24 * 3600
 
+// badf returns an ErrBadResult whose kind is its format: results that
+// go wrong the same way, with other values, are one kind in the log.
 func badf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrBadResult, fmt.Sprintf(format, args...))
+	return badResult{kind: format, msg: ErrBadResult.Error() + ": " + fmt.Sprintf(format, args...)}
+}
+
+// badResult is a malformed hook result: what was wrong, by kind and in
+// full.
+type badResult struct{ kind, msg string }
+
+func (b badResult) Error() string        { return b.msg }
+func (b badResult) Is(target error) bool { return target == ErrBadResult }
+
+// badKind is the kind of a malformed result, "" for another error.
+func badKind(err error) string {
+	var b badResult
+	if errors.As(err, &b) {
+		return b.kind
+	}
+	return ""
 }
 
 // parseDecision reads cache()'s result. Omitted fields take the built-in
