@@ -33,6 +33,7 @@ func TestReload(t *testing.T) {
 		{"cut short", "function cache(q) return {ttl = ", "p.lua: at the end of the script", ErrCompile},
 		{"top level error", "local x = 1\nerror(\"no\")\n", "p.lua:2", ErrTopLevel},
 		{"hook not a function", "cache = 5\n", "cache is a number", ErrTopLevel},
+		{"memory kill caught", "local ok = pcall(string.rep, \"a\", 2^30)\nlocal x = 1\n", "memory budget of the call exhausted (a top level may allocate", ErrTopLevel},
 	}
 	for _, b := range broken {
 		writeScript(t, dir, "p.lua", b.text)

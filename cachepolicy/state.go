@@ -1,6 +1,7 @@
 package cachepolicy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -178,6 +179,11 @@ func (st *state) runTopLevel(fn *lua.LFunction) error {
 	msg := "stopped"
 	if err != nil {
 		msg = errText(err)
+	}
+	// A kill the script caught (pcall) stops it at its next step with the
+	// state's cancellation, whose text says nothing of why.
+	if reason == killMemory && strings.Contains(msg, context.Canceled.Error()) {
+		msg = strings.Replace(msg, context.Canceled.Error(), "memory budget of the call exhausted", 1)
 	}
 	switch reason {
 	case killMemory:
