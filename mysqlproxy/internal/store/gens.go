@@ -268,7 +268,7 @@ func (s *Store) landPending(ctx context.Context, deps []string, deadline time.Ti
 		for d := range seqs {
 			todo = append(todo, d)
 		}
-		failed := s.bumpPipelinedBy(ctx, todo, deadline)
+		failed, _ := s.bumpPipelinedBy(ctx, todo, deadline)
 		for _, d := range todo {
 			if !slices.Contains(failed, d) {
 				s.pending.landed(d, seqs[d])
@@ -357,7 +357,7 @@ func (s *Store) bump(ctx context.Context, deps []string) error {
 	if len(deps) == 1 {
 		return s.bumpOrPend(ctx, deps[0])
 	}
-	failed := s.bumpPipelined(ctx, deps)
+	failed, err := s.bumpPipelined(ctx, deps)
 	for _, d := range failed {
 		s.pending.add(d)
 	}
@@ -366,7 +366,7 @@ func (s *Store) bump(ctx context.Context, deps []string) error {
 	}
 	// One line for the batch, however many rows it named.
 	if ok, held := s.bumpFailed.allow(time.Now()); ok {
-		s.log.Warn("store: bump failed; pending", "dep", failed[0], "deps", len(failed), "not_logged_since_last", held)
+		s.log.Warn("store: bump failed; pending", "dep", failed[0], "deps", len(failed), "err", err, "not_logged_since_last", held)
 	}
 	return ErrPending
 }

@@ -2,12 +2,15 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"strconv"
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/store/ring"
 )
 
 // Pipelined bumps. A write bumps a few generations (its table's, and its
@@ -90,16 +93,20 @@ func (c *mcConn) incrMulti(keys []string, replies []incrReply, deadline time.Tim
 // bumpPipelined bumps the generation keys of deps, grouped by server,
 // each group in one pipelined round trip; keys that hold no number are
 // then set afresh one by one, and keys that do not exist are left so (see
-// bumpOne). It returns the deps whose bump failed.
-func (s *Store) bumpPipelined(ctx context.Context, deps []string) []string {
+// bumpOne). It returns the deps whose bump failed, and the first error.
+func (s *Store) bumpPipelined(ctx context.Context, deps []string) ([]string, error) {
 	return s.bumpPipelinedBy(ctx, deps, time.Now().Add(s.opts.Timeout))
 }
 
 // bumpPipelinedBy is bumpPipelined with a deadline of the caller's.
-func (s *Store) bumpPipelinedBy(ctx context.Context, deps []string, deadline time.Time) []string {
-	if s.mcErr != nil || len(s.pools) == 0 {
+func (s *Store) bumpPipelinedBy(ctx context.Context, deps []string, deadline time.Time) ([]string, error) {
+	if s.mcErr != nil {
 		s.stats.mcErrors.Add(1)
-		return deps
+		return deps, s.mcErr
+	}
+	if len(s.pools) == 0 {
+		s.stats.mcErrors.Add(1)
+		return deps, ring.ErrNoServers
 	}
 	keys := make([]string, len(deps))
 	groups := make([][]int, len(s.pools))
@@ -107,11 +114,12 @@ func (s *Store) bumpPipelinedBy(ctx context.Context, deps []string, deadline tim
 		keys[i] = s.keys.key(d)
 		si := s.ring.Index(keys[i])
 		if si < 0 {
-			return deps
+			return deps, ring.ErrNoServers
 		}
 		groups[si] = append(groups[si], i)
 	}
 	var failed []string
+	var first error
 	for si, idx := range groups {
 		if len(idx) == 0 {
 			continue
@@ -123,6 +131,7 @@ func (s *Store) bumpPipelinedBy(ctx context.Context, deps []string, deadline tim
 		replies, err := s.pools[si].incrMulti(ctx, gk, deadline)
 		if err != nil {
 			s.stats.mcErrors.Add(1)
+			first = cmp.Or(first, err)
 			for _, i := range idx {
 				failed = append(failed, deps[i])
 			}
@@ -139,9 +148,10 @@ func (s *Store) bumpPipelinedBy(ctx context.Context, deps []string, deadline tim
 				})
 			}
 			if err != nil {
+				first = cmp.Or(first, err)
 				failed = append(failed, deps[idx[j]])
 			}
 		}
 	}
-	return failed
+	return failed, first
 }
