@@ -485,3 +485,50 @@ func TestKVListenUnknownStatement(t *testing.T) {
 		t.Errorf("execute of the last statement after a refused prepare: got %q, want %q", got, want)
 	}
 }
+
+// TestKVListenHandshakeOutOfOrder: a handshake reply with the wrong
+// sequence id gets the server's "Got packets out of order" and a closed
+// connection, even with the right password; at the right one, the same
+// reply gets in.
+func TestKVListenHandshakeOutOfOrder(t *testing.T) {
+	addr := startKVListener(t, mysqlproxy.Config{})
+	for _, seq := range []byte{0, 1, 2, 5} {
+		nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+		greeting := readGreeting(t, nc)
+		// The scramble: 8 bytes after the version and the connection id,
+		// then 12 after the 13 bytes of capabilities, charset, status and
+		// reserved.
+		v := strings.IndexByte(string(greeting[1:]), 0) + 2
+		scramble := append(append([]byte{}, greeting[v+4:v+12]...), greeting[v+31:v+43]...)
+		auth := mysql.CalcNativePassword(scramble, []byte(kvPass))
+		body := binary.LittleEndian.AppendUint32(nil, mysql.CLIENT_PROTOCOL_41|mysql.CLIENT_SECURE_CONNECTION|mysql.CLIENT_PLUGIN_AUTH)
+		body = binary.LittleEndian.AppendUint32(body, 1<<24)
+		body = append(body, 45)
+		body = append(body, make([]byte, 23)...)
+		body = append(body, "app\x00"...)
+		body = append(append(body, byte(len(auth))), auth...)
+		body = append(body, "mysql_native_password\x00"...)
+		pkt := append([]byte{byte(len(body)), byte(len(body) >> 8), 0, seq}, body...)
+		if _, err := nc.Write(pkt); err != nil {
+			t.Fatal(err)
+		}
+		if seq == 1 {
+			var h [5]byte
+			if _, err := io.ReadFull(nc, h[:]); err != nil || h[3] != 2 || h[4] != 0 {
+				t.Errorf("at sequence id 1: got %x, %v; want an OK at sequence id 2", h, err)
+			}
+			nc.Close()
+			continue
+		}
+		got := readToClose(nc)
+		nc.Close()
+		// 1156 (0x0484) with SQL state 08S01, then the close.
+		if !strings.Contains(got, "ff8404233038533031") || !strings.HasSuffix(got, "closed") {
+			t.Errorf("at sequence id %d: got %s, want error 1156 and a closed connection", seq, got)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package kvproxy
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"net"
 	"strings"
 
@@ -88,6 +89,9 @@ func (k *Session) kvHandshake() (bool, error) {
 	if err != nil {
 		return false, relay.ClientError{Err: err}
 	}
+	if seq != 1 {
+		return false, k.outOfOrder(1)
+	}
 	if len(resp) == relay.SSLRequestLen {
 		// CLIENT_SSL was not offered; a client that asks anyway cannot be
 		// served in the clear it did not want.
@@ -116,8 +120,12 @@ func (k *Session) kvHandshake() (bool, error) {
 		if err := k.s.Flush(); err != nil {
 			return false, err
 		}
+		want := seq + 2
 		if auth, seq, err = k.s.Client.ReadPacket(nil, 1<<16); err != nil {
 			return false, relay.ClientError{Err: err}
+		}
+		if seq != want {
+			return false, k.outOfOrder(want - 1)
 		}
 	}
 	if !k.srv.passwordOK(hello.User, auth, scramble) {
@@ -140,6 +148,16 @@ func (k *Session) kvHandshake() (bool, error) {
 	}
 	return true, k.s.Flush()
 }
+
+// outOfOrder refuses a handshake reply out of sequence, in the server's
+// words, and hangs up; at is the sequence id the error goes out with.
+func (k *Session) outOfOrder(at byte) error {
+	k.s.SendError(at, mysql.ER_NET_PACKETS_OUT_OF_ORDER, "08S01", "Got packets out of order", true)
+	return errHandshakeOutOfOrder
+}
+
+// errHandshakeOutOfOrder is a handshake reply with the wrong sequence id.
+var errHandshakeOutOfOrder = errors.New("kvproxy: handshake reply out of order")
 
 // newScramble returns a fresh 20-byte auth scramble. The scramble is
 // NUL-terminated on the wire and clients copy it with C string functions,
