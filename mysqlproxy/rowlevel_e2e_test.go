@@ -14,6 +14,7 @@ import (
 	mysqlc "github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/mycached/mycached/mysqlproxy"
+	"github.com/mycached/mycached/mysqlproxy/internal/deps"
 	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
 )
 
@@ -315,5 +316,97 @@ func longDataWrites(t *testing.T, follower bool) {
 				t.Errorf("row %d after the write: got %s, want %s", tc.row, got, want)
 			}
 		})
+	}
+}
+
+// TestLargeInsertBumpsTheTable: an INSERT of more rows than a write
+// bumps one by one (deps.MaxRows) bumps the table's generations instead:
+// memcached gets a few increments, not one per row, and a cached lookup
+// of a row it adds is invalidated all the same. A small INSERT still
+// bumps its rows. The server is the test's own, so that the increments
+// counted are those of its writes, the sidecar's and its follower's.
+func TestLargeInsertBumpsTheTable(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 1)")
+	m.Exec(t, "CREATE TABLE "+db+".a (id INT PRIMARY KEY AUTO_INCREMENT, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".a VALUES (1, 1)")
+	mc := privateMemcached(t)
+	p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}, MemcachedTimeout: 5 * time.Second}))
+	settle := func() {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := p.srv.WaitBinlog(ctx); err != nil {
+			t.Fatalf("WaitBinlog: %v", err)
+		}
+		time.Sleep(300 * time.Millisecond) // the follower's settle bump
+	}
+	settle()
+	c := openDB(t, rootDSN(p.addr, db, ""))
+	incrs := func() int {
+		st := mc.Stats(t, "")
+		var n int
+		for _, k := range []string{"incr_hits", "incr_misses"} {
+			var v int
+			fmt.Sscan(st[k], &v)
+			n += v
+		}
+		return n
+	}
+	// values lists n rows from id from on, or without ids from 0.
+	values := func(from, n int) string {
+		var b strings.Builder
+		for i := from; i < from+n; i++ {
+			if b.Len() > 0 {
+				b.WriteByte(',')
+			}
+			if from == 0 {
+				fmt.Fprintf(&b, "(%d)", i)
+			} else {
+				fmt.Fprintf(&b, "(%d,%d)", i, i)
+			}
+		}
+		return b.String()
+	}
+	var lookups []string
+	for _, table := range []string{"t", "a"} {
+		for _, id := range []int{1, 1500, 5005} {
+			lookups = append(lookups, fmt.Sprintf("SELECT v FROM %s WHERE id = %d", table, id))
+		}
+	}
+	for _, q := range lookups {
+		for range 2 {
+			dump(t, c, q)
+		}
+	}
+	if hits(t, c) < int64(len(lookups)) {
+		t.Fatal("the lookups were not served from the cache; the test proves nothing")
+	}
+	for _, w := range []struct {
+		insert   string
+		min, max int // increments memcached gets for it
+	}{
+		// The sidecar's bump, and its follower's (early, at the end,
+		// and once more after it), of the table's two generations.
+		{"INSERT INTO t VALUES " + values(1000, 3*deps.MaxRows), 2, 40},
+		{"INSERT INTO a (v) VALUES " + values(0, 3*deps.MaxRows), 2, 40},
+		// Row by row: the sidecar's and its follower's.
+		{"INSERT INTO t VALUES " + values(5000, 10), 10, 100},
+	} {
+		before := incrs()
+		mustExec(t, c, w.insert)
+		settle()
+		if got := incrs() - before; got < w.min || got > w.max {
+			t.Errorf("%.40s...: memcached got %d increments, want %d to %d", w.insert, got, w.min, w.max)
+		}
+	}
+	direct := openDB(t, rootDSN(m.Addr, db, ""))
+	for _, q := range lookups {
+		if got, want := dump(t, c, q), dump(t, direct, q); got != want {
+			t.Errorf("%s after the INSERTs: got %s, want %s (stale)", q, got, want)
+		}
 	}
 }

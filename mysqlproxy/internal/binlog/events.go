@@ -19,8 +19,12 @@ import (
 )
 
 // maxRowDeps bounds the row generations one transaction bumps in one
-// table; past it the table's non-key generation stands for them all.
-const maxRowDeps = 1000
+// table; past it the table's non-key generation stands for them all, and
+// those already named are dropped: every bump of the transaction's then
+// costs memcached two keys for the table, not a thousand (a follower
+// that bumps a large transaction early, at its end and once more after
+// it sends each of them three times, as every other sidecar's does).
+const maxRowDeps = deps.MaxRows
 
 // txn is the event group being read: one transaction, or one standalone
 // statement (DDL, or an XA COMMIT of a prepared transaction).
@@ -99,7 +103,18 @@ func (t *txn) addRow(table string, key []string) {
 	if t.rows == nil {
 		t.rows = make(map[string]int)
 	}
-	if t.rows[table] >= maxRowDeps {
+	switch n := t.rows[table]; {
+	case n > maxRowDeps:
+		return // the non-key generation stands for its rows
+	case n == maxRowDeps:
+		t.rows[table]++
+		prefix := deps.RowJoined(table, "")
+		for d := range t.deps {
+			if strings.HasPrefix(d, prefix) {
+				delete(t.deps, d)
+				delete(t.early, d) // early stays a subset of deps
+			}
+		}
 		t.add(deps.NonKey(table))
 		return
 	}

@@ -317,7 +317,7 @@ func (c *Session) tableWriteDeps(info *sqlinfo.Info, t sqlinfo.Table, resp *rela
 		// the lock modes that keep one statement's ids together.
 		n := uint64(len(info.Insert.Rows))
 		incr, consecutive := c.autoIncrement()
-		if resp.InsertID == 0 || n == 0 || n > sqlinfo.MaxInsertRows || incr == 0 || (n > 1 && !consecutive) {
+		if resp.InsertID == 0 || n == 0 || n > deps.MaxRows || incr == 0 || (n > 1 && !consecutive) {
 			return all
 		}
 		out := []string{name}

@@ -82,6 +82,13 @@ func escape(name string) string {
 // NonKey returns the non-key generation's name of a table named by Table.
 func NonKey(table string) string { return table + "!nk" }
 
+// MaxRows bounds the row generations one write (a statement through a
+// sidecar, a transaction the binlog follower applies) bumps in one table:
+// past it the table's non-key generation, which every row lookup of the
+// table depends on too, stands for them all, and memcached gets two keys
+// for the table rather than thousands.
+const MaxRows = 1000
+
 // Row returns the generation name of one row of a table named by Table;
 // key holds the row's primary-key values in key order, as decimal
 // integers.
