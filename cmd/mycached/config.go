@@ -142,7 +142,7 @@ func flagDefs(o *options) []flagDef {
 
 		{"Cache", "memcached", "ADDR,...", &listValue{p: &o.memcached}, "memcached servers shared by every sidecar", "in-process cache only"},
 		{"Cache", "memcached-timeout", "DURATION", durationValue{&o.memcachedTimeout}, "bound on each memcached operation; then the backend answers", ""},
-		{"Cache", "bump-wait", "DURATION", durationValue{&o.bumpWait}, "how long a write's OK waits for its invalidations to reach memcached when the first try failed with no bump pending before (a stall, or memcached just gone); other sidecars may serve the old rows until they land or their followers see the write; 0: never wait", ""},
+		{"Cache", "bump-wait", "DURATION", durationValue{&o.bumpWait}, "how long a write's OK waits for its invalidations to reach memcached when the first try failed while memcached was answering (a stall, a busy server, or memcached just gone); other sidecars may serve the old rows until they land or their followers see the write; 0: never wait", ""},
 		{"Cache", "memcached-gets", "N", intValue{&o.memcachedGets, 1}, "most gets in flight per memcached server before concurrent lookups queue and share one; under load mycached narrows to one, which spends the least CPU", ""},
 		{"Cache", "cache-memory", "SIZE", sizeValue{&o.cacheMemory}, "in-process cache size; 0 turns it off", ""},
 		{"Cache", "max-result-bytes", "SIZE", sizeValue{&o.maxResultBytes}, "largest response that is cached", ""},

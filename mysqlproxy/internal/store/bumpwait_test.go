@@ -137,3 +137,34 @@ func TestBumpDoesNotWaitWhilePending(t *testing.T) {
 		t.Errorf("stats: %d unlanded, %d late; want 1, 0", st.BumpsUnlanded, st.BumpsLate)
 	}
 }
+
+// TestBumpWaitsWhilePendingIfAnswering: bumps pending while memcached
+// still answers (a large batch that timed out on a busy server) do not
+// keep a write's failed bump from being tried again before its OK;
+// another sidecar sees it bumped right after, as without them.
+func TestBumpWaitsWhilePendingIfAnswering(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	link := newSlowLink(t, mc.Addr)
+	writer := newStore(t, Options{Servers: []string{link.addr()}, Timeout: 50 * time.Millisecond, BumpWait: 5 * time.Second})
+	reader := newStore(t, Options{Servers: []string{mc.Addr}})
+	ctx := context.Background()
+	// memcached answers the writer, then its link slows and a bump is
+	// left pending.
+	before, err := writer.SharedGen(ctx, "db.t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link.delay.Store(int64(300 * time.Millisecond))
+	writer.pending.add("db.other")
+	writer.Bump(ctx, []string{"db.t"})
+	after, err := reader.SharedGen(ctx, "db.t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after <= before {
+		t.Errorf("generation %d right after Bump, %d before: the write's bump did not wait though memcached answered", after, before)
+	}
+	if st := writer.Stats(); st.BumpsUnlanded != 0 || st.BumpsLate != 1 {
+		t.Errorf("stats: %d unlanded, %d late; want 0, 1", st.BumpsUnlanded, st.BumpsLate)
+	}
+}

@@ -238,10 +238,12 @@ func (s *Store) ensureGen(ctx context.Context, key string) (uint64, error) {
 // link, a lost packet, a busy server) are tried again before Bump
 // returns, for up to Options.BumpWait: until they land, other sidecars
 // could serve what the write changed after its client heard OK. When
-// bumps were already pending (memcached unreachable), Bump returns at
-// once: every write would otherwise wait the bound.
+// bumps were already pending and memcached has answered nothing for
+// that long (it is unreachable), Bump returns at once: every write
+// would otherwise wait the bound. Bumps pending while it still answers
+// (a large batch that timed out on a busy server) do not stop the wait.
 func (s *Store) Bump(ctx context.Context, deps []string) {
-	answering := s.pending.n.Load() == 0
+	answering := s.pending.n.Load() == 0 || time.Since(time.Unix(0, s.stats.answeredAt.Load())) < s.opts.BumpWait
 	if err := s.bump(ctx, deps); err != nil {
 		if !answering || s.opts.BumpWait < 0 || !s.landPending(ctx, deps, time.Now().Add(s.opts.BumpWait)) {
 			s.stats.bumpsUnlanded.Add(1)

@@ -137,6 +137,7 @@ func (s *Store) bumpPipelinedBy(ctx context.Context, deps []string, deadline tim
 			}
 			continue
 		}
+		s.stats.answeredAt.Store(time.Now().UnixNano())
 		for j, r := range replies {
 			var err error
 			switch r {

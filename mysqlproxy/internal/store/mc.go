@@ -37,6 +37,8 @@ func (s *Store) mcDo(ctx context.Context, op func() error) error {
 	err := op()
 	if err != nil && !isMiss(err) {
 		s.stats.mcErrors.Add(1)
+	} else {
+		s.stats.answeredAt.Store(time.Now().UnixNano())
 	}
 	return err
 }

@@ -189,6 +189,9 @@ type counters struct {
 	mcGets, mcGetWrites                atomic.Uint64 // lookups sent, and the writes that sent them
 	genCreates                         atomic.Uint64 // round trips that created a missing generation after a get
 	bumpsLate, bumpsUnlanded           atomic.Uint64 // see Stats
+	// answeredAt is when memcached last answered an operation (Unix
+	// nanoseconds): see Store.Bump.
+	answeredAt atomic.Int64
 }
 
 // Store is the cache. Its methods are safe for concurrent use.
