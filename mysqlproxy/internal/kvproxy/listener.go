@@ -125,7 +125,7 @@ func (k *Session) kvHandshake() (bool, error) {
 			return false, relay.ClientError{Err: err}
 		}
 		if seq != want {
-			return false, k.outOfOrder(want - 1)
+			return false, k.outOfOrder(want)
 		}
 	}
 	if !k.srv.passwordOK(hello.User, auth, scramble) {
