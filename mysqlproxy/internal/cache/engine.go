@@ -390,6 +390,9 @@ type Session struct {
 	// diagStmts are the statements the session prepared by name (PREPARE
 	// name FROM ...) whose text may read diagnostics, or is a variable's.
 	diagStmts map[string]bool
+	// hideStmts are the statements the session prepared by name whose
+	// text may run stored code or set sql_log_bin (see execMayHide).
+	hideStmts map[string]bool
 
 	// dia is how the server reads the session's texts, computed for
 	// the session state diaGen and diaState describe.

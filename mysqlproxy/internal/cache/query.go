@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -245,13 +246,22 @@ func (c *Session) notePrepared(sql string) bool {
 		if n == "" {
 			return false
 		}
-		if readsDiagnostics(sql) || (len(f) > 3 && strings.HasPrefix(f[3], "@")) {
+		fromVar := len(f) > 3 && strings.HasPrefix(f[3], "@")
+		if readsDiagnostics(sql) || fromVar {
 			if c.diagStmts == nil {
 				c.diagStmts = map[string]bool{}
 			}
 			c.diagStmts[n] = true
 		} else {
 			delete(c.diagStmts, n)
+		}
+		if text := strings.Join(f[min(3, len(f)):], " "); fromVar || meta.MayHideWrites.MatchString(text) {
+			if c.hideStmts == nil {
+				c.hideStmts = map[string]bool{}
+			}
+			c.hideStmts[n] = true
+		} else {
+			delete(c.hideStmts, n)
 		}
 	case "EXECUTE":
 		if name(1) == "immediate" {
@@ -260,8 +270,27 @@ func (c *Session) notePrepared(sql string) bool {
 		return c.diagStmts[name(1)]
 	default: // DEALLOCATE PREPARE name, DROP PREPARE name
 		delete(c.diagStmts, name(2))
+		delete(c.hideStmts, name(2))
 	}
 	return false
+}
+
+// execMayHide reports whether an EXECUTE or EXECUTE IMMEDIATE alone in
+// its text may have turned sql_log_bin off and on again unseen, and
+// written what no binlog shows: it runs a text that may
+// (meta.MayHideWrites), or one that is a variable's or an expression's.
+func (c *Session) execMayHide(sql string) bool {
+	f := strings.Fields(sql)
+	if len(f) < 2 {
+		return true
+	}
+	if !strings.EqualFold(f[1], "immediate") {
+		return c.hideStmts[strings.ToLower(strings.Trim(strings.TrimRight(f[1], ";"), "`"))]
+	}
+	if len(f) < 3 || f[2][0] != '\'' && f[2][0] != '"' {
+		return true
+	}
+	return meta.MayHideWrites.MatchString(strings.Join(f[2:], " "))
 }
 
 // readsDiagnostics reports whether a statement may read what the
@@ -1540,6 +1569,19 @@ func (c *Session) callWrites(info *sqlinfo.Info, sql string, resp *relay.Respons
 	}
 	cur := c.s.Vars["last_gtid"]
 	if cur == prev {
+		if p := info.Procedure; info.Kind == sqlinfo.Call && p != nil {
+			// It may have turned sql_log_bin off and on again with an
+			// unscoped SET, which no tracker reports, and written
+			// unlogged: its body tells.
+			db := cmp.Or(p.DB, c.db)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if db == "" || m.ProcedureMayHideWrites(ctx, db, p.Name) {
+				return nil, false
+			}
+		} else if sqlinfo.FirstKeyword(sql) == "EXECUTE" && c.execMayHide(sql) {
+			return nil, false
+		}
 		return nil, true
 	}
 	if c.callFrom == nil {
@@ -1959,6 +2001,7 @@ func (c *Session) Reset() {
 	c.tempsUnknown = false
 	clear(c.tempsChecked)
 	clear(c.diagStmts)
+	clear(c.hideStmts)
 	c.lastHit, c.hitPayload, c.hitCount = nil, nil, -1
 	c.nextTxUnknown, c.txUnknownIsolation = false, false
 	c.state.reset(c.s.Hello.Charset)

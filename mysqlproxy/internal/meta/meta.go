@@ -76,6 +76,8 @@ type Meta struct {
 	// they are (see RelearnPending).
 	relearn map[string][2]string
 	genA    atomic.Uint64
+	// procs are the procedures' bodies read (ProcedureMayHideWrites).
+	procs procedures
 }
 
 // entry is a learned table, or a failure to learn it, with its expiry.
