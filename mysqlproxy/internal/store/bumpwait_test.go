@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"sync/atomic"
@@ -166,5 +167,39 @@ func TestBumpWaitsWhilePendingIfAnswering(t *testing.T) {
 	}
 	if st := writer.Stats(); st.BumpsUnlanded != 0 || st.BumpsLate != 1 {
 		t.Errorf("stats: %d unlanded, %d late; want 0, 1", st.BumpsUnlanded, st.BumpsLate)
+	}
+}
+
+// TestBumpWaitsForTheGlobalBump: once so many bumps are pending that
+// they gave way to the global bump, a write's failed bump is still tried
+// again before its OK while memcached answers: the global bump, which
+// stands for it, lands within the wait.
+func TestBumpWaitsForTheGlobalBump(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	link := newSlowLink(t, mc.Addr)
+	writer := newStore(t, Options{Servers: []string{link.addr()}, Timeout: 50 * time.Millisecond, BumpWait: 5 * time.Second})
+	reader := newStore(t, Options{Servers: []string{mc.Addr}})
+	ctx := context.Background()
+	before, err := writer.SharedGen(ctx, globalDep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link.delay.Store(int64(300 * time.Millisecond))
+	for i := range pendingMax + 1 {
+		writer.pending.add(fmt.Sprintf("db.t#%d", i))
+	}
+	if st := writer.Stats(); st.PendingBumps != 1 {
+		t.Fatalf("%d pending after %d failures, want the global bump alone", st.PendingBumps, pendingMax+1)
+	}
+	writer.Bump(ctx, []string{"db.u"})
+	after, err := reader.SharedGen(ctx, globalDep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after <= before {
+		t.Errorf("global generation %d right after Bump, %d before: the write's OK did not wait for the global bump", after, before)
+	}
+	if st := writer.Stats(); st.BumpsUnlanded != 0 || st.BumpsLate != 1 || st.PendingBumps != 0 {
+		t.Errorf("stats: %d unlanded, %d late, %d pending; want 0, 1, 0", st.BumpsUnlanded, st.BumpsLate, st.PendingBumps)
 	}
 }

@@ -254,7 +254,8 @@ func (s *Store) Bump(ctx context.Context, deps []string) {
 
 // landPending tries the pending ones among deps again until they land or
 // deadline passes, one pipelined try at a time, and reports whether they
-// landed.
+// landed. Once the pending set has given way to the global bump, which
+// stands for deps too, that is the one tried.
 func (s *Store) landPending(ctx context.Context, deps []string, deadline time.Time) bool {
 	pause := retryMin
 	for {
@@ -262,9 +263,6 @@ func (s *Store) landPending(ctx context.Context, deps []string, deadline time.Ti
 		if len(seqs) == 0 {
 			s.stats.bumpsLate.Add(1)
 			return true // landed, by the retry loop perhaps
-		}
-		if _, global := seqs[globalDep]; global {
-			return false // the set gave way to the global bump: too much failed
 		}
 		todo := make([]string, 0, len(seqs))
 		for d := range seqs {
