@@ -330,11 +330,13 @@ func (m *Mesh) Notify(deps []string) {
 	}
 	wg.Wait()
 	var until int64
+	var late []string
 	m.mu.Lock()
 	for i, l := range to {
 		if oks[i] {
 			continue
 		}
+		late = append(late, l.addr)
 		m.failed.Add(1)
 		l.owe(deps)
 		// Read after owing, under the lock a grant takes: no lease is
@@ -351,7 +353,7 @@ func (m *Mesh) Notify(deps []string) {
 		return
 	}
 	if d := time.Duration(until-m.now()) + margin; d > 0 {
-		m.cfg.Log.Warn("peers: a peer did not acknowledge a write's invalidations; waiting for its lease to end", "wait", d)
+		m.cfg.Log.Warn("peers: a peer did not acknowledge a write's invalidations; waiting for its lease to end", "peers", late, "wait", d)
 		time.Sleep(d)
 	}
 }
