@@ -14,7 +14,11 @@ THREADS=${DEMO_THREADS:-4}
 APP=$MC_ROOT/bin/transparent-caching
 [[ -x $APP && -x $MC_ROOT/bin/mycached ]] || mc_die "build first: make build && go build -o bin/transparent-caching ./examples/transparent-caching"
 
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+if [[ -t 1 ]]; then
+	step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+	step() { printf '\n== %s\n' "$*"; }
+fi
 
 mc_init demo
 step "Starting a throwaway MariaDB, memcached and mycached (in $MC_TMP)"

@@ -101,7 +101,7 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		after, _ := cacheStatus(ctx, db)
 		printCache(w, before, after)
 	} else {
-		fmt.Fprintln(w, "cache: SHOW MYCACHED STATUS not available (not connected through mycached)")
+		fmt.Fprintln(w, "cache: SHOW MYCACHED STATUS not available (not connected through mycached, or the account is not one of its --admin-users)")
 	}
 	if res.stale > 0 {
 		return fmt.Errorf("%d stale reads after a write: %w", res.stale, errStale)
