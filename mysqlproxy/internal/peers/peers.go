@@ -623,6 +623,10 @@ type link struct {
 	paying     bool                // owed bumps are on their way
 	leaseUntil int64               // the lease it granted here
 
+	// state is what the log last said of the link: nil (nothing yet),
+	// "up", "down", "other" or "silent" (see note).
+	state atomic.Pointer[string]
+
 	wmu     sync.Mutex // protects the fields below
 	conn    net.Conn
 	w       *bufio.Writer
@@ -632,6 +636,31 @@ type link struct {
 }
 
 func (l *link) close() { l.cancel() }
+
+// note logs a change of the link's state, once: a link that cannot
+// connect, is not answered or answers as another sidecar, or is lost,
+// leaves this sidecar checking strict hits against memcached while the
+// peer stays listed (Peer_trusted), and a link that comes back after one
+// of those is logged too.
+func (l *link) note(state string, args ...any) {
+	prev := l.state.Swap(&state)
+	if l.ctx.Err() != nil || (prev != nil && *prev == state) {
+		return
+	}
+	args = append([]any{"peer", l.addr}, args...)
+	switch state {
+	case "up":
+		if prev != nil {
+			l.m.cfg.Log.Info("peers: linked again to a sidecar of the fleet", args...)
+		}
+	case "down":
+		l.m.cfg.Log.Warn("peers: cannot reach a sidecar of the fleet's list; strict hits are checked against memcached while it is listed", args...)
+	case "other":
+		l.m.cfg.Log.Warn("peers: the address a sidecar lists answered as another sidecar (is its --peer-advertise right?); strict hits are checked against memcached while it is listed", args...)
+	case "silent":
+		l.m.cfg.Log.Warn("peers: the address a sidecar lists closed the link without answering (is its --peer-advertise right, or this sidecar's own address?); strict hits are checked against memcached while it is listed", args...)
+	}
+}
 
 // owe records deps as owed; m.mu must be held.
 func (l *link) owe(deps []string) {
@@ -662,6 +691,8 @@ func (l *link) run() {
 		if err == nil {
 			backoff = 50 * time.Millisecond
 			l.serve(c)
+		} else {
+			l.note("down", "err", err)
 		}
 		select {
 		case <-l.ctx.Done():
@@ -810,6 +841,9 @@ func (l *link) readAcks(c net.Conn, w *bufio.Writer, nd string, ready chan struc
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	typ, _, body, err := readMsgMax(r, maxHello)
 	if err != nil || typ != msgHello {
+		if l.ctx.Err() == nil {
+			l.note("silent", "err", err)
+		}
 		return
 	}
 	name, rest := string(body), ""
@@ -817,6 +851,7 @@ func (l *link) readAcks(c net.Conn, w *bufio.Writer, nd string, ready chan struc
 		name, rest, _ = strings.Cut(name, "\n")
 	}
 	if name != l.addr {
+		l.note("other", "answered", name)
 		return
 	}
 	if m.cfg.Secret != nil {
@@ -837,10 +872,12 @@ func (l *link) readAcks(c net.Conn, w *bufio.Writer, nd string, ready chan struc
 	m.mu.Lock()
 	l.up = true
 	m.mu.Unlock()
+	l.note("up")
 	defer func() {
 		m.mu.Lock()
 		l.up = false
 		m.mu.Unlock()
+		l.note("down", "err", "the link was lost")
 	}()
 	for {
 		typ, seq, _, err := readMsg(r)

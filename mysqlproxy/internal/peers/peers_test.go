@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"slices"
 	"strings"
@@ -374,4 +375,46 @@ func TestHelloBounded(t *testing.T) {
 	if _, err := conn.Read(b[:]); !errors.Is(err, io.EOF) {
 		t.Fatalf("read after a 16 MiB hello header: %v, want EOF (the connection closed)", err)
 	}
+}
+
+// logBuf is a log sink safe for the mesh's goroutines.
+type logBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestLinkTroubleLogged: a listed sidecar that cannot be reached, or
+// whose address answers as another sidecar, is logged once, naming it,
+// however often the link is tried again: the fleet then checks strict
+// hits against memcached, and the status alone would not say why.
+func TestLinkTroubleLogged(t *testing.T) {
+	reg := &memRegistry{}
+	var logs logBuf
+	a := &sidecar{}
+	a.Mesh = New(Config{Listener: listen(t), Registry: reg, Apply: a.apply, Timing: fast,
+		Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	t.Cleanup(a.Close)
+	eventually(t, "alone and trusted", a.Trusted)
+	reg.add("127.0.0.1:1#1")
+	eventually(t, "the unreachable sidecar logged", func() bool { return strings.Contains(logs.String(), "cannot reach") })
+	time.Sleep(500 * time.Millisecond) // tries again every 50 ms, then less often
+	if n := strings.Count(logs.String(), "cannot reach"); n != 1 || !strings.Contains(logs.String(), "peer=127.0.0.1:1#1") {
+		t.Errorf("%d lines on the unreachable sidecar, want 1 naming it:\n%s", n, logs.String())
+	}
+	// Another sidecar advertising a's address: a dials itself for it.
+	b := New(Config{Listener: listen(t), Advertise: a.cfg.Advertise, Registry: reg, Apply: func([]string) {}, Timing: fast})
+	t.Cleanup(b.Close)
+	eventually(t, "the misdirected address logged", func() bool { return strings.Contains(logs.String(), "without answering") })
 }
