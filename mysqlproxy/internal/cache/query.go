@@ -234,12 +234,7 @@ func (c *Session) notePrepared(sql string) bool {
 		return false
 	}
 	f := strings.Fields(sql)
-	name := func(i int) string {
-		if i >= len(f) {
-			return ""
-		}
-		return strings.ToLower(strings.Trim(strings.TrimRight(f[i], ";"), "`"))
-	}
+	name := func(i int) string { return preparedName(f, i) }
 	switch kw {
 	case "PREPARE":
 		n := name(1)
@@ -275,6 +270,15 @@ func (c *Session) notePrepared(sql string) bool {
 	return false
 }
 
+// preparedName returns the statement name that field i of a PREPARE,
+// EXECUTE or DEALLOCATE text names, as the server matches it, or "".
+func preparedName(f []string, i int) string {
+	if i >= len(f) {
+		return ""
+	}
+	return strings.ToLower(strings.Trim(strings.TrimRight(f[i], ";"), "`"))
+}
+
 // execMayHide reports whether an EXECUTE or EXECUTE IMMEDIATE alone in
 // its text may have turned sql_log_bin off and on again unseen, and
 // written what no binlog shows: it runs a text that may
@@ -285,7 +289,7 @@ func (c *Session) execMayHide(sql string) bool {
 		return true
 	}
 	if !strings.EqualFold(f[1], "immediate") {
-		return c.hideStmts[strings.ToLower(strings.Trim(strings.TrimRight(f[1], ";"), "`"))]
+		return c.hideStmts[preparedName(f, 1)]
 	}
 	if len(f) < 3 || f[2][0] != '\'' && f[2][0] != '"' {
 		return true

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
 )
 
 // memRegistry is a fleet list in memory.
@@ -377,31 +379,13 @@ func TestHelloBounded(t *testing.T) {
 	}
 }
 
-// logBuf is a log sink safe for the mesh's goroutines.
-type logBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestLinkTroubleLogged: a listed sidecar that cannot be reached, or
 // whose address answers as another sidecar, is logged once, naming it,
 // however often the link is tried again: the fleet then checks strict
 // hits against memcached, and the status alone would not say why.
 func TestLinkTroubleLogged(t *testing.T) {
 	reg := &memRegistry{}
-	var logs logBuf
+	var logs testenv.LogBuffer
 	a := &sidecar{}
 	a.Mesh = New(Config{Listener: listen(t), Registry: reg, Apply: a.apply, Timing: fast,
 		Log: slog.New(slog.NewTextHandler(&logs, nil))})

@@ -63,6 +63,17 @@ func newSlowLink(t testing.TB, target string) *slowLink {
 
 func (l *slowLink) addr() string { return l.ln.Addr().String() }
 
+// slowPair starts a memcached, a writer that reaches it over a slowLink
+// (50 ms timeout, bumpWait), and a reader that reaches it directly.
+func slowPair(t *testing.T, bumpWait time.Duration) (writer, reader *Store, link *slowLink) {
+	t.Helper()
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	link = newSlowLink(t, mc.Addr)
+	writer = newStore(t, Options{Servers: []string{link.addr()}, Timeout: 50 * time.Millisecond, BumpWait: bumpWait})
+	reader = newStore(t, Options{Servers: []string{mc.Addr}})
+	return writer, reader, link
+}
+
 // TestBumpWaitsForASlowLink: a write's bump that takes longer than the
 // memcached timeout, on a link that still works, is tried again before
 // Bump returns (before the write's OK): another sidecar, reading the
@@ -78,10 +89,7 @@ func TestBumpWaitsForASlowLink(t *testing.T) {
 		{"no wait", -1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mc := startMemcached(t, testenv.MemcachedOptions{})
-			link := newSlowLink(t, mc.Addr)
-			writer := newStore(t, Options{Servers: []string{link.addr()}, Timeout: 50 * time.Millisecond, BumpWait: tc.wait})
-			reader := newStore(t, Options{Servers: []string{mc.Addr}})
+			writer, reader, link := slowPair(t, tc.wait)
 			ctx := context.Background()
 			const dep = "db.t"
 			before, err := reader.SharedGen(ctx, dep)
@@ -112,15 +120,12 @@ func TestBumpWaitsForASlowLink(t *testing.T) {
 // was unreachable), a write's bump that fails is not tried again before
 // its OK, so writes do not each wait the bound while memcached is away.
 func TestBumpDoesNotWaitWhilePending(t *testing.T) {
-	mc := startMemcached(t, testenv.MemcachedOptions{})
-	link := newSlowLink(t, mc.Addr)
-	writer := newStore(t, Options{Servers: []string{link.addr()}, Timeout: 50 * time.Millisecond, BumpWait: 5 * time.Second})
+	writer, reader, link := slowPair(t, 5*time.Second)
 	// The link is slow before the pending bump is added: a retry of it
 	// that came first on a fast link would land it, and leave nothing
 	// pending.
 	link.delay.Store(int64(time.Second))
 	writer.pending.add("db.other")
-	reader := newStore(t, Options{Servers: []string{mc.Addr}})
 	ctx := context.Background()
 	before, err := reader.SharedGen(ctx, "db.t")
 	if err != nil {
@@ -144,10 +149,7 @@ func TestBumpDoesNotWaitWhilePending(t *testing.T) {
 // keep a write's failed bump from being tried again before its OK;
 // another sidecar sees it bumped right after, as without them.
 func TestBumpWaitsWhilePendingIfAnswering(t *testing.T) {
-	mc := startMemcached(t, testenv.MemcachedOptions{})
-	link := newSlowLink(t, mc.Addr)
-	writer := newStore(t, Options{Servers: []string{link.addr()}, Timeout: 50 * time.Millisecond, BumpWait: 5 * time.Second})
-	reader := newStore(t, Options{Servers: []string{mc.Addr}})
+	writer, reader, link := slowPair(t, 5*time.Second)
 	ctx := context.Background()
 	// memcached answers the writer, then its link slows and a bump is
 	// left pending.
@@ -175,10 +177,7 @@ func TestBumpWaitsWhilePendingIfAnswering(t *testing.T) {
 // again before its OK while memcached answers: the global bump, which
 // stands for it, lands within the wait.
 func TestBumpWaitsForTheGlobalBump(t *testing.T) {
-	mc := startMemcached(t, testenv.MemcachedOptions{})
-	link := newSlowLink(t, mc.Addr)
-	writer := newStore(t, Options{Servers: []string{link.addr()}, Timeout: 50 * time.Millisecond, BumpWait: 5 * time.Second})
-	reader := newStore(t, Options{Servers: []string{mc.Addr}})
+	writer, reader, link := slowPair(t, 5*time.Second)
 	ctx := context.Background()
 	before, err := writer.SharedGen(ctx, globalDep)
 	if err != nil {
