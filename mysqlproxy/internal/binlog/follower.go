@@ -8,6 +8,7 @@
 package binlog
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -215,6 +216,11 @@ type Follower struct {
 	// stopStream stops the stream being read.
 	resetTo    *mysql.MariadbGTIDSet
 	stopStream context.CancelFunc
+	// jumps counts the times the applied position was set to the
+	// server's, not reached by applying (followFromServer, resetTo): a
+	// poll that read the server's position across one compares it with
+	// a position no longer the follower's.
+	jumps int
 
 	// globals are the result-changing global variables the last poll
 	// read; globalsSeen says one did.
@@ -477,6 +483,7 @@ func (f *Follower) run() {
 			// The stream that read the old binlog has stopped: nothing
 			// it read is recorded after this.
 			f.applied, f.resetTo, f.at = reset, nil, binlogAt{}
+			f.jumps++
 			f.startAt = binlogAt{}
 			f.resetRecentLocked()
 			backoff = minRetry
@@ -659,6 +666,7 @@ func (f *Follower) followFromServer(why string) {
 	f.startAt = at
 	f.mu.Lock()
 	f.applied, f.at = set.(*mysql.MariadbGTIDSet), binlogAt{}
+	f.jumps++
 	f.resetRecentLocked()
 	f.polls = f.polls[:0]
 	// The transactions skipped may not be visible to every session yet:
@@ -776,7 +784,13 @@ func (f *Follower) follow() error {
 	f.mu.Lock()
 	start := f.applied.Clone()
 	f.stopStream = stop
+	resetting := f.resetTo != nil
 	f.mu.Unlock()
+	if resetting {
+		// The server's binlog went back while no stream was there to
+		// stop (serverWentBack): follow from its new position.
+		return context.Canceled
+	}
 	from := f.startAt
 	f.startAt = binlogAt{}
 	var stream *replication.BinlogStreamer
@@ -1041,7 +1055,7 @@ func (f *Follower) tick() {
 func (f *Follower) pollServer() {
 	at := time.Now()
 	f.mu.Lock()
-	before, resetting := seqs(f.applied), f.resetTo != nil
+	before, resetting, jumps := seqs(f.applied), f.resetTo != nil, f.jumps
 	f.mu.Unlock()
 	ctx, cancel := context.WithTimeout(f.ctx, max(f.opts.Poll, time.Second))
 	defer cancel()
@@ -1066,6 +1080,9 @@ func (f *Follower) pollServer() {
 	if err != nil {
 		return
 	}
+	f.mu.Lock()
+	jumped := f.jumps != jumps
+	f.mu.Unlock()
 	switch {
 	case reset:
 		// RESET MASTER, followed by as many transactions as the
@@ -1075,9 +1092,12 @@ func (f *Follower) pollServer() {
 		// tells that the stream reads a binlog that is gone. RESET
 		// QUERY CACHE and RESET SLAVE count too; they cost a global
 		// bump.
-		f.serverWentBack(pos, "the server ran RESET (RESET MASTER, or another RESET statement): its binlog may have been replaced; following on from "+pos)
+		f.serverWentBack(pos, "the server ran RESET (RESET MASTER, or another RESET statement): its binlog may have been replaced; following on from "+cmp.Or(pos, "its start"))
+	case jumped:
+		// The follower took the server's position meanwhile, and said
+		// why: this poll's position is judged against it by the next.
 	case !resetting && wentBack(before, p):
-		f.serverWentBack(pos, "the server's binlog position went back to "+pos+" (RESET MASTER, or another server at its address)")
+		f.serverWentBack(pos, "the server's binlog position went back to "+cmp.Or(pos, "its start")+" (RESET MASTER, or another server at its address)")
 	}
 	f.mu.Lock()
 	if len(f.polls) < 1024 {

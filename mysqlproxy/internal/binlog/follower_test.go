@@ -357,6 +357,23 @@ func TestResetPending(t *testing.T) {
 	}
 }
 
+// TestResetBeforeTheStream: a poll that finds the server's binlog went
+// back while no stream was there to stop (one had ended, the next was
+// starting) must still have the follower follow the new position: the
+// stream that starts then stops at once, and the run loop takes the
+// reset, which it does only when a stream stopped.
+func TestResetBeforeTheStream(t *testing.T) {
+	f := followerAt(t, "0-1-10")
+	f.opts.Addr, f.opts.ServerID = "127.0.0.1:1", 99 // never dialed
+	f.ctx = context.Background()
+	f.log = slog.New(slog.DiscardHandler)
+	f.opts.Bump = func(context.Context, []string) {}
+	f.serverWentBack("0-1-3", "test")
+	if err := f.follow(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("follow with a reset pending: %v, want it stopped at once", err)
+	}
+}
+
 // TestResetForgetsPolls: the server positions polls read of a binlog
 // that RESET MASTER replaced are never reached in the new numbering;
 // after the reset, the follower is fresh again once it reaches a poll of
