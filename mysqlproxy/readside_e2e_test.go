@@ -1281,6 +1281,9 @@ var rsCases = []rsCase{
 			"CREATE TABLE trig (x INT)",
 			"CREATE TRIGGER trig_ai AFTER INSERT ON trig FOR EACH ROW CREATE TEMPORARY TABLE u (id INT)",
 			// MariaDB reports no state change for these.
+			// Written only from another database.
+			"CREATE TABLE trig3 (x INT)",
+			"CREATE TRIGGER trig3_ai AFTER INSERT ON trig3 FOR EACH ROW CREATE TEMPORARY TABLE u (id INT)",
 			"CREATE TABLE trig2 (x INT)",
 			"CREATE TRIGGER trig2_ai AFTER INSERT ON trig2 FOR EACH ROW CREATE TEMPORARY TABLE u SELECT 6 AS id",
 			"CREATE FUNCTION mkt() RETURNS INT MODIFIES SQL DATA BEGIN CREATE TEMPORARY TABLE u SELECT 4 AS id; RETURN 1; END",
@@ -1307,6 +1310,24 @@ var rsCases = []rsCase{
 				for _, p := range x.sidecars() {
 					x.rootVia(p).same(q)
 				}
+			}
+			// A trigger of another database than the session's: the
+			// server reports the session's database (the trigger ran in
+			// its own and came back) with the state-change flag,
+			// whatever the trigger did.
+			for _, p := range x.sidecars() {
+				other := x.rootVia(p)
+				other.warm(q)
+				s := x.rootVia(p)
+				s.exec("USE mysql", "INSERT INTO "+x.db+".trig3 VALUES (1)", "USE "+x.db)
+				// Its reads bypass the cache until the follower is fresh
+				// as of its write (own-write-unapplied); then too.
+				for range 40 {
+					s.same(q)
+					time.Sleep(50 * time.Millisecond)
+				}
+				other.same(q)
+				x.rootVia(x.B()).same(q)
 			}
 		},
 	},

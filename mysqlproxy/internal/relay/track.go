@@ -145,9 +145,14 @@ func (s *Session) noteState(raw []byte, t *Tracked) []byte {
 			}
 		case wire.TrackSchema:
 			if name, _, ok := wire.LenencString(e.Data); ok {
-				t.SchemaMoved = t.SchemaMoved || string(name) != s.Hello.DB
+				moved := string(name) != s.Hello.DB
+				t.SchemaMoved = t.SchemaMoved || moved
 				s.Hello.DB = string(name)
-				sawVar = true
+				// The database the session was in already is reported
+				// when stored code of another database ran (a trigger,
+				// a routine) and came back, with the state-change flag,
+				// whatever the code did: it explains no change.
+				sawVar = sawVar || moved
 			} else {
 				t.Unseen = true
 			}
