@@ -82,6 +82,10 @@ type Options struct {
 	// Reached, when set, is called each time a session's dial of the
 	// backend succeeds.
 	Reached func()
+
+	// starts are the start values the last session that read them all
+	// left to the next (startsnap.go).
+	starts startSnaps
 }
 
 // Handler decides what happens to the commands that carry statements. A

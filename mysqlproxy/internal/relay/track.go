@@ -497,6 +497,15 @@ func (s *Session) setupSession(turn GrantsTurn) error {
 		s.setIdentity(res[1])
 		return nil
 	}
+	var failed *startSnap
+	if snap := s.opts.starts.get(); snap != nil && s.mariadb {
+		done, err := s.setupFromSnap(turn, snap)
+		if done || err != nil {
+			return err
+		}
+		failed = snap
+		s.Vars, s.VarsGen = nil, s.VarsGen+1
+	}
 	// The values are read before the trackers change, so that the
 	// client's own trackers are among them; the limits (see varsSQL)
 	// after, through the trackers.
@@ -519,6 +528,9 @@ func (s *Session) setupSession(turn GrantsTurn) error {
 		// A server without the trackers: state comes from parsing.
 		s.Track = false
 	}
+	if res[0].err == nil && s.Track && s.mariadb && res[0].limitsLifted {
+		s.opts.starts.note(res[0].rows, failed)
+	}
 	if oe, ok := res[0].err.(ownError); ok && oe.code == mysql.ER_MUST_CHANGE_PASSWORD && s.Track {
 		// An expired password's session refuses every statement but
 		// SET until the password changes: the client's trackers could
@@ -533,6 +545,44 @@ func (s *Session) setupSession(turn GrantsTurn) error {
 	s.GrantsTurn = turn
 	s.setIdentity(res[len(res)-1])
 	return nil
+}
+
+// setupFromSnap is setupSession's statements with the start values
+// that cannot be set to themselves taken from snap, which the statement
+// turning the trackers on checks (startsnap.go). It reports false, having
+// changed nothing the full set-up does not set again, when the check
+// failed.
+func (s *Session) setupFromSnap(turn GrantsTurn, snap *startSnap) (bool, error) {
+	res, err := s.ownQueries(slices.Concat([]string{snap.trackersSQL, snap.selfSQL, showGrants}, setupTail)...)
+	if err != nil {
+		return false, err
+	}
+	if res[0].err != nil {
+		return false, nil
+	}
+	s.trackersChanged = false
+	s.clientTrack = clientTrackers{}
+	grants := res[2]
+	start := ownResult{rows: snap.rows}
+	if grants.err == nil {
+		// Described in the collation results are, as the full read is.
+		start.charset = grants.charset
+	}
+	s.noteStartValues(start)
+	if res[1].err != nil {
+		s.MarkVarsStale()
+	}
+	if oe, ok := grants.err.(ownError); ok && oe.code == mysql.ER_MUST_CHANGE_PASSWORD {
+		// As in setupSession.
+		s.MarkVarsStale()
+		if _, err := s.ownQueries(untrackSQL); err != nil {
+			return true, err
+		}
+		s.Track = false
+	}
+	s.GrantsTurn = turn
+	s.setIdentity(grants)
+	return true, nil
 }
 
 // untrackSQL sets back the trackers trackersSQL sets to their defaults.
