@@ -233,6 +233,33 @@ func TestKVListenRefusesSQL(t *testing.T) {
 	}
 }
 
+// TestKVListenTrailBackslashCharset: in sjis (and big5, gbk, cp932) a
+// character may end in 0x5C. A text with such bytes from a client whose
+// handshake named one of them is refused with a syntax error, not read
+// with half a character taken for a backslash; hex literals and ASCII
+// still work, and utf8mb4 clients send any bytes.
+func TestKVListenTrailBackslashCharset(t *testing.T) {
+	addr := startKVListener(t, mysqlproxy.Config{})
+	sjis := openDB(t, testenv.DSNFor(addr, "app", kvPass, "", "collation=sjis_japanese_ci"))
+	sjis.SetMaxOpenConns(1)
+	// Katakana SO in sjis is 0x83 0x5C: the key ends in what reads as an
+	// escape of the closing quote, and the value's "=" would be taken for
+	// the statement's.
+	for _, q := range []string{"INSERT '\x83\x5c'='=0x41 #'", "SELECT '\x83\x5c'"} {
+		_, err := sjis.Exec(q)
+		if err == nil || mysqlErr(t, err).Number != 1064 || !strings.Contains(mysqlErr(t, err).Message, "character set") {
+			t.Errorf("%q from an sjis client: got %v, want error 1064 about the character set", q, err)
+		}
+	}
+	if _, err := sjis.Exec(`INSERT X'835C' = X'3D307834312023'`); err != nil {
+		t.Fatalf("hex literals from an sjis client: %v", err)
+	}
+	utf := openDB(t, testenv.DSNFor(addr, "app", kvPass, "", "collation=utf8mb4_general_ci"))
+	if got := kvRows(t, utf, "SELECT ?", []byte{0x83, 0x5c}); strings.Join(got, " ") != "\x83\x5c==0x41 #" {
+		t.Errorf("SELECT ? of 0x835C: got %q, want the pair stored by hex literals", got)
+	}
+}
+
 // TestKVListenCLIAndPyMySQL: the mariadb client, including the banner
 // query it sends when it starts, and PyMySQL, which sets up its session
 // with SET statements and commits.

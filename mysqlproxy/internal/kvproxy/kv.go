@@ -198,6 +198,12 @@ func (k *Session) ansiQuotes() bool {
 	return strings.Contains(strings.ToUpper(k.s.Vars["sql_mode"]), "ANSI_QUOTES")
 }
 
+// trailBackslashCollations are the handshake collations of the character
+// sets whose characters may end in the byte of a backslash: big5, sjis,
+// gbk, cp932, and MySQL's gb18030.
+var trailBackslashCollations = map[byte]bool{1: true, 84: true, 13: true, 88: true, 28: true, 87: true,
+	95: true, 96: true, 248: true, 249: true, 250: true}
+
 // kvNamespace is the session's namespace under PerUser: the user name
 // of the account the server matched on the main listener (not the name
 // the client typed, which an anonymous account accepts for anyone), the
@@ -223,6 +229,14 @@ func (k *Session) kvNamespace() string {
 // answers it).
 func (k *Session) parseKV(sql string) (*kv.Stmt, bool, error) {
 	if k.kvOnly {
+		if trailBackslashCollations[k.s.Hello.Charset] && strings.ContainsFunc(sql, func(r rune) bool { return r >= 0x80 }) {
+			// The handshake's character set is big5, gbk, sjis, cp932 or
+			// gb18030, where a character may end in 0x5C: the kv parser
+			// would read half a character as a backslash, and store
+			// another key or value than the client's.
+			return nil, true, fmt.Errorf("%w: the client's character set may hide a backslash in a character; "+
+				"send keys and values in utf8mb4 or as hex literals (X'...')", kv.ErrSyntax)
+		}
 		return kv.Parse(sql)
 	}
 	if strings.ContainsFunc(sql, func(r rune) bool { return r >= 0x80 }) &&
