@@ -49,6 +49,7 @@ const (
 	whyUncommitted       = "read-uncommitted"
 	whyIsolationUnknown  = "isolation-unknown"
 	whyOwnWrite          = "own-write-unapplied"
+	whyWriteInFlight     = "write-in-flight"
 	whyLockingRead       = "serializable-locks"
 	whyStmtUnsure        = "statement-unsure"
 	whySharedUnproven    = "shared-unproven"
@@ -66,7 +67,7 @@ func bypassReasons() []string {
 		whyNotCacheable, whyWriteTx, whyTx, whyTooLarge, whyPolicy, whyCacheError,
 		whyPending, whySessionOff, whyHint, whyTemporary, whyCursor, whyLongData,
 		whyTainted, whyNotStored, whyUnknownTable, whyNoMetadata, whyFollowerBehind,
-		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyUncommitted, whyIsolationUnknown, whyOwnWrite,
+		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyUncommitted, whyIsolationUnknown, whyOwnWrite, whyWriteInFlight,
 		whyLockingRead, whyStmtUnsure, whyFillMemory, whySharedUnproven, whyHitDiagnostics, whyPreparedBeforeDDL,
 		whyMetaStale, whySnapshotOlder, whyTypesBehind,
 	}
@@ -127,9 +128,13 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
 	deps := c.readDepsFor(info, params, !adm.rejected())
-	if deps.why != "" {
-		e.Stats.bypass(deps.why)
-		qs.note(deps.why, 0)
+	if why := deps.why; why != "" || e.inFlight.any(deps.all) {
+		// deps is shared by the shape's reads: not written.
+		if why == "" {
+			why = whyWriteInFlight
+		}
+		e.Stats.bypass(why)
+		qs.note(why, 0)
 		return c.relayRunningCode(p, info, sql)
 	}
 	c.until = time.Time{}

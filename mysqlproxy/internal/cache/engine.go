@@ -121,6 +121,7 @@ type Engine struct {
 	// for the follower (putWhenCurrent).
 	snapWaiting atomic.Int64
 	depsMemo    depsMemo
+	inFlight    writesInFlight
 	// globalSeen is the global generation the last miss read from
 	// memcached (see metaStale); 0 before the first.
 	globalSeen atomic.Uint64

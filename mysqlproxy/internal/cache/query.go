@@ -830,6 +830,9 @@ func (c *Session) executeParams(p []byte, info *sqlinfo.Info, sql string, params
 		// would clear.
 		forward = c.s.RefreshVarsAndForward
 	}
+	flying := c.inFlightTables(info)
+	c.e.inFlight.begin(flying)
+	defer c.e.inFlight.end(flying)
 	if err := forward(p); err != nil {
 		return err
 	}
