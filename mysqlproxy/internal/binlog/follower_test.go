@@ -194,8 +194,10 @@ func TestLongTransactionBumpsEarly(t *testing.T) {
 			t.Errorf("a bump of %d generations for a transaction on one table", len(c))
 		}
 	}
-	if n < 2 {
-		t.Errorf("the table's non-key generation was bumped %d times (bumps: %d calls), want once while the transaction was read and again at its end", n, len(calls))
+	// An early bump made before the transaction had named 1,000 rows
+	// names rows; its end names the non-key generation.
+	if n == 0 || !slices.Contains(calls[len(calls)-1], deps.NonKey(table)) {
+		t.Errorf("the table's non-key generation was bumped %d times (bumps: %d calls), want it at the transaction's end", n, len(calls))
 	}
 	if st := f.Status(); st.EarlyBumps == 0 {
 		t.Errorf("EarlyBumps = 0 after a 5,000-row transaction")
