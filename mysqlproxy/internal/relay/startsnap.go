@@ -98,6 +98,16 @@ func newStartSnap(rows [][]string) *startSnap {
 	snap := &startSnap{}
 	have := map[string]bool{}
 	var self, check []string
+	// hold keeps name's value val in the snapshot, and checks that ref
+	// (@@name or @@session.name) still reads it.
+	hold := func(ref, name, val string) {
+		snap.rows = append(snap.rows, []string{name, val})
+		expr := "CONCAT(" + ref + ")"
+		if snapBools[name] {
+			expr = "IF(" + ref + ", 'ON', 'OFF')"
+		}
+		check = append(check, expr+" = X'"+hex.EncodeToString([]byte(val))+"'")
+	}
 	for _, n := range strings.Split(startValueNames, ", ") {
 		n = strings.Trim(n, "'")
 		i := slices.IndexFunc(rows, func(r []string) bool { return len(r) == 2 && strings.EqualFold(r[0], n) })
@@ -117,12 +127,7 @@ func newStartSnap(rows [][]string) *startSnap {
 		case strings.Trim(val, " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~") != "":
 			return nil
 		}
-		snap.rows = append(snap.rows, []string{name, val})
-		expr := "CONCAT(@@" + name + ")"
-		if snapBools[name] {
-			expr = "IF(@@" + name + ", 'ON', 'OFF')"
-		}
-		check = append(check, expr+" = X'"+hex.EncodeToString([]byte(val))+"'")
+		hold("@@"+name, name, val)
 	}
 	for _, n := range []string{"session_track_system_variables", "session_track_schema",
 		"session_track_state_change", "session_track_transaction_info"} {
@@ -135,12 +140,8 @@ func newStartSnap(rows [][]string) *startSnap {
 			return nil
 		}
 		have[n] = true
-		snap.rows = append(snap.rows, []string{n, val})
-		expr := "CONCAT(@@session." + n + ")"
-		if snapBools[n] {
-			expr = "IF(@@session." + n + ", 'ON', 'OFF')"
-		}
-		check = append(check, expr+" = X'"+hex.EncodeToString([]byte(val))+"'")
+		// The session's own, which the trackers' SET replaces.
+		hold("@@session."+n, n, val)
 	}
 	for _, n := range snapMust {
 		if !have[n] {
