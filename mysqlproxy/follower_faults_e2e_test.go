@@ -847,7 +847,7 @@ func TestFollowerThatCannotLogInAtStart(t *testing.T) {
 	m := testenvShared(t)
 	cfg := withBinlog(mysqlproxy.Config{Backend: m.Addr})
 	cfg.BinlogPassword = "not-" + cfg.BinlogPassword
-	logs := &logBuffer{}
+	logs := &testenv.LogBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	p := startUnwaited(t, cfg)
 	name := m.NewDatabase(t)

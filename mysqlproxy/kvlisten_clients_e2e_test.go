@@ -198,7 +198,7 @@ func TestKVListenEachClientGetsItsOwnAnswers(t *testing.T) {
 func TestKVListenShutdown(t *testing.T) {
 	srv, err := mysqlproxy.NewServer(mysqlproxy.Config{
 		KVPasswords: map[string]string{"app": kvPass},
-		Logger:      slog.New(slog.NewTextHandler(&logBuffer{}, nil)),
+		Logger:      slog.New(slog.NewTextHandler(&testenv.LogBuffer{}, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)

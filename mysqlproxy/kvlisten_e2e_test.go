@@ -28,7 +28,7 @@ const kvPass = "s3cret pass"
 // listener on a free loopback port until t ends.
 func startKVListener(t testing.TB, cfg mysqlproxy.Config) string {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testenv.LogBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if cfg.KVPasswords == nil {
 		cfg.KVPasswords = map[string]string{"app": kvPass}
@@ -445,7 +445,7 @@ func TestKVListenClosesSilentClients(t *testing.T) {
 // bound on lines of sessions that end badly.
 func TestKVListenDeniedLogBounded(t *testing.T) {
 	t.Parallel()
-	logs := &logBuffer{}
+	logs := &testenv.LogBuffer{}
 	srv, err := mysqlproxy.NewServer(mysqlproxy.Config{KVPasswords: map[string]string{"app": kvPass},
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {

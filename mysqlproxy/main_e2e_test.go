@@ -1,7 +1,6 @@
 package mysqlproxy_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,37 +23,18 @@ func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
 // rootPass is the password of testenv's TCP superuser.
 const rootPass = testenv.DefaultRootPassword
 
-// logBuffer collects a proxy's log lines, so that a failing test can show
-// them without a passing one printing anything.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // proxy is a running mysqlproxy.Server and its address.
 type proxy struct {
 	srv  *mysqlproxy.Server
 	addr string
-	logs *logBuffer
+	logs *testenv.LogBuffer
 }
 
 // startProxy starts a proxy with cfg on a free loopback port and closes it
 // when t ends, printing its log if t failed.
 func startProxy(t testing.TB, cfg mysqlproxy.Config) *proxy {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testenv.LogBuffer{}
 	if cfg.PolicyTimeout == 0 {
 		// The default 5 ms is a budget for a hook on a serving machine.
 		// Under -race, with the whole suite on two cores, a plain hook

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -67,27 +66,11 @@ func (w *writesInFlight) any(ds []string) bool {
 		return true
 	}
 	for _, d := range ds {
-		if w.m[tableOfDep(d)] > 0 {
+		if w.m[deps.TableOf(d)] > 0 {
 			return true
 		}
 	}
 	return false
-}
-
-// tableOfDep returns the table a dependency name belongs to (a table's,
-// its non-key generation's, a row's), or deps.Global for any other (a
-// database's, the global one).
-func tableOfDep(d string) string {
-	if i := strings.IndexByte(d, '#'); i >= 0 {
-		return d[:i]
-	}
-	if t, ok := strings.CutSuffix(d, "!nk"); ok {
-		return t
-	}
-	if strings.HasSuffix(d, ".*") || !strings.Contains(d, ".") {
-		return deps.Global
-	}
-	return d
 }
 
 // inFlightTables returns the tables of the write info is, when it is one
@@ -102,7 +85,7 @@ func (c *Session) inFlightTables(info *sqlinfo.Info) []string {
 		seen := map[string]bool{}
 		var out []string
 		for d := range c.txDeps {
-			if t := tableOfDep(d); !seen[t] {
+			if t := deps.TableOf(d); !seen[t] {
 				seen[t] = true
 				out = append(out, t)
 			}
@@ -116,7 +99,7 @@ func (c *Session) inFlightTables(info *sqlinfo.Info) []string {
 	for _, t := range sqlinfo.Qualify(info.Writes, c.db) {
 		out = append(out, c.e.namer().Table(t.DB, t.Name))
 		for _, cw := range c.coWritten(info, t) {
-			out = append(out, tableOfDep(cw))
+			out = append(out, deps.TableOf(cw))
 		}
 	}
 	return out

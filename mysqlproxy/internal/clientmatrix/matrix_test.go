@@ -288,30 +288,12 @@ func addrTarget(t *testing.T, name, addr string) target {
 	return target{name: name, host: host, port: p}
 }
 
-// syncBuffer collects a proxy's log for a failing test to show.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startProxy starts a mycached with cfg on a free loopback port and
 // returns its address; it is closed when t ends, and its log shown, under
 // name, if t failed.
 func startProxy(t *testing.T, name string, cfg mysqlproxy.Config) string {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	// Info, for the ends of sessions: when a lifecycle case fails, the
 	// log says when mycached saw the backend go and closed the client.
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))

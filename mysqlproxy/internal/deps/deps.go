@@ -98,3 +98,19 @@ func Row(table string, key []string) string {
 
 // RowJoined is Row with the key values already joined by commas.
 func RowJoined(table, key string) string { return table + "#" + key }
+
+// TableOf returns the table a generation belongs to: the range
+// generation's name for a table's three kinds, Global for the others (a
+// database's, Global, Unlogged).
+func TableOf(dep string) string {
+	if t, _, ok := strings.Cut(dep, "#"); ok {
+		return t
+	}
+	if t, ok := strings.CutSuffix(dep, "!nk"); ok {
+		return t
+	}
+	if strings.HasSuffix(dep, ".*") || !strings.Contains(dep, ".") {
+		return Global
+	}
+	return dep
+}

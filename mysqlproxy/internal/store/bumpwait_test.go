@@ -127,15 +127,9 @@ func TestBumpDoesNotWaitWhilePending(t *testing.T) {
 	link.delay.Store(int64(time.Second))
 	writer.pending.add("db.other")
 	ctx := context.Background()
-	before, err := reader.SharedGen(ctx, "db.t")
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := sharedGen(t, reader, "db.t")
 	writer.Bump(ctx, []string{"db.t"})
-	after, err := reader.SharedGen(ctx, "db.t")
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := sharedGen(t, reader, "db.t")
 	if after != before {
 		t.Errorf("generation %d right after Bump, %d before: the bump waited while others were pending", after, before)
 	}
@@ -153,17 +147,11 @@ func TestBumpWaitsWhilePendingIfAnswering(t *testing.T) {
 	ctx := context.Background()
 	// memcached answers the writer, then its link slows and a bump is
 	// left pending.
-	before, err := writer.SharedGen(ctx, "db.t")
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := sharedGen(t, writer, "db.t")
 	link.delay.Store(int64(300 * time.Millisecond))
 	writer.pending.add("db.other")
 	writer.Bump(ctx, []string{"db.t"})
-	after, err := reader.SharedGen(ctx, "db.t")
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := sharedGen(t, reader, "db.t")
 	if after <= before {
 		t.Errorf("generation %d right after Bump, %d before: the write's bump did not wait though memcached answered", after, before)
 	}
@@ -179,10 +167,7 @@ func TestBumpWaitsWhilePendingIfAnswering(t *testing.T) {
 func TestBumpWaitsForTheGlobalBump(t *testing.T) {
 	writer, reader, link := slowPair(t, 5*time.Second)
 	ctx := context.Background()
-	before, err := writer.SharedGen(ctx, globalDep)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := sharedGen(t, writer, globalDep)
 	link.delay.Store(int64(300 * time.Millisecond))
 	for i := range pendingMax + 1 {
 		writer.pending.add(fmt.Sprintf("db.t#%d", i))
@@ -191,14 +176,21 @@ func TestBumpWaitsForTheGlobalBump(t *testing.T) {
 		t.Fatalf("%d pending after %d failures, want the global bump alone", st.PendingBumps, pendingMax+1)
 	}
 	writer.Bump(ctx, []string{"db.u"})
-	after, err := reader.SharedGen(ctx, globalDep)
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := sharedGen(t, reader, globalDep)
 	if after <= before {
 		t.Errorf("global generation %d right after Bump, %d before: the write's OK did not wait for the global bump", after, before)
 	}
 	if st := writer.Stats(); st.BumpsUnlanded != 0 || st.BumpsLate != 1 || st.PendingBumps != 0 {
 		t.Errorf("stats: %d unlanded, %d late, %d pending; want 0, 1, 0", st.BumpsUnlanded, st.BumpsLate, st.PendingBumps)
 	}
+}
+
+// sharedGen returns dep's generation in memcached as s reads it.
+func sharedGen(t *testing.T, s *Store, dep string) uint64 {
+	t.Helper()
+	g, err := s.SharedGen(context.Background(), dep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
