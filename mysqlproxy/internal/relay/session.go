@@ -811,9 +811,12 @@ func (s *Session) dispatch(p []byte) error {
 		// MySQL's, which MariaDB answers as any command it does not know.
 		s.SendError(1, mysql.ER_UNKNOWN_COM_ERROR, "08S01", "Unknown command", true)
 		return nil
-	case mysql.COM_BINLOG_DUMP, mysql.COM_REGISTER_SLAVE:
-		s.SendError(1, mysql.ER_NOT_SUPPORTED_YET, "42000", "mycached: replication commands are not relayed; connect a replica to the server directly", true)
-		return nil
+	case mysql.COM_REGISTER_SLAVE:
+		// The server checks the account's grant, and answers OK or the
+		// error it gives directly.
+		return s.RelayMode(p, ModeResult)
+	case mysql.COM_BINLOG_DUMP:
+		return s.relayDump(p)
 	case mysql.COM_INIT_DB:
 		if err := s.Forward(p); err != nil {
 			return err
@@ -921,6 +924,34 @@ func (s *Session) relayRaw(p []byte) error {
 	}
 	s.Last = Response{Kind: RespOK, Bytes: r.Resp.Bytes}
 	return s.Flush()
+}
+
+// relayDump relays a binlog dump (a replica, mariadb-binlog
+// --read-from-remote-server) packet by packet, as the server streams it:
+// the events, then an EOF or an error when the stream ends (a
+// non-blocking dump at the end of the log, a missing file or grant),
+// after which the server closes the session, and so mycached closes the
+// client's. What the stream carries is the server's to allow; nothing of
+// it is cached.
+func (s *Session) relayDump(p []byte) error {
+	if err := s.Forward(p); err != nil {
+		return err
+	}
+	r := Relayer{S: s, NoFlush: true}
+	for {
+		if _, _, err := r.packet(); err != nil {
+			if ferr := s.Flush(); ferr != nil {
+				return ferr
+			}
+			return err
+		}
+		if s.Backend.R.Buffered() == 0 {
+			// An event goes to the replica as soon as it comes.
+			if err := s.Flush(); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 func (s *Session) changeUser(p []byte) error {
