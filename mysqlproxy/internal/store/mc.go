@@ -37,6 +37,14 @@ func (s *Store) mcDo(ctx context.Context, op func() error) error {
 	err := op()
 	if err != nil && !isMiss(err) {
 		s.stats.mcErrors.Add(1)
+		// The read or store fails open, and the operator learns why
+		// from the log, a line a second at most, not from the counter
+		// alone.
+		if ctx.Err() == nil {
+			if ok, held := s.mcFailed.allow(time.Now()); ok {
+				s.log.Warn("store: memcached operation failed; reads go to the server", "err", err, "not_logged_since_last", held)
+			}
+		}
 	} else {
 		s.stats.answeredAt.Store(time.Now().UnixNano())
 	}

@@ -202,6 +202,7 @@ type Store struct {
 	// bumpFailed limits the lines of failed bumps: while memcached is
 	// away every write fails one.
 	bumpFailed logEvery
+	mcFailed   logEvery // other memcached operations' failures
 
 	l1    *l1 // nil when L1Bytes < 0
 	local localGens

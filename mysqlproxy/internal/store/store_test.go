@@ -614,6 +614,29 @@ func TestBumpPipelined(t *testing.T) {
 	}
 }
 
+// TestFailedLookupIsLogged: with memcached gone, a lookup fails open (a
+// miss, which the server answers), is counted, and is logged with its
+// error, a line a second at most however many fail.
+func TestFailedLookupIsLogged(t *testing.T) {
+	mc := startMemcached(t, testenv.MemcachedOptions{})
+	var logs testenv.LogBuffer
+	s := newStore(t, Options{Servers: []string{mc.Addr}, L1Bytes: -1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	fill(t, s, qkey(1), []byte("c"), []byte("rows"), deps1)
+	mc.Close()
+	for i := range 50 {
+		if _, _, _, st := s.Lookup(context.Background(), qkey(i), []byte("c"), deps1); st == Hit {
+			t.Fatalf("lookup %d with memcached gone: a hit", i)
+		}
+	}
+	if n := s.Stats().MemcachedErrors; n == 0 {
+		t.Errorf("memcached errors %d after failed lookups, want some", n)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "memcached operation failed"); n < 1 || n > 2 || !strings.Contains(out, "err=") {
+		t.Errorf("log %q: want one or two lines of the failed lookups, with their error", out)
+	}
+}
+
 // TestCorruptValueIsMiss damages a cached value in memcached, a byte of
 // its rows, and reads it back: a miss, never the damaged rows.
 func TestCorruptValueIsMiss(t *testing.T) {
