@@ -2487,3 +2487,82 @@ func TestFoundRowsAfterOffsetHit(t *testing.T) {
 		}
 	}
 }
+
+// TestWarningsAfterAHitAcrossUseAndPing: USE and COM_INIT_DB leave the
+// warnings and errors as they were, and COM_PING sets ROW_COUNT() to 0.
+// A hit, which the server did not run, cleared the warnings of the
+// statement before it and set ROW_COUNT() to -1: after it, and either of
+// those, a session reads what it reads directly.
+func TestWarningsAfterAHitAcrossUseAndPing(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db, other := m.NewDatabase(t), m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)")
+	m.Exec(t, "CREATE TABLE "+db+".w (c CHAR(3), x TINYINT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1), (2), (3), (4)")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	type step func(c *client.Conn) (*mysqlc.Result, error)
+	exec := func(q string) step { return func(c *client.Conn) (*mysqlc.Result, error) { return c.Execute(q) } }
+	steps := map[string]step{
+		"R": exec("SELECT id FROM " + db + ".t WHERE id <= 3"),
+		"I": exec("INSERT INTO " + db + ".w VALUES ('abcdef', 1000)"), // two warnings
+		"E": exec("SELECT * FROM " + db + ".nosuch"),
+		"U": exec("USE " + other),
+		"G": func(c *client.Conn) (*mysqlc.Result, error) { return nil, c.UseDB(db) },
+		"P": func(c *client.Conn) (*mysqlc.Result, error) { return nil, c.Ping() },
+		"D": exec("DO 1"),
+		"W": exec("SHOW WARNINGS"),
+		"F": exec("SELECT ROW_COUNT(), FOUND_ROWS(), @@warning_count, @@error_count"),
+		"N": exec("GET DIAGNOSTICS CONDITION 1 @m = MESSAGE_TEXT"),
+		"M": exec("SELECT @m"),
+	}
+	run := func(addr, seq string) string {
+		c, err := client.Connect(addr, "root", rootPass, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Execute("SET sql_mode = ''"); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, k := range strings.Split(seq, ",") {
+			r, err := steps[k](c)
+			switch {
+			case err != nil:
+				out = append(out, k+": "+err.Error())
+			case r != nil && r.Resultset != nil && k != "R":
+				var rows []string
+				for _, row := range r.Values {
+					var vals []string
+					for _, v := range row {
+						vals = append(vals, v.String())
+					}
+					rows = append(rows, strings.Join(vals, "|"))
+				}
+				out = append(out, fmt.Sprintf("%s: %v", k, rows))
+			case r != nil:
+				out = append(out, fmt.Sprintf("%s: %d warnings", k, r.Warnings))
+			}
+		}
+		return strings.Join(out, "; ")
+	}
+	root := openDB(t, rootDSN(p.addr, "", ""))
+	before := hits(t, root)
+	waitFor(t, 15*time.Second, "the read to be served from the cache", func() bool {
+		run(p.addr, "R")
+		return hits(t, root) > before
+	})
+	for _, seq := range []string{
+		"R,I,R,U,W", "R,I,R,G,W", "R,I,R,U,F", "R,E,R,G,F", "R,E,R,U,W", "R,I,R,G,N,M", "R,I,R,U,U,W",
+		"R,I,R,U,R,W", "R,I,R,G,D,F", "R,R,P,F", "R,I,R,P,F", "R,I,R,P,W", "R,R,P,D,F", "R,R,G,F", "R,R,U,F",
+	} {
+		before := hits(t, root)
+		if got, want := run(p.addr, seq), run(m.Addr, seq); got != want {
+			t.Errorf("%s:\ngot  %s\nwant %s", seq, got, want)
+		}
+		if hits(t, root) == before {
+			t.Errorf("%s: no read was served from the cache", seq)
+		}
+	}
+}

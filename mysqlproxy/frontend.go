@@ -127,3 +127,6 @@ func (f *frontend) Reset() {
 
 // TxEnded implements relay.Handler.
 func (f *frontend) TxEnded() { f.cache.TxEnded() }
+
+// RowCountZeroed implements relay.Handler.
+func (f *frontend) RowCountZeroed() { f.cache.RowCountZeroed() }

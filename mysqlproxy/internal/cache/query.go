@@ -58,12 +58,11 @@ func (c *Session) Query(p []byte, sql string) error {
 	execDiag := c.notePrepared(sql)
 	// Stored code, or statements the text does not show, may read the
 	// diagnostics (SHOW WARNINGS, GET DIAGNOSTICS in a procedure,
-	// FOUND_ROWS() in a function). USE leaves FOUND_ROWS() as it was,
-	// which a rerun of the hit after it, in another database, could not
-	// make: a statement of as many rows as the hit's will, or else the
-	// hit runs before it.
-	if c.lastHit != nil && info.Kind == sqlinfo.Use && c.hitDiag&diagFoundRows != 0 {
-		if err := c.holdHitFound(); err != nil {
+	// FOUND_ROWS() in a function). USE leaves the diagnostics as they
+	// were, which a rerun of the hit after it, in another database,
+	// could not make (hitAcrossUse).
+	if info.Kind == sqlinfo.Use {
+		if err := c.hitAcrossUse(); err != nil {
 			return err
 		}
 	}
@@ -373,7 +372,7 @@ func (c *Session) ranSinceHit(info *sqlinfo.Info, sql string, resp *relay.Respon
 			c.serverFound = int(resp.Rows)
 		}
 	}
-	if hidden || info.Kind == sqlinfo.Use || resp.Failed() || resp.Warnings > 0 || len(info.Reads) > 0 || len(info.Writes) > 0 {
+	if hidden || resp.Failed() || resp.Warnings > 0 || len(info.Reads) > 0 || len(info.Writes) > 0 {
 		c.hitDiag &^= diagWarnings
 	}
 	if hidden {
@@ -1825,16 +1824,47 @@ func (c *Session) noteTemporary(info *sqlinfo.Info) {
 }
 
 // ChangingDB notes a COM_INIT_DB, which the session relays: the server
-// clears the warnings and keeps FOUND_ROWS(), as USE does. A hit before
-// it must not be run again in the new database: its FOUND_ROWS() is made
-// by a statement of as many rows, or the hit runs now, before it.
+// keeps the warnings and FOUND_ROWS(), as USE does (hitAcrossUse), and
+// sets ROW_COUNT().
 func (c *Session) ChangingDB() error {
-	if c.lastHit == nil || c.hitDiag&diagFoundRows == 0 {
-		c.lastHit, c.hitPayload, c.hitCount = nil, nil, -1
-		return nil
+	if err := c.hitAcrossUse(); err != nil || c.lastHit == nil {
+		return err
 	}
-	c.hitDiag &= diagFoundRows
-	return c.holdHitFound()
+	if c.hitDiag &= diagFoundRows; c.hitDiag == 0 {
+		c.lastHit, c.hitPayload, c.hitCount = nil, nil, -1
+	}
+	return nil
+}
+
+// hitAcrossUse readies what the last hit has yet to make of the
+// diagnostics for a change of database (USE, COM_INIT_DB), which leaves
+// the warnings and FOUND_ROWS() as they were, and after which the hit
+// must not run again: the warnings it would have cleared are cleared by
+// its rerun now, before the change; its FOUND_ROWS() is held
+// (holdHitFound).
+func (c *Session) hitAcrossUse() error {
+	switch {
+	case c.lastHit == nil:
+		return nil
+	case c.hitDiag&diagWarnings != 0:
+		return c.rerunLastHit()
+	case c.hitDiag&diagFoundRows != 0:
+		return c.holdHitFound()
+	}
+	return nil
+}
+
+// RowCountZeroed notes a command that the server answered with an OK
+// packet, which set ROW_COUNT() to 0 (COM_PING, COM_INIT_DB,
+// COM_REFRESH): the -1 a hit before it left is gone.
+func (c *Session) RowCountZeroed() {
+	if c.lastHit == nil {
+		return
+	}
+	c.zeroedRowCount = true
+	if c.hitDiag &^= diagRowCount; c.hitDiag == 0 {
+		c.lastHit, c.hitPayload, c.hitCount = nil, nil, -1
+	}
 }
 
 // holdHitFound keeps the hit's FOUND_ROWS() across a change of database,

@@ -102,6 +102,10 @@ type Handler interface {
 	// TxEnded tells the handler that a transaction ended on a command the
 	// handler did not handle, or handled without seeing it end.
 	TxEnded()
+	// RowCountZeroed tells the handler that the server answered a
+	// command that is not a statement with an OK packet, which set
+	// ROW_COUNT() to 0 (COM_PING, COM_INIT_DB, COM_REFRESH).
+	RowCountZeroed()
 }
 
 // Session is one client connection and its backend connection. All of
@@ -550,6 +554,9 @@ func (s *Session) relayCommand(p []byte) error {
 	}
 	before := s.Status
 	err := s.dispatch(p)
+	if err == nil && s.Last.Kind == RespOK && (p[0] == mysql.COM_PING || p[0] == mysql.COM_INIT_DB || p[0] == mysql.COM_REFRESH) {
+		s.handler.RowCountZeroed()
+	}
 	if before&mysql.SERVER_STATUS_IN_TRANS != 0 && s.Status&mysql.SERVER_STATUS_IN_TRANS == 0 {
 		s.handler.TxEnded()
 	}
