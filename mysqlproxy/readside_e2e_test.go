@@ -1623,6 +1623,44 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// MariaDB reports SET timestamp = DEFAULT, of a timestamp that
+		// was set, with the value it had; and a timestamp frozen a
+		// moment ago (UNIX_TIMESTAMP()) reads like the clock. A TIME
+		// read as a datetime takes the session's date: sessions of one
+		// clock and the other share no entry.
+		class: "session", name: "timestamp-default-and-frozen-near-the-clock",
+		setup: []string{"CREATE TABLE t (id INT PRIMARY KEY, tm TIME)", "INSERT INTO t VALUES (1, '10:00:00')"},
+		body: func(x *rsRun) {
+			q := "SELECT CAST(tm AS DATETIME) FROM t WHERE id = 1"
+			for _, forms := range [][]string{
+				{"SET timestamp = 946684800", "SET timestamp = DEFAULT"},
+				{"SET timestamp = 946684801", "SET SESSION timestamp = DEFAULT, time_zone = DEFAULT"},
+			} {
+				frozen := x.rootVia(x.A())
+				frozen.exec(forms[0])
+				frozen.warm(q)
+				back := x.rootVia(x.B())
+				back.exec(forms...)
+				back.same(q)
+				back.same(q)
+				again := x.rootVia(x.A())
+				again.exec(forms[0])
+				again.same(q)
+			}
+			// A read no session of the clock has filled yet.
+			q = "SELECT CAST(tm AS DATETIME), 'near' FROM t WHERE id = 1"
+			near := x.rootVia(x.A())
+			near.exec("SET timestamp = UNIX_TIMESTAMP()")
+			near.warm(q)
+			clock := x.rootVia(x.B())
+			before := clock.executed()
+			clock.same(q)
+			if clock.executed() == before {
+				x.t.Errorf("%s: a session of the clock was served the entry of one whose clock stopped", q)
+			}
+		},
+	},
+	{
 		class: "session", name: "routine-sets-time_zone",
 		setup: append([]string{
 			"CREATE PROCEDURE ptz() SET time_zone = '+05:00'",

@@ -914,7 +914,9 @@ func (c *Session) noteUntracked(sets []sqlinfo.SetVar, tracked map[string]string
 			// No variable shows it, nor any tracker: a read of the
 			// variables has it, in its columns' definitions.
 			name = "character_set_results"
-		} else if _, ok := tracked[name]; ok {
+		} else if _, ok := tracked[name]; ok && name != "timestamp" {
+			// (MariaDB reports SET timestamp = DEFAULT, of a timestamp
+			// that was set, with the value it had: it is read again.)
 			continue
 		}
 		if !slices.Contains(c.s.StaleVars, name) {

@@ -179,6 +179,11 @@ type Session struct {
 	// "the state changed"): their values are read again before the next
 	// read that the cache may answer.
 	StaleVars []string
+	// settingUp says the session's start values are being read, of a
+	// session whose timestamp is the clock's (setVar); tsNear is the
+	// last reading of a timestamp near the clock (settleTimestamp).
+	settingUp bool
+	tsNear    string
 	// CondsHeld says the server's diagnostics area may hold the warnings
 	// or errors of an earlier statement: one reported some, and no
 	// statement that opens a table ran since (the cache package clears
@@ -743,7 +748,12 @@ func (s *Session) noteVarsRead(r ownResult) {
 
 func (s *Session) refreshIdentity(tail ...string) error {
 	var qs []string
+	probe := false
 	if len(s.StaleVars) > 0 {
+		// @@timestamp is read twice, in two statements (settleTimestamp).
+		if probe = slices.Contains(s.StaleVars, "timestamp"); probe {
+			qs = append(qs, timestampSQL)
+		}
 		qs = append(qs, s.varsSQL(s.staleVarsSQL())...)
 	}
 	grants := s.IdentityStale
@@ -763,8 +773,15 @@ func (s *Session) refreshIdentity(tail ...string) error {
 		s.setIdentity(res[len(res)-1])
 		res = res[:len(res)-1]
 	}
+	var first ownResult
+	if probe {
+		first, res = res[0], res[1:]
+	}
 	if len(res) > 0 {
 		s.noteVarsRead(res[0])
+	}
+	if probe {
+		s.settleTimestamp(first)
 	}
 	return nil
 }

@@ -193,15 +193,32 @@ func (s *Session) noteState(raw []byte, t *Tracked) []byte {
 }
 
 // setVar records a session variable's value as the server reports it.
-// A timestamp within a moment of the clock is the clock's: not set.
 func (s *Session) setVar(name, val string) {
 	if s.Vars == nil {
 		s.Vars = map[string]string{}
 	}
 	if name == "timestamp" && clockNow(val) {
-		if _, ok := s.Vars[name]; ok {
-			delete(s.Vars, name)
+		// Within a moment of the clock: the clock's own (the session's
+		// timestamp is not set), or a clock frozen a moment ago (SET
+		// timestamp = UNIX_TIMESTAMP()), whose reads of the date stay on
+		// that day. The session's start values are the clock's unless
+		// init_connect set it, which the cache reads from its text.
+		// Otherwise a second reading tells (settleTimestamp), before the
+		// session's next read that the cache may answer.
+		if s.settingUp {
+			if _, ok := s.Vars[name]; ok {
+				delete(s.Vars, name)
+				s.VarsGen++
+			}
+			return
+		}
+		s.tsNear = val
+		if s.Vars[name] != timestampUnsettled {
+			s.Vars[name] = timestampUnsettled
 			s.VarsGen++
+		}
+		if !slices.Contains(s.StaleVars, name) {
+			s.StaleVars = append(s.StaleVars, name)
 		}
 		return
 	}
@@ -238,6 +255,41 @@ func limitIn(row, name string) (int, bool) {
 	digits, _, _ := strings.Cut(rest, " ")
 	n, err := strconv.Atoi(digits)
 	return n, err == nil
+}
+
+// timestampSQL reads @@timestamp in a statement of its own, before a
+// reading of the variables (staleVarsSQL) that reads it again.
+const timestampSQL = "SHOW VARIABLES WHERE Variable_name = 'timestamp'"
+
+// timestampUnsettled is the session's timestamp, in Vars, while it is not
+// known whether it is the clock's or a clock frozen near it.
+const timestampUnsettled = "?"
+
+// settleTimestamp tells, from first (timestampSQL) and the reading of the
+// variables after it, whether a timestamp near the clock is the clock's:
+// the server reports the clock as each statement's start, which two
+// statements do not share; a timestamp that is set is the same in both.
+func (s *Session) settleTimestamp(first ownResult) {
+	if first.err != nil || s.Vars["timestamp"] != timestampUnsettled {
+		return
+	}
+	for _, row := range first.rows {
+		if len(row) != 2 || !strings.EqualFold(row[0], "timestamp") {
+			continue
+		}
+		a, err := strconv.ParseFloat(row[1], 64)
+		b, err2 := strconv.ParseFloat(s.tsNear, 64)
+		if err != nil || err2 != nil {
+			return
+		}
+		if a == b {
+			s.Vars["timestamp"] = s.tsNear
+		} else {
+			delete(s.Vars, "timestamp")
+		}
+		s.VarsGen++
+		s.StaleVars = slices.DeleteFunc(s.StaleVars, func(n string) bool { return n == "timestamp" })
+	}
 }
 
 // clockNow reports whether a value of @@timestamp is the clock's own, as
@@ -486,6 +538,8 @@ func textRow(b []byte) []string {
 // keep the privileges (and the role) the session had.
 func (s *Session) setupSession(turn GrantsTurn) error {
 	s.Vars, s.VarsGen = nil, s.VarsGen+1
+	s.settingUp = true
+	defer func() { s.settingUp = false }()
 	s.tracksPrepared = false // a new session, a reset or a change of user drops them
 	if !s.Track {
 		res, err := s.ownQueries(append([]string{startValuesSQL, showGrants}, setupTail...)...)
