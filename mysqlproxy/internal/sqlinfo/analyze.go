@@ -277,6 +277,18 @@ func analyzeOne(s ast.StmtNode, sql string) *Info {
 		info.Kind = DDL
 		info.MayWrite = true
 		info.Writes = allTables(s)
+		if o, ok := s.(*ast.OptimizeTableStmt); ok {
+			// Its node does not walk its tables. InnoDB rebuilds them:
+			// statements prepared on them are prepared again.
+			for _, t := range o.Tables {
+				info.Writes = appendTable(info.Writes, tableOf(t))
+			}
+		}
+		if len(info.Writes) == 0 {
+			// DDL whose tables the parse does not show: it may have
+			// changed any.
+			unmappedGlobal(info)
+		}
 		return info
 	case *ast.SetPwdStmt, *ast.CreateUserStmt, *ast.AlterUserStmt, *ast.DropUserStmt,
 		*ast.RenameUserStmt, *ast.GrantStmt, *ast.GrantRoleStmt, *ast.GrantProxyStmt,

@@ -129,6 +129,8 @@ func TestAnalyze(t *testing.T) {
 		{sql: "DELETE a FROM db.t1 a JOIN t2 b ON a.id = b.id", kind: Delete, reads: tbls("db.t1", "t2"), writes: tbls("db.t1"), whyNot: "not-select", mayWrite: true},
 		{sql: "LOAD DATA LOCAL INFILE '/tmp/x' INTO TABLE t", kind: LoadData, writes: tbls("t"), whyNot: "not-select", mayWrite: true},
 		{sql: "TRUNCATE TABLE t", kind: DDL, writes: tbls("t"), whyNot: "not-select", mayWrite: true},
+		{sql: "OPTIMIZE TABLE t, d.u", kind: DDL, writes: tbls("t", "d.u"), whyNot: "not-select", mayWrite: true},
+		{sql: "OPTIMIZE NO_WRITE_TO_BINLOG TABLE t", kind: DDL, writes: tbls("t"), whyNot: "not-select", mayWrite: true},
 		{sql: "ALTER TABLE t ADD COLUMN c INT", kind: DDL, writes: tbls("t"), whyNot: "not-select", mayWrite: true},
 		{sql: "ALTER TABLE t RENAME TO u", kind: DDL, writes: tbls("t", "u"), whyNot: "not-select", mayWrite: true},
 		{sql: "DROP TABLE a, d.b", kind: DDL, writes: tbls("a", "d.b"), whyNot: "not-select", mayWrite: true},
