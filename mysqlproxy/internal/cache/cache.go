@@ -32,6 +32,7 @@ const (
 	whyPolicy            = "policy"
 	whyCacheError        = "cache-error"
 	whyPending           = "pending-invalidation"
+	whyServersDiffer     = "memcached-servers-differ"
 	whySessionOff        = "session-off"
 	whyHint              = "no-cache-hint"
 	whyTemporary         = "temporary-table"
@@ -65,7 +66,7 @@ const (
 func bypassReasons() []string {
 	return []string{
 		whyNotCacheable, whyWriteTx, whyTx, whyTooLarge, whyPolicy, whyCacheError,
-		whyPending, whySessionOff, whyHint, whyTemporary, whyCursor, whyLongData,
+		whyPending, whyServersDiffer, whySessionOff, whyHint, whyTemporary, whyCursor, whyLongData,
 		whyTainted, whyNotStored, whyUnknownTable, whyNoMetadata, whyFollowerBehind,
 		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyUncommitted, whyIsolationUnknown, whyOwnWrite, whyWriteInFlight,
 		whyLockingRead, whyStmtUnsure, whyFillMemory, whySharedUnproven, whyHitDiagnostics, whyPreparedBeforeDDL,
@@ -272,8 +273,12 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		// anyway, never in front of the client's next command.
 		e.Stats.refreshes.Inc()
 	case store.Bypass:
-		e.Stats.bypass(whyPending)
-		qs.note(whyPending, 0)
+		why := whyPending
+		if e.Store.RingHeld() {
+			why = whyServersDiffer
+		}
+		e.Stats.bypass(why)
+		qs.note(why, 0)
 		return c.s.RelayMode(p, relay.ModeResult)
 	case store.Error:
 		e.Stats.bypass(whyCacheError)

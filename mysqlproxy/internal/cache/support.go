@@ -243,6 +243,7 @@ func (e *Engine) StatusRows(sessions int) [][2]string {
 		{"Fill_memory_bytes", i(e.fill.Used())},
 		{"Pending_bumps", i(int64(st.PendingBumps))},
 		{"Memcached_errors", i(int64(st.MemcachedErrors))},
+		{"Memcached_list_mismatches", u(st.RingMismatches)},
 		{"Memcached_gets", u(st.MemcachedGets)},
 		{"Memcached_get_writes", u(st.MemcachedGetWrites)},
 	}

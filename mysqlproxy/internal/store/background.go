@@ -47,7 +47,7 @@ func (s *Store) writeBackground() {
 			return
 		case it := <-s.bg.ch:
 			s.bg.bytes.Add(-it.n)
-			if !s.pending.any(it.e.Deps) && !expired(it.e, s.now()) {
+			if !s.pending.any(it.e.Deps) && !s.ringHeld() && !expired(it.e, s.now()) {
 				_ = s.putMemcached(context.Background(), it.key, it.e)
 			}
 			s.bg.busy.Add(-1)

@@ -142,7 +142,7 @@ func TestBatchedLookupsShareOneGet(t *testing.T) {
 func testBatchedLookupsShareOneGet(t *testing.T, statement bool) {
 	values := map[string]string{"kv:a": "1", "kv:b": "22", "kv:c": "", "kv:d": "4444"}
 	g := startGatedMemcached(t, values)
-	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}, RawTimeout: 30 * time.Second})
+	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}, NoServerMarks: true, RawTimeout: 30 * time.Second})
 
 	// Fill every place in flight.
 	firstKeys := [][]string{{"kv:a"}, {"kv:b", "kv:zz"}, {"kv:c"}}[:DefaultGetsInFlight]
@@ -211,7 +211,7 @@ func testBatchedLookupsShareOneGet(t *testing.T, statement bool) {
 // waits in the queue fails without being sent, and the others go on.
 func TestQueuedLookupPastDeadline(t *testing.T) {
 	g := startGatedMemcached(t, map[string]string{"kv:a": "1"})
-	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}})
+	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}, NoServerMarks: true})
 	b := s.pools[0].batchers[s.opts.RawTimeout]
 	get := func(key string, deadline time.Time) chan rawResult {
 		ch := make(chan rawResult, 1)
@@ -389,7 +389,7 @@ func TestBatcherHoldsItsWidthUnderUnevenBatches(t *testing.T) {
 func TestNarrowedBatcherRetiresAGet(t *testing.T) {
 	values := map[string]string{"kv:a": "1", "kv:b": "2", "kv:c": "3"}
 	g := startGatedMemcached(t, values)
-	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}, RawTimeout: 30 * time.Second})
+	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}, NoServerMarks: true, RawTimeout: 30 * time.Second})
 	b := s.pools[0].batchers[s.opts.RawTimeout]
 	first := []chan rawResult{rawGetAsync(s, "kv:a"), rawGetAsync(s, "kv:a")}
 	g.nextLine(t)
@@ -431,7 +431,7 @@ func TestNarrowedBatcherRetiresAGet(t *testing.T) {
 func TestBatchHandsOnAfterItsLookupsResume(t *testing.T) {
 	values := map[string]string{"kv:a": "1", "kv:b": "2", "kv:c": "3"}
 	g := startGatedMemcached(t, values)
-	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}, RawTimeout: 30 * time.Second, GetsInFlight: 1})
+	s := newStore(t, Options{Servers: []string{g.ln.Addr().String()}, NoServerMarks: true, RawTimeout: 30 * time.Second, GetsInFlight: 1})
 	b := s.pools[0].batchers[s.opts.RawTimeout]
 	first := rawGetAsync(s, "kv:a")
 	g.nextLine(t)

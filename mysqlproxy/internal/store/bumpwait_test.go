@@ -69,7 +69,7 @@ func slowPair(t *testing.T, bumpWait time.Duration) (writer, reader *Store, link
 	t.Helper()
 	mc := startMemcached(t, testenv.MemcachedOptions{})
 	link = newSlowLink(t, mc.Addr)
-	writer = newStore(t, Options{Servers: []string{link.addr()}, Timeout: 50 * time.Millisecond, BumpWait: bumpWait})
+	writer = newStore(t, Options{Servers: []string{link.addr()}, Timeout: 50 * time.Millisecond, BumpWait: bumpWait, NoServerMarks: true})
 	reader = newStore(t, Options{Servers: []string{mc.Addr}})
 	return writer, reader, link
 }

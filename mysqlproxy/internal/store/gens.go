@@ -121,7 +121,7 @@ func parseGen(v []byte) (uint64, bool) {
 // stores the result with the entry. ok is false when a dep has a pending
 // bump or memcached failed: then the caller must not use the cache.
 func (s *Store) Snapshot(ctx context.Context, deps []string) (gens []uint64, ok bool) {
-	if s.pending.any(deps) {
+	if s.pending.any(deps) || s.ringHeld() {
 		s.stats.bypasses.Add(1)
 		return nil, false
 	}

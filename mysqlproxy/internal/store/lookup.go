@@ -142,7 +142,7 @@ func (s *Store) LookupMode(ctx context.Context, key string, check []byte, deps [
 	if !isQueryKey(key) {
 		return nil, TierNone, Snap{}, Error
 	}
-	if s.pending.any(deps) {
+	if s.pending.any(deps) || s.ringHeld() {
 		s.stats.bypasses.Add(1)
 		return nil, TierNone, Snap{}, Bypass
 	}
@@ -363,7 +363,7 @@ func (s *Store) putLocal(key string, e *Entry) (bool, error) {
 	if len(e.Gens) != len(e.Deps) {
 		return false, ErrBadEntry
 	}
-	if s.pending.any(e.Deps) {
+	if s.pending.any(e.Deps) || s.ringHeld() {
 		return false, ErrPending
 	}
 	if !e.Since.IsZero() && s.ChangedSince(e.Deps, e.Since) {

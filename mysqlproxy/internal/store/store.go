@@ -8,6 +8,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"sync"
@@ -95,6 +96,10 @@ type Options struct {
 	// Journal keeps the bumps that have not reached memcached across
 	// restarts; nil keeps them in memory only.
 	Journal Journal
+	// NoServerMarks leaves the servers' marks alone (ringcheck.go): for
+	// tests whose memcached is scripted, or reached through a link that
+	// counts or delays what passes.
+	NoServerMarks bool
 }
 
 // Journal is where pending bumps are kept while they have not landed, so
@@ -167,6 +172,9 @@ type Stats struct {
 	Stale              uint64 // lookups that returned Stale (refreshes asked for)
 	Bypasses           uint64 // lookups and snapshots refused for a pending bump
 	MemcachedErrors    uint64 // failed memcached operations
+	// RingMismatches counts the checks that found a mark of another
+	// list of memcached servers (ringcheck.go).
+	RingMismatches     uint64
 	PendingBumps       int64  // deps whose bump has not landed yet
 	Bumps              uint64 // generations bumped (one per dep)
 	Stores             uint64 // entries Put
@@ -185,6 +193,7 @@ type counters struct {
 	l1Hits, l1Misses, mcHits, mcMisses atomic.Uint64
 	boundedHits                        atomic.Uint64
 	stale, bypasses, mcErrors          atomic.Uint64
+	ringMismatches                     atomic.Uint64
 	bumps, stores, chunked             atomic.Uint64
 	mcGets, mcGetWrites                atomic.Uint64 // lookups sent, and the writes that sent them
 	genCreates                         atomic.Uint64 // round trips that created a missing generation after a get
@@ -203,6 +212,13 @@ type Store struct {
 	// away every write fails one.
 	bumpFailed logEvery
 	mcFailed   logEvery // other memcached operations' failures
+
+	// The servers' marks (ringcheck.go): this list's fingerprint,
+	// whether a check has succeeded, and until when another list's mark
+	// holds the cache off.
+	ringFP        string
+	ringOK        atomic.Bool
+	ringHeldUntil atomic.Int64
 
 	l1    *l1 // nil when L1Bytes < 0
 	local localGens
@@ -309,6 +325,16 @@ func New(opts Options) *Store {
 		s.wg.Add(1)
 		go s.retryPending()
 		s.startBackground()
+		if s.mcErr == nil && !opts.NoServerMarks {
+			s.ringFP = ringFingerprint(opts.Servers)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*opts.Timeout)
+			if err := s.checkRing(ctx); err != nil {
+				s.log.Warn("store: cannot check the memcached servers' marks; the cache waits for them", "err", err)
+			}
+			cancel()
+			s.wg.Add(1)
+			go s.watchRing()
+		}
 	}
 	return s
 }
@@ -348,6 +374,7 @@ func (s *Store) Stats() Stats {
 		Stale:              s.stats.stale.Load(),
 		Bypasses:           s.stats.bypasses.Load(),
 		MemcachedErrors:    s.stats.mcErrors.Load(),
+		RingMismatches:     s.stats.ringMismatches.Load(),
 		PendingBumps:       s.pending.n.Load(),
 		Bumps:              s.stats.bumps.Load(),
 		Stores:             s.stats.stores.Load(),
