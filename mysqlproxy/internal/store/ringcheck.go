@@ -59,7 +59,11 @@ func (s *Store) ringHeld() bool {
 	if s.mc == nil || s.mcErr != nil || s.opts.NoServerMarks {
 		return false
 	}
-	return !s.ringOK.Load() || time.Now().UnixNano() < s.ringHeldUntil.Load()
+	if !s.ringOK.Load() {
+		return true
+	}
+	until := s.ringHeldUntil.Load()
+	return until != 0 && time.Now().UnixNano() < until
 }
 
 // RingHeld reports whether the cache is held off because sidecars that
