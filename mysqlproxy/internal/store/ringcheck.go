@@ -19,10 +19,12 @@ import (
 // lived there, and those entries look current.
 //
 // So every sidecar marks each server with its list's fingerprint
-// (ringKey), and checks the marks every ringCheckEvery. A server without
-// the mark (it restarted, or is new) may hold keys from another time: the
-// global generation, which every entry depends on, is bumped, and the mark
-// set. A mark of another list means that a sidecar with that list wrote
+// (ringKey), and checks the marks every ringCheckEvery, setting them again
+// each time for ringMarkTTL. A server without the mark (it restarted, is
+// new, or no sidecar has used it for ringMarkTTL, while others may have
+// been used in its place) may hold keys from another time: the global
+// generation, which every entry depends on, is bumped, and the mark set.
+// A mark of another list means that a sidecar with that list wrote
 // there, lately or now: the global generation is bumped too, and for
 // ringHold after the last such mark this sidecar serves nothing from the
 // cache and stores nothing, so that a sidecar with another list still
@@ -35,8 +37,13 @@ const (
 	ringCheckEvery = time.Second
 )
 
-// ringHold is how long a mark of another list holds the cache off.
-var ringHold = 3 * time.Second
+// ringHold is how long a mark of another list holds the cache off, and
+// ringMarkTTL how long, in seconds, a mark lasts when no sidecar sets it
+// again.
+var (
+	ringHold    = 3 * time.Second
+	ringMarkTTL = int32(5)
+)
 
 // ringFingerprint identifies where a list of servers, as configured,
 // puts keys: the ring hashes the names, in any order. One server takes
@@ -106,21 +113,19 @@ func (s *Store) checkRing(ctx context.Context) error {
 	if len(reached) == 0 {
 		return failed
 	}
-	if len(missing) == 0 && len(other) == 0 {
-		s.ringOK.Store(true)
-		return failed
-	}
-	// The global bump lands before the marks: a mark without it would
-	// let the entries of another time pass.
-	if err := s.bumpOrPend(ctx, globalDep); err != nil {
-		return err
-	}
-	if _, ok := s.local.lookup(globalDep); ok {
-		// (A view that has no global generation yet holds nothing.)
-		s.BumpLocal([]string{globalDep})
+	if len(missing) > 0 || len(other) > 0 {
+		// The global bump lands before the marks: a mark without it
+		// would let the entries of another time pass.
+		if err := s.bumpOrPend(ctx, globalDep); err != nil {
+			return err
+		}
+		if _, ok := s.local.lookup(globalDep); ok {
+			// (A view that has no global generation yet holds nothing.)
+			s.BumpLocal([]string{globalDep})
+		}
 	}
 	for _, p := range reached {
-		if err := p.set(ctx, ringKey, []byte(s.ringFP), 0, deadline); err != nil {
+		if err := p.set(ctx, ringKey, []byte(s.ringFP), ringMarkTTL, deadline); err != nil {
 			return err
 		}
 	}

@@ -103,3 +103,24 @@ func TestOneServerByAnyName(t *testing.T) {
 		t.Errorf("held: %v, %v", a.RingHeld(), b.RingHeld())
 	}
 }
+
+// TestServerAbandonedAndTakenBack: a sidecar moved from one server to
+// another and back. Nothing used the first meanwhile, so nothing changed
+// its mark; its mark ran out, and the first lookup after the move back is
+// no hit of the entry it kept.
+func TestServerAbandonedAndTakenBack(t *testing.T) {
+	ringMarkTTL = 1
+	t.Cleanup(func() { ringMarkTTL = 5 })
+	mc1 := startMemcached(t, testenv.MemcachedOptions{})
+	mc2 := startMemcached(t, testenv.MemcachedOptions{})
+	deps := []string{"*", "db.*", "db.t"}
+	a := newStore(t, Options{Servers: []string{mc1.Addr}, L1Bytes: -1})
+	fill(t, a, qkey(1), []byte("c"), []byte("rows"), deps)
+	a.Close()
+	// The other server, alone, for longer than a mark lasts.
+	b := newStore(t, Options{Servers: []string{mc2.Addr}, L1Bytes: -1})
+	time.Sleep(2500 * time.Millisecond)
+	b.Close()
+	back := newStore(t, Options{Servers: []string{mc1.Addr}, L1Bytes: -1})
+	wantLookup(t, back, qkey(1), []byte("c"), deps, Miss, nil)
+}
