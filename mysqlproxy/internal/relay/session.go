@@ -179,11 +179,11 @@ type Session struct {
 	// "the state changed"): their values are read again before the next
 	// read that the cache may answer.
 	StaleVars []string
-	// settingUp says the session's start values are being read, of a
-	// session whose timestamp is the clock's (setVar); tsNear is the
-	// last reading of a timestamp near the clock (settleTimestamp).
-	settingUp bool
-	tsNear    string
+	// tsAsked says the timestamp being noted was changed by the
+	// session's statement (setVar); tsNear is the last such reading near
+	// the clock (settleTimestamp).
+	tsAsked bool
+	tsNear  string
 	// CondsHeld says the server's diagnostics area may hold the warnings
 	// or errors of an earlier statement: one reported some, and no
 	// statement that opens a table ran since (the cache package clears
@@ -778,7 +778,9 @@ func (s *Session) refreshIdentity(tail ...string) error {
 		first, res = res[0], res[1:]
 	}
 	if len(res) > 0 {
+		s.tsAsked = probe
 		s.noteVarsRead(res[0])
+		s.tsAsked = false
 	}
 	if probe {
 		s.settleTimestamp(first)

@@ -127,7 +127,9 @@ func (s *Session) noteState(raw []byte, t *Tracked) []byte {
 				continue
 			}
 			n := strings.ToLower(string(name))
+			s.tsAsked = n == "timestamp"
 			s.setVar(n, string(val))
+			s.tsAsked = false
 			if t.Vars == nil {
 				t.Vars = map[string]string{}
 			}
@@ -201,11 +203,15 @@ func (s *Session) setVar(name, val string) {
 		// Within a moment of the clock: the clock's own (the session's
 		// timestamp is not set), or a clock frozen a moment ago (SET
 		// timestamp = UNIX_TIMESTAMP()), whose reads of the date stay on
-		// that day. The session's start values are the clock's unless
-		// init_connect set it, which the cache reads from its text.
-		// Otherwise a second reading tells (settleTimestamp), before the
-		// session's next read that the cache may answer.
-		if s.settingUp {
+		// that day. When the session's statement changed it (a tracker
+		// reported it, or it is read again after a SET of it), a second
+		// reading tells (settleTimestamp), before the session's next read
+		// that the cache may answer; so does a reading of every variable
+		// after stored code, which asks for it with the others.
+		// Otherwise it is the clock's: the start values (init_connect's
+		// SET timestamp keeps the cache off, from its text), and the
+		// values read back when the trackers are restored.
+		if !s.tsAsked {
 			if _, ok := s.Vars[name]; ok {
 				delete(s.Vars, name)
 				s.VarsGen++
@@ -538,8 +544,6 @@ func textRow(b []byte) []string {
 // keep the privileges (and the role) the session had.
 func (s *Session) setupSession(turn GrantsTurn) error {
 	s.Vars, s.VarsGen = nil, s.VarsGen+1
-	s.settingUp = true
-	defer func() { s.settingUp = false }()
 	s.tracksPrepared = false // a new session, a reset or a change of user drops them
 	if !s.Track {
 		res, err := s.ownQueries(append([]string{startValuesSQL, showGrants}, setupTail...)...)
