@@ -115,8 +115,9 @@ func (s *Store) checkRing(ctx context.Context) error {
 	}
 	if len(missing) > 0 || len(other) > 0 {
 		// The global bump lands before the marks: a mark without it
-		// would let the entries of another time pass.
-		if err := s.bumpOrPend(ctx, globalDep); err != nil {
+		// would let the entries of another time pass. One that fails
+		// is tried again at the next check, the marks still unset.
+		if err := s.bumpOne(ctx, globalDep); err != nil {
 			return err
 		}
 		if _, ok := s.local.lookup(globalDep); ok {
