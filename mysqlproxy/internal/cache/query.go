@@ -379,7 +379,7 @@ func (c *Session) ranSinceHit(info *sqlinfo.Info, sql string, resp *relay.Respon
 		c.hitDiag = 0
 	}
 	if c.hitDiag == 0 {
-		c.lastHit, c.hitPayload, c.hitCount = nil, nil, -1
+		c.forgetHit()
 	}
 }
 
@@ -470,7 +470,7 @@ func (c *Session) foundRowsUnsure(info *sqlinfo.Info, sql string) bool {
 func (c *Session) rerunLastHit() error {
 	p, sql := c.lastHit, c.lastHitSQL
 	n, counted := c.hitRows()
-	c.lastHit, c.hitPayload, c.hitCount = nil, nil, -1
+	c.forgetHit()
 	w := discard()
 	defer putDiscard(w)
 	switch {
@@ -1833,7 +1833,7 @@ func (c *Session) ChangingDB() error {
 		return err
 	}
 	if c.hitDiag &= diagFoundRows; c.hitDiag == 0 {
-		c.lastHit, c.hitPayload, c.hitCount = nil, nil, -1
+		c.forgetHit()
 	}
 	return nil
 }
@@ -1856,6 +1856,10 @@ func (c *Session) hitAcrossUse() error {
 	return nil
 }
 
+// forgetHit drops the last hit: nothing of the diagnostics is left for it
+// to make.
+func (c *Session) forgetHit() { c.lastHit, c.hitPayload, c.hitCount = nil, nil, -1 }
+
 // RowCountZeroed notes a command that the server answered with an OK
 // packet, which set ROW_COUNT() to 0 (COM_PING, COM_INIT_DB,
 // COM_REFRESH): the -1 a hit before it left is gone.
@@ -1865,7 +1869,7 @@ func (c *Session) RowCountZeroed() {
 	}
 	c.zeroedRowCount = true
 	if c.hitDiag &^= diagRowCount; c.hitDiag == 0 {
-		c.lastHit, c.hitPayload, c.hitCount = nil, nil, -1
+		c.forgetHit()
 	}
 }
 
@@ -2041,7 +2045,7 @@ func (c *Session) Reset() {
 	clear(c.tempsChecked)
 	clear(c.diagStmts)
 	clear(c.hideStmts)
-	c.lastHit, c.hitPayload, c.hitCount = nil, nil, -1
+	c.forgetHit()
 	c.nextTxUnknown, c.txUnknownIsolation = false, false
 	c.state.reset(c.s.Hello.Charset)
 	c.CacheOff, c.tainted, c.lockedTables = false, false, false

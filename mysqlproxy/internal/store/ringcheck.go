@@ -2,8 +2,8 @@ package store
 
 import (
 	"context"
-	"encoding/hex"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,9 +54,7 @@ func ringFingerprint(names []string) string {
 	}
 	names = slices.Clone(names)
 	slices.Sort(names)
-	sum := xxhash.Sum64String(strings.Join(names, ","))
-	b := []byte{byte(sum >> 56), byte(sum >> 48), byte(sum >> 40), byte(sum >> 32), byte(sum >> 24), byte(sum >> 16), byte(sum >> 8), byte(sum)}
-	return hex.EncodeToString(b)
+	return strconv.FormatUint(xxhash.Sum64String(strings.Join(names, ",")), 16)
 }
 
 // ringHeld reports whether lookups and stores must leave the cache alone:
