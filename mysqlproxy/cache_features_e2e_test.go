@@ -988,8 +988,8 @@ func execConn(t *testing.T, c *sql.Conn, q string) {
 	}
 }
 
-// TestInitDBAfterHit: COM_INIT_DB clears the diagnostics, and leaves
-// ROW_COUNT() at 0, as it does directly: a hit before it is not run again
+// TestInitDBAfterHit: COM_INIT_DB leaves the warnings as they were (none
+// here), and ROW_COUNT() at 0, as it does directly: a hit before it is not run again
 // in the new database to make the diagnostics, and mycached's own read of
 // the grants there does not show.
 func TestInitDBAfterHit(t *testing.T) {

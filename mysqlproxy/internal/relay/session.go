@@ -559,7 +559,7 @@ func (s *Session) relayCommand(p []byte) error {
 	}
 	before := s.Status
 	err := s.dispatch(p)
-	if err == nil && s.Last.Kind == RespOK && (p[0] == mysql.COM_PING || p[0] == mysql.COM_INIT_DB || p[0] == mysql.COM_REFRESH) {
+	if (p[0] == mysql.COM_PING || p[0] == mysql.COM_INIT_DB || p[0] == mysql.COM_REFRESH) && err == nil && s.Last.Kind == RespOK {
 		s.handler.RowCountZeroed()
 	}
 	if before&mysql.SERVER_STATUS_IN_TRANS != 0 && s.Status&mysql.SERVER_STATUS_IN_TRANS == 0 {
