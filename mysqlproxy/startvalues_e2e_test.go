@@ -1,9 +1,13 @@
 package mysqlproxy_test
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/mycached/mycached/mysqlproxy"
 )
@@ -136,4 +140,75 @@ func TestStartValuesFromSnapshot(t *testing.T) {
 	if n := listed() - before; n != 0 {
 		t.Errorf("a session after init_connect was emptied listed the variables %d times, want 0", n)
 	}
+}
+
+// TestStartValuesReadLate: a session whose set-up answer reaches the
+// sidecar seconds after the server read its clock (a loaded machine) did
+// not freeze its clock: it keys its reads as the others do, and hits
+// their entries. The server's answers that name @@timestamp are held
+// back 3 s on their way to the sidecar.
+func TestStartValuesReadLate(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	slow := holdBack(t, m.Addr, []byte("timestamp"), 3*time.Second)
+	p := startProxy(t, mysqlproxy.Config{Backend: slow})
+	name := m.NewDatabase(t)
+	direct := openDB(t, rootDSN(m.Addr, name, ""))
+	mustExec(t, direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	mustExec(t, direct, "INSERT INTO t VALUES (1, 10)")
+	const q = "SELECT v FROM t WHERE id = 1"
+	for i := range 3 {
+		// A new pool each time: a new session, set up anew.
+		via := openDB(t, rootDSN(p.addr, name, ""))
+		via.SetMaxOpenConns(1)
+		_, n := counted(t, m, via, q)
+		via.Close()
+		if i > 0 && n != 0 {
+			t.Errorf("session %d: MariaDB executed %d SELECTs, want 0 (a hit of the first session's entry)", i+1, n)
+		}
+	}
+}
+
+// holdBack listens on a free port and relays each connection to backend,
+// holding back for d each chunk the backend sends that contains mark.
+func holdBack(t *testing.T, backend string, mark []byte, d time.Duration) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b, err := net.Dial("tcp", backend)
+				if err != nil {
+					return
+				}
+				defer b.Close()
+				go func() { _, _ = io.Copy(b, c); b.Close() }()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := b.Read(buf)
+					if n > 0 {
+						if bytes.Contains(buf[:n], mark) {
+							time.Sleep(d)
+						}
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }

@@ -184,6 +184,10 @@ type Session struct {
 	// the clock (settleTimestamp).
 	tsAsked bool
 	tsNear  string
+	// sentAt is when the statement whose answer is being read was sent
+	// (Forward, ownQueries): the server's clock, as the statement's start,
+	// is no earlier than that, however long the answer took to be read.
+	sentAt time.Time
 	// CondsHeld says the server's diagnostics area may hold the warnings
 	// or errors of an earlier statement: one reported some, and no
 	// statement that opens a table ran since (the cache package clears
@@ -904,6 +908,7 @@ func (s *Session) Forward(p []byte) error {
 		return ErrBackendGone
 	}
 	s.clientWatch.arm()
+	s.sentAt = time.Now()
 	if _, err := s.Backend.WritePacket(p, 0); err != nil {
 		return BackendError{err}
 	}

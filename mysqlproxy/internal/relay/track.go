@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -199,7 +198,7 @@ func (s *Session) setVar(name, val string) {
 	if s.Vars == nil {
 		s.Vars = map[string]string{}
 	}
-	if name == "timestamp" && clockNow(val) {
+	if name == "timestamp" && clockNow(val, s.sentAt, time.Now()) {
 		// Within a moment of the clock: the clock's own (the session's
 		// timestamp is not set), or a clock frozen a moment ago (SET
 		// timestamp = UNIX_TIMESTAMP()), whose reads of the date stay on
@@ -299,14 +298,27 @@ func (s *Session) settleTimestamp(first ownResult) {
 }
 
 // clockNow reports whether a value of @@timestamp is the clock's own, as
-// a session that did not set it reads it: within two seconds of now.
-func clockNow(val string) bool {
+// a session that did not set it reads it: within clockSlack of the time
+// between sent, when the statement that read it was sent (zero: not
+// known), and now. A loaded machine may take seconds to read the answer:
+// the clock the server read is no older than the statement.
+func clockNow(val string, sent, now time.Time) bool {
 	f, err := strconv.ParseFloat(val, 64)
 	if err != nil {
 		return false
 	}
-	return math.Abs(f-float64(time.Now().UnixMicro())/1e6) < 2
+	at := f * 1e6 // microseconds
+	from, to := now.UnixMicro(), now.UnixMicro()
+	if !sent.IsZero() && sent.Before(now) {
+		from = sent.UnixMicro()
+	}
+	slack := float64(clockSlack.Microseconds())
+	return at > float64(from)-slack && at < float64(to)+slack
 }
+
+// clockSlack is how far from the clock a reading of it may be: the
+// server's clock and this process's may differ a little.
+const clockSlack = 2 * time.Second
 
 // ownResult is the response to one of mycached's own statements.
 type ownResult struct {
@@ -342,6 +354,7 @@ func (s *Session) ownQueries(qs ...string) ([]ownResult, error) {
 	if s.dead.Load() {
 		return nil, ErrBackendGone
 	}
+	s.sentAt = time.Now()
 	for _, q := range qs {
 		if _, err := s.Backend.WritePacket(append([]byte{mysql.COM_QUERY}, q...), 0); err != nil {
 			return nil, BackendError{err}
