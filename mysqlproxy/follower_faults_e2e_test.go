@@ -638,6 +638,56 @@ func TestServerRestartedWithBinlogFilter(t *testing.T) {
 	}
 }
 
+// TestServerRestartedWithoutBinlog: the server runs a while without its
+// binary log, then with it again. Meanwhile the follower says once that
+// the log is off, and not that it follows each time the server accepts
+// its dump and fails it; a write made then is read fresh. Once the log is
+// back, the follower says why it follows from the server's position (not
+// a purge), follows again at once, and sees the writes made after.
+func TestServerRestartedWithoutBinlog(t *testing.T) {
+	m := privateDB(t)
+	m.Exec(t, "CREATE DATABASE unlogged")
+	m.Exec(t, "CREATE TABLE unlogged.t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO unlogged.t VALUES (1, 1)")
+	p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr}))
+	via := openDB(t, rootDSN(p.addr, "unlogged", ""))
+	direct := openDB(t, rootDSN(m.Addr, "unlogged", ""))
+	const q = "SELECT v FROM t WHERE id = 1"
+	warmOn(t, via, via, q)
+	following := func() int { return strings.Count(p.logs.String(), `msg="binlog: following"`) }
+	if err := m.RestartWith("--skip-log-bin"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the follower to find the binary log off", func() bool {
+		return strings.Contains(p.logs.String(), "binary log is off")
+	})
+	said := following()
+	mustExec(t, direct, "UPDATE t SET v = 2 WHERE id = 1")
+	if got, want := dump(t, via, q), dump(t, direct, q); got != want {
+		t.Errorf("a write made while the binary log is off: %s, want %s", got, want)
+	}
+	// Its tries: 0.1 s apart at first, doubling.
+	time.Sleep(3 * time.Second)
+	if n := following() - said; n != 0 {
+		t.Errorf("the follower said %d times that it follows while the binary log is off, want 0", n)
+	}
+	if err := m.RestartWith("--log-bin=mariadb-bin"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the follower to follow again", func() bool { return following() > said })
+	// The server's position, while its binary log is off, is empty: no
+	// RESET, nor a lost position, and the follower's holds.
+	for _, wrong := range []string{"went back", "purged past it", `from=""`} {
+		if logs := p.logs.String(); strings.Contains(logs, wrong) {
+			t.Errorf("the log says %q of a server that ran without its binary log", wrong)
+		}
+	}
+	mustExec(t, direct, "UPDATE t SET v = 3 WHERE id = 1")
+	waitFor(t, 10*time.Second, "the write after the binary log came back", func() bool {
+		return dump(t, via, q) == dump(t, direct, q)
+	})
+}
+
 // TestStalenessMetricWithoutFollower: /metrics says the local view's
 // staleness is unbounded while no follower has been current, so an alert
 // on it fires for a follower that never started (a wrong password, a

@@ -555,9 +555,13 @@ func (f *Follower) run() {
 				why = "an event after it cannot be read"
 				f.log.Error("binlog: an event after the follower's position cannot be read; following on from the server's position", "err", err)
 			} else {
-				f.log.Warn("binlog: the server no longer has the follower's position: its binlog was purged past it (PURGE BINARY LOGS, expire_logs_days or binlog_expire_logs_seconds shorter than the sidecar was down) or reset, or another server answers; keep binlogs longer than sidecars may be away", "err", err)
+				f.log.Warn("binlog: the server no longer has the follower's position: its binlog was purged past it (PURGE BINARY LOGS, expire_logs_days or binlog_expire_logs_seconds shorter than the sidecar was down) or reset, or it ran without one (log_bin), or another server answers; keep binlogs longer than sidecars may be away", "err", err)
 			}
-			f.followFromServer(why)
+			if f.followFromServer(why) {
+				// The stream starts again from the server's position:
+				// the sooner it does, the sooner strict reads hit.
+				backoff = 0
+			}
 		} else if closed {
 			// Not a lost position: nothing is written meanwhile, and
 			// the server restarts to turn it on again, which the
@@ -647,7 +651,7 @@ func (f *Follower) resumable() (binlogAt, bool) {
 // a GTID position the server refused may be refused again (a domain
 // whose sequence numbers went back, which a stream by GTID position
 // cannot start from), and the follower would never follow again.
-func (f *Follower) followFromServer(why string) {
+func (f *Follower) followFromServer(why string) bool {
 	var at binlogAt
 	cur := ""
 	if file, end, pos, err := f.opts.Meta.BinlogEnd(f.ctx); err == nil {
@@ -656,12 +660,12 @@ func (f *Follower) followFromServer(why string) {
 		// Without the grant that shows where the binlog ends, by the
 		// GTID position alone.
 		if cur, err = f.opts.Meta.BinlogPos(f.ctx); err != nil {
-			return
+			return false
 		}
 	}
 	set, err := mysql.ParseMariadbGTIDSet(cur)
 	if err != nil {
-		return
+		return false
 	}
 	f.startAt = at
 	f.mu.Lock()
@@ -677,6 +681,7 @@ func (f *Follower) followFromServer(why string) {
 	// the new position.
 	f.lostPosition(why)
 	f.save()
+	return true
 }
 
 // checkSaved checks, before the first stream from a saved position, that
@@ -873,11 +878,6 @@ func (f *Follower) stream(sctx context.Context, stream *replication.BinlogStream
 	f.mu.Lock()
 	f.running, f.lastErr, f.formatRead = true, "", false
 	f.mu.Unlock()
-	if from.file != "" {
-		f.log.Info("binlog: following", "from", start.String(), "at", from.String(), "server_id", f.opts.ServerID)
-	} else {
-		f.log.Info("binlog: following", "from", start.String(), "server_id", f.opts.ServerID)
-	}
 	var t txn
 	defer f.group.reset()
 	for first := true; ; first = false {
@@ -886,6 +886,13 @@ func (f *Follower) stream(sctx context.Context, stream *replication.BinlogStream
 			return err
 		}
 		if first {
+			// Said once the server streams: a server without its
+			// binary log accepts the dump and then fails it.
+			if from.file != "" {
+				f.log.Info("binlog: following", "from", start.String(), "at", from.String(), "server_id", f.opts.ServerID)
+			} else {
+				f.log.Info("binlog: following", "from", start.String(), "server_id", f.opts.ServerID)
+			}
 			dialed.streaming()
 			if d := time.Since(asked); d > time.Second {
 				f.log.Info("binlog: the server took a while to start the stream: it reads the binlog file that holds the position from its start", "took", d.Round(time.Millisecond))

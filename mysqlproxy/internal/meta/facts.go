@@ -359,13 +359,16 @@ func (m *Meta) BinlogPosAt(ctx context.Context, file string, offset uint32) (str
 // GLOBAL; the follower's polls read them.
 var resultGlobals = "'" + strings.Join(sqlinfo.ResultGlobals, "', '") + "'"
 
+// ErrBinlogOff says the server runs without its binary log.
+var ErrBinlogOff = errors.New("meta: the server's binary log is off (log_bin)")
+
 // BinlogPosAndGlobals returns BinlogPos and, in the same round trip, the
 // values of resultGlobals and semiSyncGlobals as one string, a
 // name=value line each. On a server that does not log
 // what it replicates, the string holds gtid_slave_pos too: the server
 // changed rows the binlog does not show whenever it moves.
 func (m *Meta) BinlogPosAndGlobals(ctx context.Context) (string, string, error) {
-	names := "'gtid_binlog_pos', " + resultGlobals + ", " + semiSyncGlobals
+	names := "'gtid_binlog_pos', 'log_bin', " + resultGlobals + ", " + semiSyncGlobals
 	if !m.Facts().LogSlaveUpdates {
 		names += ", 'gtid_slave_pos'"
 	}
@@ -378,6 +381,14 @@ func (m *Meta) BinlogPosAndGlobals(ctx context.Context) (string, string, error) 
 	for _, r := range rows {
 		if strings.EqualFold(r["variable_name"], "gtid_binlog_pos") {
 			pos, found = r["value"], true
+			continue
+		}
+		if strings.EqualFold(r["variable_name"], "log_bin") {
+			if strings.EqualFold(r["value"], "OFF") {
+				// Its position says nothing of the binlog the follower
+				// reads: empty, it is not a RESET.
+				return "", "", ErrBinlogOff
+			}
 			continue
 		}
 		globals = append(globals, r["variable_name"]+"="+r["value"])
