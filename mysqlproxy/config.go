@@ -63,6 +63,14 @@ type Config struct {
 	BackendTLS BackendTLS
 	// BackendCA is a PEM file of CAs for BackendTLSVerify; empty means system roots.
 	BackendCA string
+	// ProxyProtocol begins each client session's backend connection with
+	// a PROXY protocol (version 1) header naming the client's address and
+	// the address it reached mycached on: the server then matches
+	// accounts, counts connection errors and shows sessions by the
+	// client's address. The server must accept the header from
+	// mycached's address (MariaDB's proxy_protocol_networks).
+	// mycached's own connections (the binlog follower's) send none.
+	ProxyProtocol bool
 
 	// TLS is the server certificate offered to clients that ask for SSL.
 	// Nil means CLIENT_SSL is masked from the greeting.

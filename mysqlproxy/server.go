@@ -105,6 +105,7 @@ func NewServer(cfg Config) (*Server, error) {
 		ConnectTimeout: cfg.ConnectTimeout,
 		BackendTLS:     cfg.BackendTLS,
 		BackendTLSConf: bt,
+		ProxyProtocol:  cfg.ProxyProtocol,
 		ClientTLS:      cfg.TLS,
 		MaxPacket:      cfg.MaxPacket,
 		Draining:       s.draining.Load,

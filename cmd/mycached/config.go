@@ -36,6 +36,7 @@ type options struct {
 
 	backendTLS     string
 	backendCA      string
+	proxyProtocol  bool
 	connectTimeout time.Duration
 
 	memcached           []string
@@ -134,6 +135,7 @@ func flagDefs(o *options) []flagDef {
 		{"Backend", "backend", "ADDR", stringValue{&o.backend}, "the MySQL or MariaDB server, host:port", ""},
 		{"Backend", "backend-tls", "MODE", enumValue{&o.backendTLS, []string{"off", "preferred", "required", "verify"}}, "TLS to the backend: off, preferred (if offered), required, verify", ""},
 		{"Backend", "backend-ca", "FILE", stringValue{&o.backendCA}, "PEM file of CAs for --backend-tls verify", "the system roots"},
+		{"Backend", "backend-proxy-protocol", "", boolValue{&o.proxyProtocol}, "begin each client's backend connection with a PROXY protocol header carrying the client's address, so that the server matches accounts (user@host), blocks hosts and lists sessions by the client's address, not mycached's; the server must list mycached's address in proxy_protocol_networks", ""},
 		{"Backend", "connect-timeout", "DURATION", durationValue{&o.connectTimeout}, "bound on dialing the backend", ""},
 
 		{"Client TLS", "tls-cert", "FILE", stringValue{&o.tlsCert}, "PEM certificate for clients that ask for TLS; needs --tls-key", "no client TLS"},

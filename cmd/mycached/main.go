@@ -106,6 +106,7 @@ func proxyConfig(o options, logger *slog.Logger) mysqlproxy.Config {
 		ConnectTimeout:      o.connectTimeout,
 		BackendTLS:          mysqlproxy.BackendTLS(o.backendTLS),
 		BackendCA:           o.backendCA,
+		ProxyProtocol:       o.proxyProtocol,
 		TLS:                 o.serverTLS,
 		Memcached:           o.memcached,
 		MemcachedTimeout:    o.memcachedTimeout,

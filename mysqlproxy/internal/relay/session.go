@@ -74,8 +74,11 @@ type Options struct {
 	ConnectTimeout time.Duration
 	BackendTLS     BackendTLS
 	BackendTLSConf *tls.Config // for the backend hop
-	ClientTLS      *tls.Config // offered to clients; nil masks CLIENT_SSL
-	MaxPacket      int         // the largest client command accepted, within the server's max_allowed_packet
+	// ProxyProtocol sends the client's address ahead of everything on
+	// the backend connection (proxyHeader).
+	ProxyProtocol bool
+	ClientTLS     *tls.Config // offered to clients; nil masks CLIENT_SSL
+	MaxPacket     int         // the largest client command accepted, within the server's max_allowed_packet
 	// Draining reports that the server is shutting down: a session ends
 	// between commands.
 	Draining func() bool
@@ -293,6 +296,18 @@ func (s *Session) Run(newHandler func(*Session) Handler) {
 			s.Log.Warn("backend unreachable", "err", err)
 		}
 		return
+	}
+	if s.opts.ProxyProtocol {
+		// Ahead of the client's first packet, which the server reads it
+		// with: written now, it is not in the way of the greeting.
+		_ = bc.SetWriteDeadline(time.Now().Add(s.opts.ConnectTimeout))
+		_, err := bc.Write(proxyHeader(s.Client.NetConn.RemoteAddr(), s.Client.NetConn.LocalAddr()))
+		_ = bc.SetWriteDeadline(time.Time{})
+		if err != nil {
+			bc.Close()
+			s.SendError(0, CodeBackendUnreachable, "", "mycached: backend "+s.opts.Backend+" unreachable: "+err.Error(), false)
+			return
+		}
 	}
 	if s.opts.Reached != nil {
 		s.opts.Reached()
@@ -1075,7 +1090,13 @@ func (s *Session) backendFailure(err error) error {
 	if s.ErrSeq == 0 {
 		code = CodeBackendUnreachable // in answer to the greeting
 	}
-	s.SendError(s.ErrSeq, code, "08S01", "mycached: lost connection to backend "+s.opts.Backend+": "+err.Error(), s.ErrSeq != 0)
+	msg := "mycached: lost connection to backend " + s.opts.Backend + ": " + err.Error()
+	if s.opts.ProxyProtocol {
+		// MariaDB drops a connection whose PROXY header it does not
+		// accept, with no error packet.
+		msg += " (a PROXY protocol header was sent: the server must accept it from mycached's address, in proxy_protocol_networks)"
+	}
+	s.SendError(s.ErrSeq, code, "08S01", msg, s.ErrSeq != 0)
 	return BackendError{err}
 }
 

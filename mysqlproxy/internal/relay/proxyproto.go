@@ -1,0 +1,43 @@
+package relay
+
+import (
+	"net"
+	"net/netip"
+	"strconv"
+)
+
+// proxyHeader returns the PROXY protocol version 1 header that tells the
+// backend a connection is client's, made to mycached at local: "PROXY
+// TCP4 <client ip> <local ip> <client port> <local port>\r\n", TCP6 for
+// IPv6. An address that is not TCP, or a pair of two families, gives
+// "PROXY UNKNOWN\r\n", which the server takes as a connection of the
+// proxy's own.
+func proxyHeader(client, local net.Addr) []byte {
+	c, ok1 := client.(*net.TCPAddr)
+	l, ok2 := local.(*net.TCPAddr)
+	if !ok1 || !ok2 {
+		return []byte("PROXY UNKNOWN\r\n")
+	}
+	ca, ok1 := netip.AddrFromSlice(c.IP)
+	la, ok2 := netip.AddrFromSlice(l.IP)
+	if !ok1 || !ok2 {
+		return []byte("PROXY UNKNOWN\r\n")
+	}
+	family := "TCP6"
+	if ca.Unmap().Is4() && la.Unmap().Is4() {
+		family, ca, la = "TCP4", ca.Unmap(), la.Unmap()
+	} else {
+		// An IPv4 client on an IPv6 socket is written as IPv6.
+		ca, la = netip.AddrFrom16(ca.As16()), netip.AddrFrom16(la.As16())
+	}
+	b := make([]byte, 0, 108)
+	b = append(b, "PROXY "+family+" "...)
+	b = append(b, ca.String()...)
+	b = append(b, ' ')
+	b = append(b, la.String()...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(c.Port), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(l.Port), 10)
+	return append(b, "\r\n"...)
+}
