@@ -380,6 +380,11 @@ func (o *options) check() error {
 		return err
 	}
 
+	if o.backendCA != "" && o.backendTLS != "verify" {
+		// A CA that nothing checks against: the certificate would
+		// not be verified, whatever the CA says.
+		return fmt.Errorf("--backend-ca: %q is used only with --backend-tls verify, which checks the server's certificate against it", o.backendCA)
+	}
 	if o.backendCA != "" {
 		pem, err := os.ReadFile(o.backendCA)
 		if err != nil {

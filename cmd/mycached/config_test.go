@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -188,7 +189,9 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"cert and self-signed", []string{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-self-signed"}, "--tls-self-signed"},
 		{"unreadable cert", []string{"--tls-cert", filepath.Join(dir, "none.pem"), "--tls-key", notCert}, "none.pem"},
 		{"not a cert", []string{"--tls-cert", notCert, "--tls-key", notCert}, "cert.pem"},
-		{"no CA", []string{"--backend-ca", noCA}, "ca.pem"},
+		{"no CA", []string{"--backend-tls", "verify", "--backend-ca", noCA}, "ca.pem"},
+		{"CA without verify", []string{"--backend-ca", noCA}, "--backend-ca: " + strconv.Quote(noCA) + " is used only with --backend-tls verify"},
+		{"CA with preferred", []string{"--backend-tls", "preferred", "--backend-ca", noCA}, "used only with --backend-tls verify"},
 		{"kv listen without users", []string{"--kv-listen", "127.0.0.1:3308"}, "--kv-listen: needs users with passwords"},
 		{"kv listen without passwords", []string{"--kv-listen", "127.0.0.1:3308", "--kv-users-file", namesOnly}, "--kv-listen: needs users with passwords"},
 		{"kv listen without port", []string{"--kv-listen", "127.0.0.1"}, `--kv-listen: "127.0.0.1"`},
