@@ -366,7 +366,8 @@ var ErrBinlogOff = errors.New("meta: the server's binary log is off (log_bin)")
 // values of resultGlobals and semiSyncGlobals as one string, a
 // name=value line each. On a server that does not log
 // what it replicates, the string holds gtid_slave_pos too: the server
-// changed rows the binlog does not show whenever it moves.
+// changed rows the binlog does not show whenever it moves. A server
+// running without its binary log gives ErrBinlogOff.
 func (m *Meta) BinlogPosAndGlobals(ctx context.Context) (string, string, error) {
 	names := "'gtid_binlog_pos', 'log_bin', " + resultGlobals + ", " + semiSyncGlobals
 	if !m.Facts().LogSlaveUpdates {

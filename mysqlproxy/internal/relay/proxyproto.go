@@ -7,11 +7,11 @@ import (
 )
 
 // proxyHeader returns the PROXY protocol version 1 header that tells the
-// backend a connection is client's, made to mycached at local: "PROXY
-// TCP4 <client ip> <local ip> <client port> <local port>\r\n", TCP6 for
-// IPv6. An address that is not TCP, or a pair of two families, gives
-// "PROXY UNKNOWN\r\n", which the server takes as a connection of the
-// proxy's own.
+// backend a connection is client's, which reached mycached at local:
+// "PROXY TCP4 <client ip> <local ip> <client port> <local port>\r\n", or
+// TCP6 when either address is IPv6 (an IPv4 one then written as mapped).
+// An address that is not TCP gives "PROXY UNKNOWN\r\n", which the server
+// takes as a connection of the proxy's own.
 func proxyHeader(client, local net.Addr) []byte {
 	c, ok1 := client.(*net.TCPAddr)
 	l, ok2 := local.(*net.TCPAddr)
@@ -27,7 +27,6 @@ func proxyHeader(client, local net.Addr) []byte {
 	if ca.Unmap().Is4() && la.Unmap().Is4() {
 		family, ca, la = "TCP4", ca.Unmap(), la.Unmap()
 	} else {
-		// An IPv4 client on an IPv6 socket is written as IPv6.
 		ca, la = netip.AddrFrom16(ca.As16()), netip.AddrFrom16(la.As16())
 	}
 	b := make([]byte, 0, 108)

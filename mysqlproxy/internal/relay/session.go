@@ -74,11 +74,11 @@ type Options struct {
 	ConnectTimeout time.Duration
 	BackendTLS     BackendTLS
 	BackendTLSConf *tls.Config // for the backend hop
+	ClientTLS      *tls.Config // offered to clients; nil masks CLIENT_SSL
+	MaxPacket      int         // the largest client command accepted, within the server's max_allowed_packet
 	// ProxyProtocol sends the client's address ahead of everything on
 	// the backend connection (proxyHeader).
 	ProxyProtocol bool
-	ClientTLS     *tls.Config // offered to clients; nil masks CLIENT_SSL
-	MaxPacket     int         // the largest client command accepted, within the server's max_allowed_packet
 	// Draining reports that the server is shutting down: a session ends
 	// between commands.
 	Draining func() bool
