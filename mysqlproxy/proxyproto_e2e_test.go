@@ -77,6 +77,21 @@ func TestProxyProtocolClientAddress(t *testing.T) {
 			t.Errorf("%s from %s through mycached with the PROXY header: %q, error %d; directly %q, error %d", c.user, c.src, gotWho, gotErr, wantWho, wantErr)
 		}
 	}
+	// Over TLS to the backend: the header goes ahead of the SSL request.
+	tm := tlsMariaDB(t)
+	tm.Exec(t, "SET GLOBAL proxy_protocol_networks = '127.0.0.1'")
+	tm.Exec(t, "CREATE DATABASE "+db)
+	tm.Exec(t, "CREATE USER there@'127.0.0.3' IDENTIFIED BY 'pw'")
+	tm.Exec(t, "GRANT SELECT ON *.* TO there@'127.0.0.3'")
+	overTLS := startProxy(t, mysqlproxy.Config{Backend: tm.Addr, ProxyProtocol: true, BackendTLS: mysqlproxy.BackendTLSRequired})
+	pool := from("127.0.0.3", "there", overTLS.addr)
+	var who, cipher string
+	if err := pool.QueryRow("SELECT CURRENT_USER(), VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'Ssl_cipher'").Scan(&who, &cipher); err != nil {
+		t.Errorf("there from 127.0.0.3 through mycached over TLS with the PROXY header: %v", err)
+	} else if who != "there@127.0.0.3" || cipher == "" {
+		t.Errorf("there from 127.0.0.3 through mycached over TLS with the PROXY header: %s, cipher %q; want there@127.0.0.3 over TLS", who, cipher)
+	}
+	pool.Close()
 	// A server that does not accept the header says so (1130), or drops
 	// the connection before its error is read: the client is told what
 	// to check.
