@@ -21,11 +21,18 @@ import (
 // relay with io.Copy in each direction.
 func copyRelay(b *testing.B, backend string) string {
 	b.Helper()
+	return relayDown(b, backend, func(dst io.Writer, src io.Reader) { _, _ = io.Copy(dst, src) })
+}
+
+// relayDown listens on a free port and relays each connection to backend,
+// with down copying what the backend sends.
+func relayDown(t testing.TB, backend string, down func(dst io.Writer, src io.Reader)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
-	b.Cleanup(func() { ln.Close() })
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -40,7 +47,7 @@ func copyRelay(b *testing.B, backend string) string {
 				}
 				defer bc.Close()
 				go func() { _, _ = io.Copy(bc, c); bc.Close() }()
-				_, _ = io.Copy(c, bc)
+				down(c, bc)
 			}()
 		}
 	}()

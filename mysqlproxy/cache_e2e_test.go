@@ -15,9 +15,9 @@ import (
 
 // privateDB starts a MariaDB of the test's own, so that its status
 // counters move only with what the test does.
-func privateDB(t testing.TB) *testenv.MariaDB {
+func privateDB(t testing.TB, extraArgs ...string) *testenv.MariaDB {
 	t.Helper()
-	m, err := testenv.StartMariaDB(testenv.MariaDBOptions{})
+	m, err := testenv.StartMariaDB(testenv.MariaDBOptions{ExtraArgs: extraArgs})
 	if err != nil {
 		t.Fatalf("StartMariaDB: %v", err)
 	}

@@ -445,11 +445,7 @@ func TestFollowerSeesBypassingWrites(t *testing.T) {
 // once, though the sidecar learns what those wrote only from the binlog.
 func TestFollowerOwnWritesThroughRoutines(t *testing.T) {
 	t.Parallel()
-	m, err := testenv.StartMariaDB(testenv.MariaDBOptions{ExtraArgs: []string{"--log-bin-trust-function-creators=1"}})
-	if err != nil {
-		t.Fatalf("StartMariaDB: %v", err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
+	m := privateDB(t, "--log-bin-trust-function-creators=1")
 	for _, consistency := range []mysqlproxy.Consistency{mysqlproxy.ConsistencyStrict, mysqlproxy.ConsistencyBounded} {
 		t.Run(string(consistency), func(t *testing.T) {
 			f := startFleet(t, m, mysqlproxy.Config{Consistency: consistency})

@@ -115,11 +115,7 @@ func TestFollowerOnUnloggedReplica(t *testing.T) {
 // cached and invalidated as usual.
 func TestFollowerBinlogFilters(t *testing.T) {
 	t.Parallel()
-	m, err := testenv.StartMariaDB(testenv.MariaDBOptions{ExtraArgs: []string{"--binlog-ignore-db=scratch"}})
-	if err != nil {
-		t.Fatalf("StartMariaDB: %v", err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
+	m := privateDB(t, "--binlog-ignore-db=scratch")
 	m.Exec(t, "CREATE DATABASE scratch")
 	m.Exec(t, "CREATE TABLE scratch.s (id INT PRIMARY KEY, v INT)")
 	m.Exec(t, "INSERT INTO scratch.s VALUES (1, 1)")

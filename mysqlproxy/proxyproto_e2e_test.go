@@ -11,7 +11,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/mycached/mycached/mysqlproxy"
-	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
 )
 
 // TestProxyProtocolClientAddress: with ProxyProtocol, the server matches
@@ -23,11 +22,7 @@ import (
 // for every client.
 func TestProxyProtocolClientAddress(t *testing.T) {
 	t.Parallel()
-	m, err := testenv.StartMariaDB(testenv.MariaDBOptions{ExtraArgs: []string{"--proxy-protocol-networks=127.0.0.1"}})
-	if err != nil {
-		t.Fatalf("StartMariaDB: %v", err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
+	m := privateDB(t, "--proxy-protocol-networks=127.0.0.1")
 	db := m.NewDatabase(t)
 	for _, s := range []string{
 		"CREATE TABLE " + db + ".t (id INT PRIMARY KEY, v INT)",
@@ -98,7 +93,7 @@ func TestProxyProtocolClientAddress(t *testing.T) {
 	other := privateDB(t)
 	refused := startProxy(t, mysqlproxy.Config{Backend: other.Addr, ProxyProtocol: true})
 	var one int
-	err = openDB(t, rootDSN(refused.addr, "", "")).QueryRow("SELECT 1").Scan(&one)
+	err := openDB(t, rootDSN(refused.addr, "", "")).QueryRow("SELECT 1").Scan(&one)
 	if err == nil || !strings.Contains(err.Error(), "proxy_protocol_networks") && !strings.Contains(err.Error(), "Proxy header is not accepted") {
 		t.Errorf("a server that does not accept the PROXY header: %v, want the server's refusal, or an error that names proxy_protocol_networks", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -169,46 +168,25 @@ func TestStartValuesReadLate(t *testing.T) {
 	}
 }
 
-// holdBack listens on a free port and relays each connection to backend,
-// holding back for d each chunk the backend sends that contains mark.
+// holdBack relays each connection to backend, holding back for d each
+// chunk the backend sends that contains mark.
 func holdBack(t *testing.T, backend string, mark []byte, d time.Duration) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	return relayDown(t, backend, func(dst io.Writer, src io.Reader) {
+		buf := make([]byte, 64<<10)
 		for {
-			c, err := ln.Accept()
+			n, err := src.Read(buf)
+			if n > 0 {
+				if bytes.Contains(buf[:n], mark) {
+					time.Sleep(d)
+				}
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				b, err := net.Dial("tcp", backend)
-				if err != nil {
-					return
-				}
-				defer b.Close()
-				go func() { _, _ = io.Copy(b, c); b.Close() }()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := b.Read(buf)
-					if n > 0 {
-						if bytes.Contains(buf[:n], mark) {
-							time.Sleep(d)
-						}
-						if _, werr := c.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	return ln.Addr().String()
+	})
 }

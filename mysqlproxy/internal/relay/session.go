@@ -187,9 +187,11 @@ type Session struct {
 	// the clock (settleTimestamp).
 	tsAsked bool
 	tsNear  string
-	// sentAt is when the statement whose answer is being read was sent
-	// (Forward, ownQueries): the server's clock, as the statement's start,
-	// is no earlier than that, however long the answer took to be read.
+	// sentAt is no later than when the statement whose answer is being
+	// read was sent: when the client's command was read (Loop), or when
+	// mycached's own statements were (ownQueries). The server's clock, as
+	// the statement's start, is no earlier than that, however long the
+	// answer took to be read.
 	sentAt time.Time
 	// CondsHeld says the server's diagnostics area may hold the warnings
 	// or errors of an earlier statement: one reported some, and no
@@ -492,7 +494,9 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 		}
 		waitStart := time.Now()
 		p, seq, err := s.Client.ReadCommand(s.buf, s.packetLimit())
-		s.waitedLong = time.Since(waitStart) >= peekAfter
+		// The command's statement reaches the server after this.
+		s.sentAt = time.Now()
+		s.waitedLong = s.sentAt.Sub(waitStart) >= peekAfter
 		s.idle.Store(false)
 		s.idleInTx.Store(false)
 		if s.dead.Load() {
@@ -923,7 +927,6 @@ func (s *Session) Forward(p []byte) error {
 		return ErrBackendGone
 	}
 	s.clientWatch.arm()
-	s.sentAt = time.Now()
 	if _, err := s.Backend.WritePacket(p, 0); err != nil {
 		return BackendError{err}
 	}
