@@ -157,8 +157,11 @@ func (c *coherence) start(say func(string, bool)) bool {
 	opts := binlog.Options{
 		Addr: cfg.Backend, User: cfg.BinlogUser, Password: cfg.BinlogPassword,
 		TLS: c.followerTLS(m), ServerID: id, Meta: m,
-		Bump:      c.srv.cache.BumpFromBinlog,
-		Poll:      max(min(cfg.MaxStaleness/10, 100*time.Millisecond), 10*time.Millisecond),
+		Bump: c.srv.cache.BumpFromBinlog,
+		Poll: max(min(cfg.MaxStaleness/10, 100*time.Millisecond), 10*time.Millisecond),
+		// Half the bound: a read after a quiet spell finds the follower
+		// current.
+		IdlePoll:  min(cfg.MaxStaleness/2, time.Second),
 		Heartbeat: max(min(cfg.MaxStaleness/2, time.Second), 100*time.Millisecond),
 		Logger:    c.srv.log,
 	}
@@ -176,12 +179,12 @@ func (c *coherence) start(say func(string, bool)) bool {
 	if cfg.Consistency == ConsistencyBounded && c.srv.store.Shared() {
 		// Bounded hits trust the follower, which cannot show what the
 		// binlog does not: the writes other sidecars know are unlogged.
-		w := &unloggedWatch{store: c.srv.store, timeout: cfg.MemcachedTimeout}
+		w := &unloggedWatch{store: c.srv.store, timeout: cfg.MemcachedTimeout, demanded: f.Demanded}
 		done := make(chan struct{})
 		c.mu.Lock()
 		c.watchDone = done
 		c.mu.Unlock()
-		go w.run(opts.Poll, c.stop, done)
+		go w.run(opts.Poll, max(opts.IdlePoll, opts.Poll), c.stop, done)
 		c.srv.cache.SetFollower(watchedFollower{f, w})
 	} else {
 		c.srv.cache.SetFollower(f)
@@ -227,6 +230,8 @@ func randomServerID() uint32 {
 type unloggedWatch struct {
 	store   *store.Store
 	timeout time.Duration
+	// demanded reports whether the cache asked for freshness lately.
+	demanded func() bool
 	// polled is when the last poll that read the generation began (unix
 	// ns): every such write acknowledged before it has been seen.
 	polled atomic.Int64
@@ -234,12 +239,18 @@ type unloggedWatch struct {
 	seen   bool
 }
 
-func (w *unloggedWatch) run(every time.Duration, stop <-chan struct{}, done chan<- struct{}) {
+// run polls every tick while the follower's freshness is asked for
+// (demanded), else every idle.
+func (w *unloggedWatch) run(every, idle time.Duration, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var last time.Time
 	for {
-		w.poll()
+		if now := time.Now(); w.demanded == nil || w.demanded() || now.Sub(last) >= idle-every/2 {
+			last = now
+			w.poll()
+		}
 		select {
 		case <-stop:
 			return

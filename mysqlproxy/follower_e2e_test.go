@@ -734,3 +734,39 @@ func TestSnapshotMissStoredWhenCurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleFollowerPollsSlowly: a sidecar nobody reads through reads the
+// server's binlog position twice per staleness bound, not ten times, and
+// the first read after the quiet spell is still a bounded hit; while
+// reads come, it reads the position at the full rate again.
+func TestIdleFollowerPollsSlowly(t *testing.T) {
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{Consistency: mysqlproxy.ConsistencyBounded, MaxStaleness: time.Second})
+	q := f.warmRow(t)
+	polls := func(d time.Duration, during func()) int64 {
+		before := m.GlobalStatus(t, "Com_show_variables")
+		for end := time.Now().Add(d); time.Now().Before(end); {
+			during()
+		}
+		return m.GlobalStatus(t, "Com_show_variables") - before
+	}
+	time.Sleep(time.Second) // the warm-up's reads are past
+	idle := polls(3*time.Second, func() { time.Sleep(50 * time.Millisecond) })
+	// Two followers at 100 ms read it about 60 times in 3 s; at 500 ms,
+	// about 12.
+	if idle > 24 {
+		t.Errorf("two idle followers read the server's position %d times in 3s, want at most 24", idle)
+	}
+	before := hits(t, f.viaA)
+	if got := readInt(t, f.viaA, q); got != 1 {
+		t.Fatalf("%s after the quiet spell: got %d, want 1", q, got)
+	}
+	if hits(t, f.viaA) == before {
+		t.Errorf("the first read after the quiet spell was not a hit: the follower did not look current")
+	}
+	busy := polls(3*time.Second, func() { readInt(t, f.viaA, q); time.Sleep(10 * time.Millisecond) })
+	if busy < idle+12 {
+		t.Errorf("with reads coming, the followers read the server's position %d times in 3s (idle: %d), want the busy one at its full rate", busy, idle)
+	}
+	t.Logf("position reads in 3s: idle %d, one sidecar busy %d", idle, busy)
+}

@@ -43,8 +43,15 @@ type Options struct {
 	// local view. Required.
 	Bump func(ctx context.Context, deps []string)
 	// Poll is how often the server's binlog position is read, to tell how
-	// current the follower is (default 100ms).
+	// current the follower is (default 100ms), while its freshness is
+	// asked for (FreshAsOf, CurrentAsOf, Wait).
 	Poll time.Duration
+	// IdlePoll is how often it is read while nothing has asked for the
+	// follower's freshness for that long (default Poll): an idle sidecar
+	// need not query the server ten times a second. Set it below the
+	// staleness bound, so that the first read after a quiet spell finds
+	// the follower current.
+	IdlePoll time.Duration
 	// Heartbeat is the period of the server's heartbeats while the binlog
 	// is idle (default 1s); a connection silent for three of them is
 	// dropped and dialed again.
@@ -179,6 +186,11 @@ type Follower struct {
 	opts  Options
 	log   *slog.Logger
 	namer deps.Namer
+
+	// want is set when the follower's freshness is asked for, and
+	// wantedAt (unix ns) is the last tick that found it set.
+	want     atomic.Bool
+	wantedAt atomic.Int64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -340,6 +352,7 @@ func Start(opts Options) (*Follower, error) {
 	if opts.Poll <= 0 {
 		opts.Poll = 100 * time.Millisecond
 	}
+	opts.IdlePoll = max(opts.IdlePoll, opts.Poll)
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = time.Second
 	}
@@ -430,6 +443,7 @@ func timedOut(err error) bool {
 // time.Since(FreshAsOf()). The zero time means never, or not since the
 // stream was last cut.
 func (f *Follower) FreshAsOf() time.Time {
+	f.wanted()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.fresh
@@ -1036,20 +1050,43 @@ func isLostPosition(err error) bool {
 	return errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG
 }
 
+// wanted notes that the follower's freshness was asked for: the server's
+// position is read every Poll until nothing has asked for IdlePoll.
+func (f *Follower) wanted() {
+	if !f.want.Load() {
+		f.want.Store(true)
+	}
+}
+
+// Demanded reports whether the follower's freshness was asked for less
+// than IdlePoll ago, as of its last tick.
+func (f *Follower) Demanded() bool {
+	return time.Since(time.Unix(0, f.wantedAt.Load())) < f.opts.IdlePoll
+}
+
 // tick bumps settled dependencies again, reads the server's position to
-// tell freshness, and saves the applied position.
+// tell freshness (every Poll while it is asked for, else every
+// IdlePoll), and saves the applied position.
 func (f *Follower) tick() {
 	poll := time.NewTicker(f.opts.Poll)
 	defer poll.Stop()
 	lastSave := time.Now()
+	var lastPoll time.Time
 	for {
 		select {
 		case <-f.ctx.Done():
 			return
 		case <-poll.C:
 		}
-		f.settleDue(time.Now())
-		f.pollServer()
+		now := time.Now()
+		f.settleDue(now)
+		if f.want.Swap(false) {
+			f.wantedAt.Store(now.UnixNano())
+		}
+		if f.Demanded() || now.Sub(lastPoll) >= f.opts.IdlePoll-f.opts.Poll/2 {
+			lastPoll = now
+			f.pollServer()
+		}
 		if time.Since(lastSave) >= time.Second {
 			f.save()
 			lastSave = time.Now()
@@ -1735,6 +1772,7 @@ func (f *Follower) Wait(ctx context.Context) error {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
+		f.wanted()
 		f.mu.Lock()
 		done := reached(f.appliedLocked(), want)
 		if done {
