@@ -770,3 +770,30 @@ func TestIdleFollowerPollsSlowly(t *testing.T) {
 	}
 	t.Logf("position reads in 3s: idle %d, one sidecar busy %d", idle, busy)
 }
+
+// TestIdleFollowerResetMaster: RESET MASTER and a direct write made while
+// the bounded sidecars were idle (their followers reading the server's
+// position at the idle rate) show through both within --max-staleness.
+func TestIdleFollowerResetMaster(t *testing.T) {
+	m := privateDB(t)
+	f := startFleet(t, m, mysqlproxy.Config{Consistency: mysqlproxy.ConsistencyBounded, MaxStaleness: time.Second})
+	q := f.warmRow(t)
+	for round := 2; round <= 4; round++ {
+		time.Sleep(2 * time.Second) // idle
+		m.Exec(t, "RESET MASTER")
+		mustExec(t, f.direct, fmt.Sprintf("UPDATE t SET v = %d WHERE id = 1", round))
+		wrote := time.Now()
+		for i, db := range []*sql.DB{f.viaA, f.viaB} {
+			for {
+				got := readInt(t, db, q)
+				if got == int64(round) {
+					break
+				}
+				if late := time.Since(wrote); late > 1500*time.Millisecond {
+					t.Fatalf("round %d: sidecar %c served %d %v after the direct write that followed RESET MASTER, want %d within the 1s bound", round, 'A'+i, got, late, round)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+}
