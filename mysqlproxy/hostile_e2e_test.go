@@ -691,16 +691,17 @@ func TestOversizedHandshakeReply(t *testing.T) {
 	attrs := append([]byte{1, 'k', 0xfd, 0, 0, 32}, bytes.Repeat([]byte{'x'}, 2<<20)...)
 	body = append(append(body, 0xfd, byte(len(attrs)), byte(len(attrs)>>8), byte(len(attrs)>>16)), attrs...)
 	pkt := append([]byte{byte(len(body)), byte(len(body) >> 8), byte(len(body) >> 16), 1}, body...)
-	// Written as a client on a slower link writes it: the part after
-	// the first comes once mycached has read the header.
-	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	// Written as a client on a slow link writes it, over more than a
+	// second: the part after the first comes once mycached has read the
+	// header, and the rest keeps coming.
+	_ = nc.SetDeadline(time.Now().Add(20 * time.Second))
 	for len(pkt) > 0 {
 		n := min(len(pkt), 256<<10)
 		if _, err := nc.Write(pkt[:n]); err != nil {
 			t.Fatalf("writing a 2 MiB handshake response, %d bytes before its end: %v", len(pkt), err)
 		}
 		pkt = pkt[n:]
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(150 * time.Millisecond)
 	}
 	got := readUntilClosed(t, nc)
 	if !strings.Contains(got, "\xff\x13\x04#08S01Bad handshake") {

@@ -408,14 +408,26 @@ func (s *Session) readReplyAt(buf []byte, want int) ([]byte, byte, error) {
 
 // refuseLargeReply answers a handshake response larger than any client
 // sends (over 1 MiB of connection attributes) as the server answers a
-// malformed one: Bad handshake. The rest of it is read and dropped for up
-// to a second first, as far as a packet the server would take goes: a
-// connection closed with bytes unread is reset, and the client would see
-// the reset, not the error.
+// malformed one: Bad handshake. The rest of it is read and dropped first,
+// as far as a packet the server would take goes, for as long as it keeps
+// coming (a second of silence ends it, and 10 s in all): a connection
+// closed with bytes unread is reset, and the client would see the reset,
+// not the error.
 func (s *Session) refuseLargeReply(cseq byte) error {
 	s.SendError(cseq+1, mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake", true)
-	_ = s.Client.NetConn.SetReadDeadline(time.Now().Add(time.Second))
-	_, _ = io.CopyN(io.Discard, s.Client.R, 1<<24)
+	end := time.Now().Add(10 * time.Second)
+	for left := int64(1 << 24); left > 0 && time.Now().Before(end); {
+		d := time.Now().Add(time.Second)
+		if d.After(end) {
+			d = end
+		}
+		_ = s.Client.NetConn.SetReadDeadline(d)
+		n, err := io.CopyN(io.Discard, s.Client.R, min(left, 64<<10))
+		left -= n
+		if err != nil {
+			break
+		}
+	}
 	return errBadHandshake
 }
 
