@@ -247,7 +247,7 @@ func (w *unloggedWatch) run(every, idle time.Duration, stop <-chan struct{}, don
 	defer t.Stop()
 	var last time.Time
 	for {
-		if now := time.Now(); w.demanded == nil || w.demanded() || now.Sub(last) >= idle-every/2 {
+		if now := time.Now(); w.demanded() || now.Sub(last) >= idle-every/2 {
 			last = now
 			w.poll()
 		}

@@ -18,7 +18,7 @@ func (p *Conn) WaitReadable(idle bool) {
 	if p.comp != nil || p.R == nil || p.R.Buffered() > 0 || idle && (p.W == nil || p.W.Buffered() > 0) {
 		return
 	}
-	rc := rawConn(p.NetConn)
+	rc := RawConn(p.NetConn)
 	if rc == nil {
 		return
 	}

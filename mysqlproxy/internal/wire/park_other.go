@@ -7,6 +7,7 @@ import (
 	"syscall"
 )
 
-func rawConn(net.Conn) syscall.RawConn { return nil }
+// RawConn returns nil: the sockets are not waited on without reading.
+func RawConn(net.Conn) syscall.RawConn { return nil }
 
 func readable(uintptr) bool { return true }

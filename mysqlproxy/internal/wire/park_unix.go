@@ -9,9 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// rawConn returns c's socket when c is a plain TCP or Unix connection,
-// which the runtime's poller can wait on without reading.
-func rawConn(c net.Conn) syscall.RawConn {
+// RawConn returns c's socket when c is a plain TCP or Unix connection,
+// which the runtime's poller can wait on without reading; nil otherwise.
+func RawConn(c net.Conn) syscall.RawConn {
 	var sc syscall.Conn
 	switch c := c.(type) {
 	case *net.TCPConn:
