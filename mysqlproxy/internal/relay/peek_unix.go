@@ -27,8 +27,17 @@ func connClosed(c net.Conn) bool {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
-	raw := wire.RawConn(c)
-	if raw == nil {
+	var sc syscall.Conn
+	switch c := c.(type) {
+	case *net.TCPConn:
+		sc = c
+	case *net.UnixConn:
+		sc = c
+	default:
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
 		return false
 	}
 	closed := false

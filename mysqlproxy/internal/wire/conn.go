@@ -45,8 +45,6 @@ type Conn struct {
 	LastSeq byte // sequence id of the last wire packet ReadPacket read
 
 	comp *compConn // the transport, when the compressed protocol is on
-
-	wParked bool // W was given back (ParkWriter)
 }
 
 // NewConn wraps c with pooled buffers.
@@ -71,7 +69,6 @@ func (p *Conn) Release() {
 		writerPool.Put(p.W)
 		p.W = nil
 	}
-	p.wParked = false
 }
 
 // Close closes the connection.
