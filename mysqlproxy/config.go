@@ -3,6 +3,7 @@ package mysqlproxy
 import (
 	"crypto/tls"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/mycached/mycached/cachepolicy"
@@ -71,6 +72,17 @@ type Config struct {
 	// mycached's address (MariaDB's proxy_protocol_networks).
 	// mycached's own connections (the binlog follower's) send none.
 	ProxyProtocol bool
+
+	// SecureNetworks are the client addresses whose connections to
+	// mycached without TLS count as a secure transport, as the server
+	// counts its own Unix socket; nil means loopback (and Unix sockets
+	// always count). A client from elsewhere without TLS, logged in over
+	// a backend hop with TLS, is refused (Access denied) when its account
+	// requires TLS (REQUIRE SSL and the like) or the server's
+	// require_secure_transport is ON, as the server would refuse it
+	// directly. Over a backend hop without TLS the server judges that
+	// itself.
+	SecureNetworks []netip.Prefix
 
 	// TLS is the server certificate offered to clients that ask for SSL.
 	// Nil means CLIENT_SSL is masked from the greeting.

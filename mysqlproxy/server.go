@@ -106,6 +106,7 @@ func NewServer(cfg Config) (*Server, error) {
 		BackendTLS:     cfg.BackendTLS,
 		BackendTLSConf: bt,
 		ProxyProtocol:  cfg.ProxyProtocol,
+		SecureNetworks: cfg.SecureNetworks,
 		ClientTLS:      cfg.TLS,
 		MaxPacket:      cfg.MaxPacket,
 		Draining:       s.draining.Load,

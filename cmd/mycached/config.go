@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -37,6 +38,8 @@ type options struct {
 	backendTLS     string
 	backendCA      string
 	proxyProtocol  bool
+	secureNetworks []string
+	secureNets     []netip.Prefix
 	connectTimeout time.Duration
 
 	memcached           []string
@@ -141,6 +144,7 @@ func flagDefs(o *options) []flagDef {
 		{"Client TLS", "tls-cert", "FILE", stringValue{&o.tlsCert}, "PEM certificate for clients that ask for TLS; needs --tls-key", "no client TLS"},
 		{"Client TLS", "tls-key", "FILE", stringValue{&o.tlsKey}, "PEM private key of --tls-cert", "none"},
 		{"Client TLS", "tls-self-signed", "", boolValue{&o.tlsSelfSigned}, "offer a self-signed certificate for 127.0.0.1 and localhost", ""},
+		{"Client TLS", "secure-networks", "CIDR,...", &listValue{p: &o.secureNetworks}, "client addresses whose connections without TLS count as secure, as the server counts its Unix socket; a client from elsewhere without TLS is refused when its account requires TLS or the server's require_secure_transport is ON (and mycached's own connection to the server uses TLS)", "loopback"},
 
 		{"Cache", "memcached", "ADDR,...", &listValue{p: &o.memcached}, "memcached servers shared by every sidecar", "in-process cache only"},
 		{"Cache", "memcached-timeout", "DURATION", durationValue{&o.memcachedTimeout}, "bound on each memcached operation; then the backend answers", ""},
@@ -378,6 +382,18 @@ func (o *options) check() error {
 	var err error
 	if o.serverTLS, err = serverTLSConfig(o.tlsCert, o.tlsKey, o.tlsSelfSigned); err != nil {
 		return err
+	}
+
+	for _, n := range o.secureNetworks {
+		p, err := netip.ParsePrefix(n)
+		if err != nil {
+			a, aerr := netip.ParseAddr(n)
+			if aerr != nil {
+				return fmt.Errorf("--secure-networks: %q is neither a network (127.0.0.0/8) nor an address", n)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		o.secureNets = append(o.secureNets, p.Masked())
 	}
 
 	if o.backendCA != "" && o.backendTLS != "verify" {

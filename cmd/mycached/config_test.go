@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -101,6 +102,9 @@ log-format: json
 			return o.kvListen, "127.0.0.1:3308"
 		}},
 		{"self-signed TLS", []string{"--tls-self-signed"}, func(o options) (any, any) { return o.serverTLS != nil, true }},
+		{"secure networks", []string{"--secure-networks", "10.1.2.3/8,192.168.0.7,::1"}, func(o options) (any, any) {
+			return fmt.Sprint(o.secureNets), "[10.0.0.0/8 192.168.0.7/32 ::1/128]"
+		}},
 		{"yaml scalar", []string{"--config", yamlFile}, func(o options) (any, any) { return o.listen, "127.0.0.1:4000" }},
 		{"yaml list", []string{"--config", yamlFile}, func(o options) (any, any) {
 			return o.memcached, []string{"127.0.0.1:11211", "127.0.0.1:11212"}
@@ -176,6 +180,7 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"no policy memory", []string{"--policy-memory", "0"}, "--policy-memory: must be more than 0"},
 		{"no kv bytes", []string{"--kv-max-bytes", "0"}, "--kv-max-bytes: must be more than 0"},
 		{"bad bool", []string{"--tls-self-signed=maybe"}, `"maybe"`},
+		{"bad secure network", []string{"--secure-networks", "10.0.0.0/33"}, `--secure-networks: "10.0.0.0/33" is neither`},
 		{"missing value", []string{"--backend"}, "--backend"},
 		{"listen without port", []string{"--listen", "127.0.0.1"}, `--listen: "127.0.0.1"`},
 		{"backend bad port", []string{"--backend", "127.0.0.1:mysql"}, `"127.0.0.1:mysql"`},

@@ -107,6 +107,7 @@ func proxyConfig(o options, logger *slog.Logger) mysqlproxy.Config {
 		BackendTLS:          mysqlproxy.BackendTLS(o.backendTLS),
 		BackendCA:           o.backendCA,
 		ProxyProtocol:       o.proxyProtocol,
+		SecureNetworks:      o.secureNets,
 		TLS:                 o.serverTLS,
 		Memcached:           o.memcached,
 		MemcachedTimeout:    o.memcachedTimeout,

@@ -134,6 +134,9 @@ type Hello struct {
 	User    string
 	DB      string
 	Plugin  string
+	// Password says the response carried auth data, as the server's
+	// "using password" says.
+	Password bool
 }
 
 func ParseHandshakeResponse(p []byte) (Hello, error) {
@@ -157,14 +160,18 @@ func ParseHandshakeResponse(p []byte) (Hello, error) {
 		if k == 0 || uint64(len(rest)-k) < n {
 			return h, errBadHandshake
 		}
+		h.Password = n > 0
 		rest = rest[k+int(n):]
 	case h.Caps&mysql.CLIENT_SECURE_CONNECTION != 0:
 		if len(rest) < 1 || len(rest) < 1+int(rest[0]) {
 			return h, errBadHandshake
 		}
+		h.Password = rest[0] > 0
 		rest = rest[1+int(rest[0]):]
 	default:
-		_, rest, _ = wire.CString(rest)
+		var auth string
+		auth, rest, _ = wire.CString(rest)
+		h.Password = auth != ""
 	}
 	if h.Caps&mysql.CLIENT_CONNECT_WITH_DB != 0 && len(rest) > 0 {
 		h.DB, rest, _ = wire.CString(rest)
@@ -191,9 +198,12 @@ func parseChangeUser(p []byte, caps uint32) (Hello, error) {
 		if len(rest) < 1 || len(rest) < 1+int(rest[0]) {
 			return h, errBadHandshake
 		}
+		h.Password = rest[0] > 0
 		rest = rest[1+int(rest[0]):]
 	} else {
-		_, rest, _ = wire.CString(rest)
+		var auth string
+		auth, rest, _ = wire.CString(rest)
+		h.Password = auth != ""
 	}
 	h.DB, rest, _ = wire.CString(rest)
 	if len(rest) >= 2 {
@@ -356,7 +366,7 @@ func (s *Session) handshake() (bool, error) {
 	// The two hops may differ by one packet (each SSL request takes a
 	// sequence id), so every auth packet is renumbered by the difference.
 	delta := bseq - cseq
-	ok, okp, okSeq, err := s.authExchange(resp, cseq+delta, delta)
+	ok, okp, okSeq, err := s.authExchange(resp, cseq+delta, delta, hello.Password)
 	if !ok || err != nil {
 		return ok, err
 	}
@@ -504,7 +514,7 @@ func (s *Session) finishAuth(okp []byte, seq byte) error {
 	if perr == nil {
 		okp = wire.AppendOKPacket(nil, o, s.ClientTrack)
 	}
-	s.beforeOwnRead = func() error {
+	sendOK := func() error {
 		if _, err := s.Client.WritePacket(okp, seq); err != nil {
 			return ClientError{err}
 		}
@@ -516,7 +526,13 @@ func (s *Session) finishAuth(okp []byte, seq byte) error {
 		}
 		return nil
 	}
-	err := s.setupSession(TurnLogin)
+	err := s.checkTransport(seq)
+	if err == nil {
+		s.beforeOwnRead = sendOK
+		err = s.setupSession(TurnLogin)
+	} else if errors.As(err, new(sessionAborted)) {
+		s.beforeOwnRead = sendOK // the client has its OK, then the error
+	}
 	if f := s.beforeOwnRead; f != nil {
 		s.beforeOwnRead = nil
 		if ferr := f(); err == nil {
@@ -552,9 +568,10 @@ func (s *Session) finishAuth(okp []byte, seq byte) error {
 // renumbered by -delta, client packets to the backend by +delta; the
 // final OK is returned instead, with its sequence id toward the client,
 // for finishAuth.
-func (s *Session) authExchange(first []byte, seq, delta byte) (bool, []byte, byte, error) {
+func (s *Session) authExchange(first []byte, seq, delta byte, authData bool) (bool, []byte, byte, error) {
 	s.backendWatch.stop()
 	s.clientWatch.stop()
+	s.authData = authData
 	buf := first
 	if _, err := s.Backend.WritePacket(first, seq); err != nil {
 		return false, nil, 0, s.backendFailure(err)
@@ -600,6 +617,7 @@ func (s *Session) authExchange(first []byte, seq, delta byte) (bool, []byte, byt
 		}
 		buf = c
 		s.ErrSeq = cseq + 1
+		s.authData = len(c) > 0
 		if _, err := s.Backend.WritePacket(c, cseq+delta); err != nil {
 			return false, nil, 0, s.backendFailure(err)
 		}

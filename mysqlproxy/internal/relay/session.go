@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -79,6 +80,10 @@ type Options struct {
 	// ProxyProtocol sends the client's address ahead of everything on
 	// the backend connection (proxyHeader).
 	ProxyProtocol bool
+	// SecureNetworks are the client addresses whose connections without
+	// TLS count as a secure transport, as the server counts its own Unix
+	// socket (secureTransport); nil means loopback.
+	SecureNetworks []netip.Prefix
 	// Draining reports that the server is shutting down: a session ends
 	// between commands.
 	Draining func() bool
@@ -238,7 +243,10 @@ type Session struct {
 	// waitedLong says the session waited at least peekAfter for the
 	// client's current command.
 	waitedLong bool
-	stmts      map[uint32]*Stmt
+	// authData says the client's last packet of its auth exchange had
+	// data: the server's "using password".
+	authData bool
+	stmts    map[uint32]*Stmt
 	// lastStmt is the statement the server takes the id 0xffffffff for
 	// (the last one prepared), 0 when none. After a prepare the server
 	// refused, lastUnsure says it may be lastStmt or none.
@@ -1007,7 +1015,7 @@ func (s *Session) changeUser(p []byte) error {
 	// One mycached cannot read goes to the server all the same, which
 	// answers it (error 1047) and goes on, as it does directly.
 	h, perr := parseChangeUser(p, s.Hello.Caps)
-	ok, okp, okSeq, err := s.authExchange(p, 0, 0)
+	ok, okp, okSeq, err := s.authExchange(p, 0, 0, h.Password)
 	if err != nil {
 		return err
 	}
