@@ -165,3 +165,35 @@ func TestInsecureClientRefused(t *testing.T) {
 	check("require_secure_transport, TLS to mycached", login("plain", "from2", p.addr, "tls=skip-verify"), true, "plain")
 	check("require_secure_transport, no TLS, from a secure network", login("plain", "tcp", p.addr, "tls=false"), true, "plain")
 }
+
+// TestSSLFlagWithoutTLS: a handshake response (not an SSL request) that
+// sets CLIENT_SSL is taken at its word by a server that offers TLS, which
+// waits for its TLS hello: what comes instead gets Bad handshake, through
+// mycached as directly.
+func TestSSLFlagWithoutTLS(t *testing.T) {
+	t.Parallel()
+	m := tlsMariaDB(t)
+	serverTLS, _ := selfSignedTLS(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, TLS: serverTLS})
+	body := binary.LittleEndian.AppendUint32(nil, mysqlc.CLIENT_PROTOCOL_41|mysqlc.CLIENT_SECURE_CONNECTION|mysqlc.CLIENT_PLUGIN_AUTH|mysqlc.CLIENT_SSL)
+	body = binary.LittleEndian.AppendUint32(body, 1<<24)
+	body = append(body, 45)
+	body = append(body, make([]byte, 23)...)
+	body = append(body, "root\x00\x00mysql_native_password\x00"...)
+	pkt := append([]byte{byte(len(body)), byte(len(body) >> 8), byte(len(body) >> 16), 1}, body...)
+	query := []byte{9, 0, 0, 0, mysqlc.COM_QUERY, 'S', 'E', 'L', 'E', 'C', 'T', ' ', '1'}
+	var got [2]string
+	for i, addr := range []string{m.Addr, p.addr} {
+		nc := dialGreeted(t, addr)
+		if _, err := nc.Write(append(pkt, query...)); err != nil {
+			t.Fatal(err)
+		}
+		got[i] = readUntilClosed(t, nc)
+	}
+	if !strings.Contains(got[0], "Bad handshake") {
+		t.Fatalf("directly: %q, want Bad handshake", got[0])
+	}
+	if got[1] != got[0] {
+		t.Errorf("through mycached: %q, want %q as directly", got[1], got[0])
+	}
+}

@@ -283,7 +283,11 @@ func (s *Session) handshake() (bool, error) {
 		return false, err
 	}
 	clientTLS := false
-	if len(resp) == SSLRequestLen && binary.LittleEndian.Uint32(resp)&mysql.CLIENT_SSL != 0 {
+	// A client that sets CLIENT_SSL in its whole response, not in an SSL
+	// request, is taken at its word by a server that offers TLS, which
+	// then waits for its TLS hello; one that offers none reads the
+	// response as it is.
+	if wantsTLS := len(resp) >= SSLRequestLen && binary.LittleEndian.Uint32(resp)&mysql.CLIENT_SSL != 0; wantsTLS && (len(resp) == SSLRequestLen || s.opts.ClientTLS != nil) {
 		if s.opts.ClientTLS == nil {
 			// TLS was not offered: the server's answer to a client
 			// that asks anyway.
