@@ -82,7 +82,8 @@ func (s *Session) checkTransport(seq byte) error {
 	case res[1].err != nil:
 		why = "the server's require_secure_transport could not be read"
 	case len(res[1].rows) > 0 && len(res[1].rows[0]) > 1 && strings.EqualFold(res[1].rows[0][1], "ON"):
-		// No row: a server without the variable.
+		// A server without the variable (before MariaDB 10.5.2) shows
+		// no row, and requires nothing.
 		why = "the server's require_secure_transport is ON"
 	default:
 		return nil
