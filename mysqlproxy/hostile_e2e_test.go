@@ -693,15 +693,20 @@ func TestOversizedHandshakeReply(t *testing.T) {
 	pkt := append([]byte{byte(len(body)), byte(len(body) >> 8), byte(len(body) >> 16), 1}, body...)
 	// Written as a client on a slow link writes it, over more than a
 	// second: the part after the first comes once mycached has read the
-	// header, and the rest keeps coming.
+	// header, and the rest keeps coming, with a pause of 1.5 s halfway
+	// (a busy client, or a stalled link).
 	_ = nc.SetDeadline(time.Now().Add(20 * time.Second))
-	for len(pkt) > 0 {
+	for i := 0; len(pkt) > 0; i++ {
 		n := min(len(pkt), 256<<10)
 		if _, err := nc.Write(pkt[:n]); err != nil {
 			t.Fatalf("writing a 2 MiB handshake response, %d bytes before its end: %v", len(pkt), err)
 		}
 		pkt = pkt[n:]
-		time.Sleep(150 * time.Millisecond)
+		pause := 150 * time.Millisecond
+		if i == 3 {
+			pause = 1500 * time.Millisecond
+		}
+		time.Sleep(pause)
 	}
 	got := readUntilClosed(t, nc)
 	if !strings.Contains(got, "\xff\x13\x04#08S01Bad handshake") {

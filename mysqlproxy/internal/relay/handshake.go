@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"time"
@@ -423,14 +424,22 @@ func (s *Session) readReplyAt(buf []byte, want int) ([]byte, byte, error) {
 // refuseLargeReply answers a handshake response larger than any client
 // sends (over 1 MiB of connection attributes) as the server answers a
 // malformed one: Bad handshake. The rest of it is read and dropped first,
-// as far as a packet the server would take goes, for as long as it keeps
-// coming (a second of silence ends it, and 10 s in all): a connection
-// closed with bytes unread is reset, and the client would see the reset,
-// not the error.
+// as the server reads it (a connection closed with bytes unread is reset,
+// and the client would see the reset, not the error): the rest of the
+// wire packet whose header announced it, within the handshake's 10 s,
+// however the client paces it; and when that packet is continued (a
+// response of 16 MiB or more), what follows for as long as it keeps
+// coming (a second of silence ends it), 16 MiB in all.
 func (s *Session) refuseLargeReply(cseq byte) error {
 	s.SendError(cseq+1, mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake", true)
-	end := time.Now().Add(10 * time.Second)
-	for left := int64(1 << 24); left > 0 && time.Now().Before(end); {
+	end := time.Now().Add(clientHandshakeTimeout)
+	_ = s.Client.NetConn.SetReadDeadline(end)
+	rest := int64(s.Client.Unread)
+	n, err := io.CopyN(io.Discard, s.Client.R, rest)
+	if err != nil || rest < maxWirePayload {
+		return fmt.Errorf("%w: a response over 1 MiB refused; %d of its last %d bytes read: %v", errBadHandshake, n, rest, err)
+	}
+	for left := int64(1<<24) - rest; left > 0 && time.Now().Before(end); {
 		d := time.Now().Add(time.Second)
 		if d.After(end) {
 			d = end
@@ -444,6 +453,9 @@ func (s *Session) refuseLargeReply(cseq byte) error {
 	}
 	return errBadHandshake
 }
+
+// maxWirePayload is the payload of a wire packet that another continues.
+const maxWirePayload = 1<<24 - 1
 
 // refuseHandshake answers a handshake response mycached cannot read with
 // the server's own answer to it: the response goes to the backend as it

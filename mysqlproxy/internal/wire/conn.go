@@ -43,6 +43,10 @@ type Conn struct {
 	R       *bufio.Reader
 	W       *bufio.Writer
 	LastSeq byte // sequence id of the last wire packet ReadPacket read
+	// Unread is, after ReadPacket refused a packet (ErrPacketTooLarge),
+	// how much of the wire packet whose header passed the limit is left
+	// to read.
+	Unread int
 
 	comp *compConn // the transport, when the compressed protocol is on
 }
@@ -166,6 +170,7 @@ func (p *Conn) readPacket(buf []byte, limit int, f framing) ([]byte, byte, error
 		if len(buf)+n > limit {
 			// Nothing more is read: the caller answers after the part
 			// whose header passed the limit, as the server does.
+			p.Unread = n
 			return buf, seq, ErrPacketTooLarge
 		}
 		// The header alone commits nothing: the buffer grows with the
