@@ -435,9 +435,10 @@ func (s *Session) refuseLargeReply(cseq byte) error {
 	end := time.Now().Add(clientHandshakeTimeout)
 	_ = s.Client.NetConn.SetReadDeadline(end)
 	rest := int64(s.Client.Unread)
-	n, err := io.CopyN(io.Discard, s.Client.R, rest)
-	if err != nil || rest < maxWirePayload {
+	if n, err := io.CopyN(io.Discard, s.Client.R, rest); err != nil {
 		return fmt.Errorf("%w: a response over 1 MiB refused; %d of its last %d bytes read: %v", errBadHandshake, n, rest, err)
+	} else if rest < wire.MaxPayload {
+		return errBadHandshake
 	}
 	for left := int64(1<<24) - rest; left > 0 && time.Now().Before(end); {
 		d := time.Now().Add(time.Second)
@@ -453,9 +454,6 @@ func (s *Session) refuseLargeReply(cseq byte) error {
 	}
 	return errBadHandshake
 }
-
-// maxWirePayload is the payload of a wire packet that another continues.
-const maxWirePayload = 1<<24 - 1
 
 // refuseHandshake answers a handshake response mycached cannot read with
 // the server's own answer to it: the response goes to the backend as it
