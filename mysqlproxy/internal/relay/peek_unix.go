@@ -27,17 +27,8 @@ func connClosed(c net.Conn) bool {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
-	var sc syscall.Conn
-	switch c := c.(type) {
-	case *net.TCPConn:
-		sc = c
-	case *net.UnixConn:
-		sc = c
-	default:
-		return false
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
+	raw := wire.RawConn(c)
+	if raw == nil {
 		return false
 	}
 	closed := false

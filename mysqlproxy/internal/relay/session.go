@@ -243,6 +243,7 @@ type Session struct {
 	// waitedLong says the session waited at least peekAfter for the
 	// client's current command.
 	waitedLong bool
+	waited     bool // it has read a command
 	// authData says the client's last packet of its auth exchange had
 	// data: the server's "using password".
 	authData bool
@@ -501,10 +502,25 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 			s.backendWatch.arm()
 		}
 		waitStart := time.Now()
+		if s.waitedLong || !s.waited {
+			// A session whose client paused before its last command
+			// (or that has had none) may wait long (a pool's idle
+			// connection): its buffers go back to the pools meanwhile,
+			// at the cost of a system call. The backend's reader stays:
+			// the watcher reads into it.
+			if s.Backend != nil {
+				s.Backend.ParkWriter()
+			}
+			s.Client.WaitReadable(true)
+			if s.Backend != nil {
+				s.Backend.UnparkWriter()
+			}
+		}
 		p, seq, err := s.Client.ReadCommand(s.buf, s.packetLimit())
 		// The command's statement reaches the server after this.
 		s.sentAt = time.Now()
 		s.waitedLong = s.sentAt.Sub(waitStart) >= peekAfter
+		s.waited = true
 		s.idle.Store(false)
 		s.idleInTx.Store(false)
 		if s.dead.Load() {

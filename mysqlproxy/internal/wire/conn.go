@@ -49,6 +49,8 @@ type Conn struct {
 	Unread int
 
 	comp *compConn // the transport, when the compressed protocol is on
+
+	wParked bool // W was given back (ParkWriter)
 }
 
 // NewConn wraps c with pooled buffers.
@@ -73,6 +75,7 @@ func (p *Conn) Release() {
 		writerPool.Put(p.W)
 		p.W = nil
 	}
+	p.wParked = false
 }
 
 // Close closes the connection.

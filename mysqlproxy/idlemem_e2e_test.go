@@ -1,0 +1,75 @@
+package mysqlproxy_test
+
+import (
+	"context"
+	"database/sql"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mycached/mycached/mysqlproxy"
+)
+
+// TestIdleSessionsHoldNoBuffers: sessions that wait for their clients
+// give three of their four 64 KiB buffers back (the backend's reader
+// stays), so a pool's idle connections cost less memory; and each still answers at once when
+// used, and is closed when the server ends it.
+func TestIdleSessionsHoldNoBuffers(t *testing.T) {
+	m := privateDB(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	db := openDB(t, rootDSN(p.addr, "", ""))
+	const n = 200
+	db.SetMaxIdleConns(n)
+	db.SetMaxOpenConns(n)
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapInuse
+	}
+	before := heap()
+	ctx := context.Background()
+	conns := make([]*sql.Conn, n)
+	for i := range conns {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A client that pauses before a command (1 ms: peekAfter) has
+		// its session's buffers given back while it waits for the next.
+		time.Sleep(2 * time.Millisecond)
+		if err := c.PingContext(ctx); err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = c
+	}
+	time.Sleep(300 * time.Millisecond) // the watchers wait on the backends
+	grew := int64(heap()) - int64(before)
+	// Holding their buffers, 200 sessions would hold 50 MiB; the
+	// backend's readers, which the watchers read into, 12.5 MiB.
+	if grew > 30<<20 {
+		t.Errorf("%d idle sessions grew the heap by %d KiB, want well under the %d KiB of all their buffers", n, grew>>10, n*256)
+	}
+	t.Logf("%d idle sessions: heap grew by %d KiB", n, grew>>10)
+	for i, c := range conns {
+		var got int
+		if err := c.QueryRowContext(ctx, "SELECT ?", i).Scan(&got); err != nil || got != i {
+			t.Fatalf("session %d after its idle wait: %d, %v", i, got, err)
+		}
+	}
+	// The server ends an idle session: its client's connection is closed.
+	var id int64
+	if err := conns[0].QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	m.Exec(t, "KILL "+strconv.FormatInt(id, 10))
+	waitFor(t, 5*time.Second, "the killed session's client to see it end", func() bool {
+		return conns[0].PingContext(ctx) != nil
+	})
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}

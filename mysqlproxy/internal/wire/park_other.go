@@ -1,0 +1,13 @@
+//go:build !unix
+
+package wire
+
+import (
+	"net"
+	"syscall"
+)
+
+// RawConn returns nil: the sockets are not waited on without reading.
+func RawConn(net.Conn) syscall.RawConn { return nil }
+
+func readable(uintptr) bool { return true }
