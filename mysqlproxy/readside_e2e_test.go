@@ -2131,11 +2131,17 @@ var rsCases = []rsCase{
 		},
 	},
 	{
-		class: "transaction", name: "read-uncommitted-neither-fills-nor-hits", steps: 18,
+		class: "transaction", name: "read-uncommitted-neither-fills-nor-hits", steps: 25,
 		setup: append([]string{
 			"CREATE PROCEDURE rs_next_tx_ru() SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED",
 			"CREATE TABLE mi (id INT PRIMARY KEY) ENGINE=MyISAM", "INSERT INTO mi VALUES (1)",
-		}, rsRows...),
+			// Stored functions and triggers may not run SET TRANSACTION,
+			// but may run its other spelling.
+			"CREATE FUNCTION rs_next_ru() RETURNS INT DETERMINISTIC BEGIN SET @@tx_isolation = 'READ-UNCOMMITTED'; RETURN 1; END",
+			"CREATE VIEW rs_next_ru_v AS SELECT rs_next_ru() AS one",
+			"CREATE TABLE trg (id INT PRIMARY KEY)",
+			"CREATE TRIGGER rs_next_ru_trg BEFORE INSERT ON trg FOR EACH ROW SET @@tx_isolation = 'READ-UNCOMMITTED'",
+		}, append(rsRows, "INSERT INTO t SELECT seq, 0 FROM seq_17_to_25")...),
 		body: func(x *rsRun) {
 			for i, way := range []struct {
 				name  string
@@ -2165,6 +2171,16 @@ var rsCases = []rsCase{
 				// A chained transaction keeps the ended one's level.
 				{"chained-transaction", []string{"SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", "BEGIN", "SELECT 1", "COMMIT AND CHAIN"}},
 				{"completion-type-chain", []string{"SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", "SET completion_type = 'CHAIN'", "BEGIN", "ROLLBACK"}},
+				// Stored code that sets it, however the session runs it:
+				// the statement that runs it is a transaction of its own,
+				// and the level is left for the next.
+				{"stored-function-by-do", []string{"DO rs_next_ru()"}},
+				{"stored-function-then-begin", []string{"DO rs_next_ru()", "BEGIN"}},
+				{"stored-function-in-a-select", []string{"SELECT rs_next_ru()"}},
+				{"stored-function-in-a-read-of-a-table", []string{"SELECT rs_next_ru() FROM t WHERE id = 1"}},
+				{"stored-function-in-a-view", []string{"SELECT * FROM rs_next_ru_v"}},
+				{"stored-function-in-a-write", []string{"REPLACE INTO trg VALUES (rs_next_ru() + 100)"}},
+				{"trigger", []string{"REPLACE INTO trg VALUES (1)"}},
 			} {
 				id := i + 1
 				q := rsRow(id)

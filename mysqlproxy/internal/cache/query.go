@@ -671,19 +671,34 @@ func (c *Session) read(p []byte, info *sqlinfo.Info, sql string, st *relay.Stmt)
 func (c *Session) ran(before uint16, info *sqlinfo.Info) {
 	wasIn := before&mysql.SERVER_STATUS_IN_TRANS != 0
 	isIn := c.s.InTransaction()
+	stored := c.runsStoredCode(info)
 	switch {
 	case wasIn && !isIn:
 		c.endTransaction()
 	case isIn && !wasIn:
 		c.beginTransaction()
-	case !isIn && c.nextTxUnknown && c.endsOneShot(info, &c.s.Last):
+	case !isIn && (c.nextTxUnknown || stored) && c.endsOneShot(info, &c.s.Last):
 		// It ran as a transaction of its own, which took a one-shot
-		// isolation level.
-		c.nextTxUnknown = false
+		// isolation level, and ended one its stored code set.
+		c.nextTxUnknown, stored = false, false
+	}
+	if stored {
+		c.nextTxUnknown = true
 	}
 	if isIn {
 		c.tookSnapshot()
 	}
+}
+
+// runsStoredCode reports whether a statement ran stored code: a stored
+// function it calls, a function a view it reads calls, a trigger of a
+// table it writes. Such code may have run an unscoped SET
+// @@tx_isolation, which sets the next transaction's level as SET
+// TRANSACTION does, and which no tracker reports. The server forgets it
+// at the end of the transaction it ran in, when that is the statement's
+// own (endsOneShot).
+func (c *Session) runsStoredCode(info *sqlinfo.Info) bool {
+	return info.CallsRoutine || c.runsCode(info)
 }
 
 // runsHiddenStatements reports whether a statement may run statements its
@@ -967,9 +982,13 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 	if hidesSets(info) && !oneRead || c.runsCode(info) {
 		c.hiddenCodeRan()
 	}
+	if c.runsStoredCode(info) && !oneRead {
+		c.nextTxUnknown = true
+	}
 	if runsHiddenStatements(info, sql) && !oneRead && !parsedNothing(resp) && !c.namedNothing(info, sql, resp) {
 		// It may have run SET TRANSACTION for the next transaction, or
-		// SET @@sql_log_bin (stored functions and triggers may not).
+		// SET @@sql_log_bin (stored functions and triggers may not, but
+		// may run SET @@tx_isolation: runsStoredCode).
 		c.nextTxUnknown = true
 		if c.s.Track {
 			c.s.MarkVarsStale()
