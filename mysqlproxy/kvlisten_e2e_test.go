@@ -208,7 +208,7 @@ func TestKVListenRefusesSQL(t *testing.T) {
 	addr := startKVListener(t, mysqlproxy.Config{})
 	db := openDB(t, testenv.DSNFor(addr, "app", kvPass, "", ""))
 	db.SetMaxOpenConns(1)
-	for _, q := range []string{`SELECT 1`, `SELECT 'x'`, `SELECT "x" AS y`, `CREATE TABLE t (a INT)`, `SHOW DATABASES`} {
+	for _, q := range []string{`SELECT 1`, `SELECT "x" AS y`, `SELECT 'x' FROM t`, `CREATE TABLE t (a INT)`, `SHOW DATABASES`} {
 		var s string
 		err := db.QueryRow(q).Scan(&s)
 		if err == nil {
@@ -257,6 +257,16 @@ func TestKVListenTrailBackslashCharset(t *testing.T) {
 	utf := openDB(t, testenv.DSNFor(addr, "app", kvPass, "", "collation=utf8mb4_general_ci"))
 	if got := kvRows(t, utf, "SELECT ?", []byte{0x83, 0x5c}); strings.Join(got, " ") != "\x83\x5c==0x41 #" {
 		t.Errorf("SELECT ? of 0x835C: got %q, want the pair stored by hex literals", got)
+	}
+	// Where no text is SQL, a SELECT takes keys as INSERT does: the sjis
+	// client reads its key back in the quoting it wrote it in.
+	for _, q := range []string{`SELECT X'835C'`, `SELECT 0x835C`, `SELECT x'835c', 'none'`} {
+		if got := kvRows(t, sjis, q); strings.Join(got, " ") != "\x83\x5c==0x41 #" {
+			t.Errorf("%s from an sjis client: got %q, want the pair stored by hex literals", q, got)
+		}
+	}
+	if got := kvRows(t, utf, "SELECT 'none', _binary'\x83\\\\'"); strings.Join(got, " ") != "\x83\x5c==0x41 #" {
+		t.Errorf("SELECT of single-quoted keys: got %q, want the pair stored by hex literals", got)
 	}
 }
 

@@ -18,7 +18,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, sql string) {
-		for _, parse := range []func(string) (*Stmt, bool, error){Parse, ParseNoBackslashEscapes} {
+		for _, parse := range []func(string) (*Stmt, bool, error){Parse, ParseNoBackslashEscapes, ParseUnambiguous} {
 			st, ok, err := parse(sql)
 			switch {
 			case !ok:

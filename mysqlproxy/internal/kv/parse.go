@@ -29,16 +29,31 @@ func ParseNoBackslashEscapes(sql string) (st *Stmt, ok bool, err error) {
 	return parse(sql, true)
 }
 
+// ParseUnambiguous is Parse for a connection where no text is SQL (the
+// kv-only listener): there a SELECT takes its keys in any quoting, with
+// an introducer or as hex literals (X'835C', 0x835C), as INSERT and
+// DELETE do everywhere.
+func ParseUnambiguous(sql string) (st *Stmt, ok bool, err error) {
+	p := parser{lx: newLexer(sql, false), anyQuoting: true}
+	return p.parse()
+}
+
 // parser holds the state of one Parse call.
 type parser struct {
 	lx lexer
 	st Stmt
+	// anyQuoting has SELECT take any quoted or hex literal as a key.
+	anyQuoting bool
 }
 
 func parse(sql string, noBackslash bool) (*Stmt, bool, error) {
 	// The parser stays on the stack: most statements are plain SQL and
 	// should cost no allocation on their way to MySQL.
 	p := parser{lx: newLexer(sql, noBackslash)}
+	return p.parse()
+}
+
+func (p *parser) parse() (*Stmt, bool, error) {
 	first, err := p.lx.next()
 	if err != nil || first.Kind != sqlinfo.TokWord {
 		return nil, false, nil
@@ -126,7 +141,8 @@ func (p *parser) selectStmt() bool {
 	p.st.Op = OpSelect
 	for {
 		switch {
-		case !plainDoubleQuoted(t) && t.Kind != sqlinfo.TokParam:
+		case !plainDoubleQuoted(t) && t.Kind != sqlinfo.TokParam &&
+			!(p.anyQuoting && (t.Kind == sqlinfo.TokString || t.Kind == sqlinfo.TokHex)):
 			return false
 		case len(p.st.Keys) == MaxSelectKeys:
 			// Read on, to tell kv from SQL, but keep nothing: the

@@ -301,6 +301,37 @@ func TestParseNoBackslashEscapes(t *testing.T) {
 	}
 }
 
+// TestParseUnambiguous: where no text is SQL, a SELECT takes keys in any
+// quoting, as INSERT and DELETE do; what is not a key is still not kv.
+func TestParseUnambiguous(t *testing.T) {
+	sel := func(ks ...string) parsed { return parsed{op: OpSelect, keys: ks} }
+	tests := []struct {
+		sql  string
+		want parsed
+	}{
+		{`SELECT 'k'`, sel("k")},
+		{`SELECT X'835C', 0x6B, "k", _binary'b', ?`, parsed{op: OpSelect, keys: []string{"\x83\x5c", "k", "k", "b", ""}, params: 1}},
+		{`SELECT *`, parsed{op: OpSelectAll}},
+		{`INSERT X'6B' = 'v'`, parsed{op: OpInsert, keys: []string{"k"}, value: "v"}},
+		{`SELECT 1`, parsed{notKV: true}},
+		{`SELECT 'k' AS x`, parsed{notKV: true}},
+		{`SELECT 'k' FROM t`, parsed{notKV: true}},
+		{`SELECT @@version`, parsed{notKV: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sql, func(t *testing.T) {
+			st, ok, err := ParseUnambiguous(tt.sql)
+			checkParsed(t, tt.sql, st, ok, err, tt.want)
+		})
+		if tt.want.op == OpSelect && tt.sql != `SELECT "k"` {
+			// Elsewhere only double quotes make a kv SELECT.
+			if _, ok, _ := Parse(tt.sql); ok {
+				t.Errorf("Parse(%q) took it as kv", tt.sql)
+			}
+		}
+	}
+}
+
 // TestParseLargeValue checks that a value of several MiB with escapes
 // parses whole.
 func TestParseLargeValue(t *testing.T) {

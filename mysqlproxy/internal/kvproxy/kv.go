@@ -237,7 +237,7 @@ func (k *Session) parseKV(sql string) (*kv.Stmt, bool, error) {
 			return nil, true, fmt.Errorf("%w: the client's character set may hide a backslash in a character; "+
 				"send keys and values in utf8mb4 or as hex literals (X'...')", kv.ErrSyntax)
 		}
-		return kv.Parse(sql)
+		return kv.ParseUnambiguous(sql)
 	}
 	if strings.ContainsFunc(sql, func(r rune) bool { return r >= 0x80 }) &&
 		(slices.Contains(k.s.StaleVars, "character_set_client") || sqlinfo.TrailBackslash(k.s.Vars["character_set_client"])) {

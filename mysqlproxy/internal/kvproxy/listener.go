@@ -42,7 +42,7 @@ const kvCaps = mysql.CLIENT_LONG_PASSWORD | mysql.CLIENT_FOUND_ROWS | mysql.CLIE
 // listener.
 // SELECT 'k' is SQL on the main listener and stays so here, so that the
 // language is the same on both; the message says how to write the key.
-const kvOnlyMsg = "mycached: this listener serves only the key/value pseudo-queries (INSERT \"k\" = \"v\", SELECT \"k\", DELETE \"k\", SELECT *, DROP; SELECT takes keys in double quotes or as prepared ? parameters); send SQL to the main listener"
+const kvOnlyMsg = "mycached: this listener serves only the key/value pseudo-queries (INSERT \"k\" = \"v\", SELECT \"k\", DELETE \"k\", SELECT *, DROP); send SQL to the main listener"
 
 // RunKV serves one kv-only connection: its own handshake, then commands.
 // The session has no backend, and nothing on this path touches one.
