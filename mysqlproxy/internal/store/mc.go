@@ -35,7 +35,9 @@ func (s *Store) mcDo(ctx context.Context, op func() error) error {
 		return err
 	}
 	err := op()
-	if err != nil && !isMiss(err) {
+	// A compare-and-swap that another client's write beat is an answer
+	// too: the caller reads again.
+	if err != nil && !isMiss(err) && !errors.Is(err, memcache.ErrCASConflict) {
 		s.stats.mcErrors.Add(1)
 		// The read or store fails open, and the operator learns why
 		// from the log, a line a second at most, not from the counter

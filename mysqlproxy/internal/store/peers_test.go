@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
 
 	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
 )
@@ -61,6 +64,23 @@ func TestPeerRefresh(t *testing.T) {
 	members, _, err = stores[0].PeerRefresh(ctx, addrs[0], 10*time.Second)
 	if err != nil || slices.Contains(members, "c:3") || len(members) != 6 {
 		t.Fatalf("after c:3 left: %v %v", members, err)
+	}
+	// A compare-and-swap that another sidecar's write beat is memcached's
+	// answer, not its failure: nothing counts it as an error.
+	it, err := stores[0].peerList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := stores[1].PeerRefresh(ctx, "g:7", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := stores[0].mcDo(ctx, func() error { return stores[0].mc.CompareAndSwap(it) }); !errors.Is(err, memcache.ErrCASConflict) {
+		t.Fatalf("a stale compare-and-swap: got %v, want a conflict", err)
+	}
+	for i, s := range stores {
+		if n := s.Stats().MemcachedErrors; n != 0 {
+			t.Errorf("%s counted %d memcached errors, want none", addrs[i], n)
+		}
 	}
 }
 
