@@ -7,10 +7,12 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/mycached/mycached/mysqlproxy"
+	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
 )
 
 // TestProxyProtocolClientAddress: with ProxyProtocol, the server matches
@@ -100,5 +102,104 @@ func TestProxyProtocolClientAddress(t *testing.T) {
 	// Without the header, the server sees mycached's address.
 	if who, _ := login("127.0.0.3", "here", without.addr); !strings.HasPrefix(who, "here@127.0.0.1 ") {
 		t.Errorf("here from 127.0.0.3 through mycached without the header: %q, want here@127.0.0.1 (mycached's address)", who)
+	}
+}
+
+// TestGrantsByAddress: the server gives a session its privileges on
+// databases and tables by the address it comes from, from grants to the
+// same user name, or to the anonymous user, at other hosts, which SHOW
+// GRANTS does not list. Two sessions of one account from two addresses
+// must not share entries when such a grant exists, and share them when
+// none does. With ProxyProtocol the server sees each client's address;
+// without it, sidecars on two hosts are two addresses.
+func TestGrantsByAddress(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t, "--proxy-protocol-networks=127.0.0.1")
+	db, db9 := m.NewDatabase(t), m.NewDatabase(t)
+	for _, s := range []string{
+		"CREATE TABLE " + db + ".t7 (id INT PRIMARY KEY, v VARCHAR(20))",
+		"INSERT INTO " + db + ".t7 VALUES (7, 'only-for-.7')",
+		"CREATE TABLE " + db9 + ".t9 (id INT PRIMARY KEY, v VARCHAR(20))",
+		"INSERT INTO " + db9 + ".t9 VALUES (9, 'anonymous-.7')",
+		"CREATE TABLE " + db + ".pub (id INT PRIMARY KEY, v VARCHAR(20))",
+		"INSERT INTO " + db + ".pub VALUES (1, 'everyone')",
+		// u logs in as u@'127.0.0.%' from every address; from .7 it
+		// also holds what u@'%.0.0.7' and ''@'%.0.0.7' were granted.
+		"CREATE USER u@'127.0.0.%' IDENTIFIED BY 'pw'",
+		"GRANT SELECT ON " + db + ".pub TO u@'127.0.0.%'",
+		"CREATE USER u@'%.0.0.7' IDENTIFIED BY 'other'",
+		"GRANT SELECT ON " + db + ".t7 TO u@'%.0.0.7'",
+		// v has no grant that depends on the address.
+		"CREATE USER v@'127.0.0.%' IDENTIFIED BY 'pw'",
+		"GRANT SELECT ON " + db + ".* TO v@'127.0.0.%'",
+	} {
+		m.Exec(t, s)
+	}
+	p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr, ProxyProtocol: true}))
+	from := func(src, user, addr string) *sql.DB {
+		network := "grants" + strings.ReplaceAll(src, ".", "_")
+		mysql.RegisterDialContext(network, func(ctx context.Context, addr string) (net.Conn, error) {
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+			return d.DialContext(ctx, "tcp", addr)
+		})
+		return openDB(t, fmt.Sprintf("%s:pw@%s(%s)/%s", user, network, addr, db))
+	}
+	// read returns the rows of q, or the error number.
+	read := func(pool *sql.DB, q string) string {
+		t.Helper()
+		out, err := queryDump(context.Background(), pool, q)
+		if err != nil {
+			return fmt.Sprintf("error %d", mysqlErr(t, err).Number)
+		}
+		return out
+	}
+	admin := openDB(t, testenv.DSNFor(p.addr, "root", m.RootPassword, "", ""))
+	// Without such grants the account's sessions share entries, from
+	// any address.
+	q := "SELECT v FROM pub"
+	seven, three := from("127.0.0.7", "v", p.addr), from("127.0.0.3", "v", p.addr)
+	waitFor(t, 10*time.Second, "v's read from .7 cached", func() bool {
+		before := hits(t, admin)
+		read(seven, q)
+		return hits(t, admin) > before
+	})
+	before := hits(t, admin)
+	if got := read(three, q); !strings.Contains(got, "everyone") {
+		t.Fatalf("%s from .3: got %s", q, got)
+	}
+	if hits(t, admin) == before {
+		t.Errorf("v from .3 did not share v from .7's entry")
+	}
+	// A grant at another host, made directly, is seen: the sessions'
+	// entries part.
+	m.Exec(t, "CREATE USER v@'%.0.0.7' IDENTIFIED BY 'other'")
+	m.Exec(t, "GRANT SELECT ON "+db+".pub TO v@'%.0.0.7'")
+	waitFor(t, 10*time.Second, "the grant seen", func() bool {
+		read(seven, q)
+		before := hits(t, admin)
+		read(three, q)
+		return hits(t, admin) == before
+	})
+	// The anonymous user's grants count for every user name.
+	m.Exec(t, "CREATE USER ''@'%.0.0.7'")
+	m.Exec(t, "GRANT SELECT ON "+db9+".* TO ''@'%.0.0.7'")
+	for _, q := range []string{"SELECT v FROM t7 WHERE id = 7", "SELECT v FROM " + db9 + ".t9 WHERE id = 9", "SELECT v FROM pub"} {
+		seven, three := from("127.0.0.7", "u", p.addr), from("127.0.0.3", "u", p.addr)
+		direct7, direct3 := from("127.0.0.7", "u", m.Addr), from("127.0.0.3", "u", m.Addr)
+		want7 := read(direct7, q)
+		waitFor(t, 10*time.Second, q+" from .7 cached", func() bool {
+			before := hits(t, admin)
+			if got := read(seven, q); got != want7 {
+				t.Fatalf("%s from .7: got %s, want %s", q, got, want7)
+			}
+			return hits(t, admin) > before
+		})
+		before := hits(t, admin)
+		if got, want := read(three, q), read(direct3, q); got != want {
+			t.Errorf("%s from .3 after .7 read it: got %s, want %s", q, got, want)
+		}
+		if n := hits(t, admin) - before; n != 0 {
+			t.Errorf("%s from .3 was a hit on .7's entry (%d)", q, n)
+		}
 	}
 }

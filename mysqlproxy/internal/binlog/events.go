@@ -261,6 +261,7 @@ func (f *Follower) rows(t *txn, typ replication.EventType, e *replication.RowsEv
 	if strings.EqualFold(db, "mysql") {
 		// The grant tables: any cached result may now be refused.
 		t.add(deps.Global)
+		f.forgetGrants()
 		return
 	}
 	table := f.namer.Table(db, name)
@@ -726,6 +727,7 @@ func (f *Follower) statement(t *txn, schema, q, w1, w2 string, d sqlinfo.Dialect
 		((w1 == "CREATE" || w1 == "DROP" || w1 == "ALTER" || w1 == "RENAME") && (w2 == "USER" || w2 == "ROLE")) ||
 		(w1 == "SET" && (w2 == "PASSWORD" || w2 == "DEFAULT")) {
 		t.add(deps.Global)
+		f.forgetGrants()
 		return
 	}
 	info := statementAnalyzer.AnalyzeIn(q, d)
@@ -748,6 +750,7 @@ func (f *Follower) statement(t *txn, schema, q, w1, w2 string, d sqlinfo.Dialect
 	for _, tb := range written {
 		if strings.EqualFold(tb.DB, "mysql") {
 			t.add(deps.Global)
+			f.forgetGrants()
 			continue
 		}
 		table := f.namer.Table(tb.DB, tb.Name)

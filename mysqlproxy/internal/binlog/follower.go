@@ -473,6 +473,13 @@ func (f *Follower) lostPosition(why string) {
 	f.opts.Bump(f.ctx, []string{deps.Global})
 }
 
+// forgetGrants makes Meta read the grant tables again (GrantsByAddress).
+func (f *Follower) forgetGrants() {
+	if f.opts.Meta != nil {
+		f.opts.Meta.ForgetGrants()
+	}
+}
+
 // forgetTables makes Meta learn every table again.
 func (f *Follower) forgetTables() {
 	if f.opts.Meta != nil {

@@ -338,6 +338,14 @@ type Session struct {
 	// txUnknownIsolation says the open transaction's isolation was set
 	// for it alone (SET TRANSACTION), and is not known.
 	txUnknownIsolation, nextTxUnknown bool
+	// addrScope is what byAddress found for the identity checked, at
+	// meta's GrantsGen gen, and the scope with the address for the
+	// identity of.
+	addrScope struct {
+		checked, of, scope string
+		gen                uint64
+		byAddr             bool
+	}
 	// txIsolation is the open transaction's isolation level, as it began.
 	txIsolation string
 	// logBinUnseen says state changed unseen since sql_log_bin was last
@@ -445,12 +453,39 @@ type stmtNote struct {
 func (c *Session) user() string { return c.s.User() }
 
 // scope is who an entry filled by this session is for: the account the
-// server matched, with its roles in force.
+// server matched, with its roles in force, and the address the server
+// sees the session come from when the account's privileges may depend on
+// it (meta.GrantsByAddress).
 func (c *Session) scope() string {
-	if c.s.Identity != "" {
+	if c.s.Identity == "" {
+		return c.s.Hello.User
+	}
+	if !c.byAddress() {
 		return c.s.Identity
 	}
-	return c.s.Hello.User
+	if c.addrScope.of != c.s.Identity {
+		c.addrScope.of, c.addrScope.scope = c.s.Identity, c.s.Identity+"@"+c.s.ServerAddr()
+	}
+	return c.addrScope.scope
+}
+
+// byAddress reports whether the session's privileges may depend on the
+// address the server sees it come from, as last found for its account
+// and grants.
+func (c *Session) byAddress() bool {
+	if c.s.Identity[0] == '?' {
+		return false // a scope of its own already
+	}
+	m := c.e.meta()
+	if m == nil {
+		return true
+	}
+	a := &c.addrScope
+	if gen := m.GrantsGen(); a.checked != c.s.Identity || a.gen != gen {
+		a.checked, a.gen = c.s.Identity, gen
+		a.byAddr = m.GrantsByAddress(context.Background(), c.s.AccountUser(), c.s.AccountHost())
+	}
+	return a.byAddr
 }
 
 // NewSession returns the cache state of the relayed session s, which has

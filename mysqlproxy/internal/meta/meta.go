@@ -78,6 +78,11 @@ type Meta struct {
 	genA    atomic.Uint64
 	// procs are the procedures' bodies read (ProcedureMayHideWrites).
 	procs procedures
+	// grants is what GrantsByAddress found; grantsGen counts its
+	// forgetting.
+	grants       grantsByAddress
+	grantsGen    atomic.Uint64
+	grantsLogged atomic.Int64 // when GrantsByAddress last logged a failure
 }
 
 // entry is a learned table, or a failure to learn it, with its expiry.

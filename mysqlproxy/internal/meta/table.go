@@ -491,6 +491,9 @@ func (m *Meta) Forget(table string) {
 // declared them may not be learned again before their parents are
 // written, and a link that no longer holds costs only a bump.
 func (m *Meta) ForgetAll() {
+	// What moved the global generation (FLUSH PRIVILEGES, a write to the
+	// grant tables) may have changed the grants too.
+	m.ForgetGrants()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.gen++

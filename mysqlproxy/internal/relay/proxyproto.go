@@ -40,3 +40,34 @@ func proxyHeader(client, local net.Addr) []byte {
 	b = strconv.AppendInt(b, int64(l.Port), 10)
 	return append(b, "\r\n"...)
 }
+
+// ServerAddr is the address the server sees the session come from, which
+// it matches grants by: the client's, when a PROXY header named it, and
+// otherwise mycached's own end of the backend connection.
+func (s *Session) ServerAddr() string {
+	if s.serverAddr != "" {
+		return s.serverAddr
+	}
+	var a net.Addr
+	if s.opts.ProxyProtocol {
+		if c, ok := s.Client.NetConn.RemoteAddr().(*net.TCPAddr); ok {
+			if ip, ok := netip.AddrFromSlice(c.IP); ok {
+				s.serverAddr = ip.Unmap().String()
+				return s.serverAddr
+			}
+		}
+	}
+	if s.Backend != nil {
+		a = s.Backend.NetConn.LocalAddr()
+	}
+	if t, ok := a.(*net.TCPAddr); ok {
+		if ip, ok := netip.AddrFromSlice(t.IP); ok {
+			s.serverAddr = ip.Unmap().String()
+			return s.serverAddr
+		}
+	}
+	if a != nil {
+		s.serverAddr = a.String()
+	}
+	return s.serverAddr
+}

@@ -243,7 +243,8 @@ type Session struct {
 	// waitedLong says the session waited at least peekAfter for the
 	// client's current command.
 	waitedLong bool
-	waited     bool // it has read a command
+	waited     bool   // it has read a command
+	serverAddr string // ServerAddr, once found
 	// authData says the client's last packet of its auth exchange had
 	// data: the server's "using password".
 	authData bool

@@ -889,6 +889,16 @@ func (s *Session) AccountUser() string {
 	return s.Account[:i]
 }
 
+// AccountHost returns the host of the account the server matched, or ""
+// when it is not known.
+func (s *Session) AccountHost() string {
+	i := strings.LastIndexByte(s.Account, '@')
+	if i < 0 {
+		return ""
+	}
+	return s.Account[i+1:]
+}
+
 // User returns the user name of the account the server matched, or the
 // one the client gave when that is not known.
 func (s *Session) User() string {

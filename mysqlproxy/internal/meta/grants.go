@@ -1,0 +1,94 @@
+package meta
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+	"time"
+)
+
+// The server gives a session the global privileges of the account it
+// matched, but its privileges on databases, tables, columns and routines
+// by the user name and the address it connected from: a grant to
+// u@'%.example' or to the anonymous ''@'10.0.0.%' applies to a session
+// of u@'10.%' from an address those match, and to no other session of
+// u@'10.%'. SHOW GRANTS lists neither. Two sessions of one account from
+// two addresses may read different things, and share cached entries only
+// when no such grant exists.
+
+// grantsByAddress caches what GrantsByAddress found, until the grants
+// may have changed (ForgetGrants).
+type grantsByAddress struct {
+	mu  sync.Mutex
+	m   map[string]grantsFound
+	gen uint64 // counts ForgetGrants calls
+}
+
+// grantsFound is what GrantsByAddress found for an account: until is
+// set when the grant tables could not be read, to try again then.
+type grantsFound struct {
+	byAddr bool
+	until  time.Time
+}
+
+// grantsByAddressSQL finds a grant below the global level to the user
+// name, or to the anonymous user, at another host than the account's.
+const grantsByAddressSQL = "SELECT 1 FROM mysql.db WHERE User IN (?, '') AND Host <> ? " +
+	"UNION ALL SELECT 1 FROM mysql.tables_priv WHERE User IN (?, '') AND Host <> ? " +
+	"UNION ALL SELECT 1 FROM mysql.columns_priv WHERE User IN (?, '') AND Host <> ? " +
+	"UNION ALL SELECT 1 FROM mysql.procs_priv WHERE User IN (?, '') AND Host <> ? LIMIT 1"
+
+// GrantsByAddress reports whether sessions of the account user@host may
+// hold different privileges by the address they connect from: the grant
+// tables hold a database, table, column or routine grant to the user
+// name or the anonymous user at another host, or cannot be read. What it
+// found is kept until ForgetGrants; GrantsGen tells when that was.
+func (m *Meta) GrantsByAddress(ctx context.Context, user, host string) bool {
+	key := user + "@" + host
+	now := time.Now()
+	m.grants.mu.Lock()
+	f, ok := m.grants.m[key]
+	gen := m.grants.gen
+	m.grants.mu.Unlock()
+	if ok && (f.until.IsZero() || now.Before(f.until)) {
+		return f.byAddr
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.opts.Timeout)
+	defer cancel()
+	var one int
+	err := m.db.QueryRowContext(ctx, grantsByAddressSQL, user, host, user, host, user, host, user, host).Scan(&one)
+	f = grantsFound{byAddr: !errors.Is(err, sql.ErrNoRows)}
+	if err != nil && f.byAddr {
+		// Unreadable (no SELECT on the grant tables, a server away): to
+		// the safe side, for a while.
+		f.until = now.Add(procTTL)
+		if last := m.grantsLogged.Load(); now.UnixNano()-last >= int64(time.Minute) && m.grantsLogged.CompareAndSwap(last, now.UnixNano()) {
+			m.log.Warn("meta: the grant tables cannot be read; cached entries are kept apart by the address each session comes from",
+				"err", err)
+		}
+	}
+	m.grants.mu.Lock()
+	if m.grants.gen == gen {
+		if m.grants.m == nil || len(m.grants.m) >= 4096 {
+			m.grants.m = make(map[string]grantsFound)
+		}
+		m.grants.m[key] = f
+	}
+	m.grants.mu.Unlock()
+	return f.byAddr
+}
+
+// ForgetGrants forgets what GrantsByAddress found: after a statement or
+// a write that may have changed the grants.
+func (m *Meta) ForgetGrants() {
+	m.grants.mu.Lock()
+	m.grants.gen++
+	m.grantsGen.Add(1)
+	clear(m.grants.m)
+	m.grants.mu.Unlock()
+}
+
+// GrantsGen changes whenever the grants may have changed: a session
+// that asked GrantsByAddress asks again when it has.
+func (m *Meta) GrantsGen() uint64 { return m.grantsGen.Load() }
