@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mycached/mycached/mysqlproxy"
+	"github.com/mycached/mycached/mysqlproxy/internal/wire"
 )
 
 // TestIdleSessionsHoldNoBuffers: sessions that wait for their clients
@@ -29,7 +30,7 @@ func TestIdleSessionsHoldNoBuffers(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		return ms.HeapInuse
 	}
-	before := heap()
+	before, buffersBefore := heap(), wire.BuffersHeld()
 	ctx := context.Background()
 	conns := make([]*sql.Conn, n)
 	for i := range conns {
@@ -39,20 +40,27 @@ func TestIdleSessionsHoldNoBuffers(t *testing.T) {
 		}
 		// A client that pauses before a command (1 ms: peekAfter) has
 		// its session's buffers given back while it waits for the next.
-		time.Sleep(2 * time.Millisecond)
-		if err := c.PingContext(ctx); err != nil {
-			t.Fatal(err)
+		// (A first command may reach the session before it has read
+		// the grants after the login: it did not wait for it.)
+		for range 2 {
+			time.Sleep(2 * time.Millisecond)
+			if err := c.PingContext(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
 		conns[i] = c
 	}
 	time.Sleep(300 * time.Millisecond) // the watchers wait on the backends
+	// Holding their buffers, 200 sessions would hold 800, 50 MiB; the
+	// backend's readers, which the watchers read into, 200. (The heap,
+	// which the test's clients and the collector's pace share, is only
+	// logged.)
+	buffers := wire.BuffersHeld() - buffersBefore
 	grew := int64(heap()) - int64(before)
-	// Holding their buffers, 200 sessions would hold 50 MiB; the
-	// backend's readers, which the watchers read into, 12.5 MiB.
-	if grew > 30<<20 {
-		t.Errorf("%d idle sessions grew the heap by %d KiB, want well under the %d KiB of all their buffers", n, grew>>10, n*256)
+	t.Logf("%d idle sessions: %d buffers held, heap grew by %d KiB", n, buffers, grew>>10)
+	if buffers > n+n/10 {
+		t.Errorf("%d idle sessions hold %d buffers, want about %d (the backends' readers)", n, buffers, n)
 	}
-	t.Logf("%d idle sessions: heap grew by %d KiB", n, grew>>10)
 	for i, c := range conns {
 		var got int
 		if err := c.QueryRowContext(ctx, "SELECT ?", i).Scan(&got); err != nil || got != i {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,7 +34,39 @@ var ErrOutOfOrder = errors.New("wire: packets out of order")
 var (
 	readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, BufSize) }}
 	writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, BufSize) }}
+	// held counts the buffers taken from the pools and not given back.
+	held atomic.Int64
 )
+
+func getReader(c net.Conn) *bufio.Reader {
+	held.Add(1)
+	r := readerPool.Get().(*bufio.Reader)
+	r.Reset(c)
+	return r
+}
+
+func putReader(r *bufio.Reader) {
+	r.Reset(nil)
+	readerPool.Put(r)
+	held.Add(-1)
+}
+
+func getWriter(c net.Conn) *bufio.Writer {
+	held.Add(1)
+	w := writerPool.Get().(*bufio.Writer)
+	w.Reset(c)
+	return w
+}
+
+func putWriter(w *bufio.Writer) {
+	w.Reset(nil)
+	writerPool.Put(w)
+	held.Add(-1)
+}
+
+// BuffersHeld returns how many of the connections' BufSize buffers are
+// in use.
+func BuffersHeld() int64 { return held.Load() }
 
 // Conn is one side of a relayed connection: a net.Conn with pooled
 // buffers. It is owned by one goroutine and is not safe for concurrent
@@ -55,24 +88,18 @@ type Conn struct {
 
 // NewConn wraps c with pooled buffers.
 func NewConn(c net.Conn) *Conn {
-	r := readerPool.Get().(*bufio.Reader)
-	r.Reset(c)
-	w := writerPool.Get().(*bufio.Writer)
-	w.Reset(c)
-	return &Conn{NetConn: c, R: r, W: w}
+	return &Conn{NetConn: c, R: getReader(c), W: getWriter(c)}
 }
 
 // Release returns the buffers to their pools. The Conn must not be used
 // after it.
 func (p *Conn) Release() {
 	if p.R != nil {
-		p.R.Reset(nil)
-		readerPool.Put(p.R)
+		putReader(p.R)
 		p.R = nil
 	}
 	if p.W != nil {
-		p.W.Reset(nil)
-		writerPool.Put(p.W)
+		putWriter(p.W)
 		p.W = nil
 	}
 	p.wParked = false

@@ -1,7 +1,5 @@
 package wire
 
-import "bufio"
-
 // A session spends most of its life waiting for its client's next
 // command, and a pool keeps many sessions that wait for minutes. Their
 // buffers (BufSize each way, on each side: 256 KiB) can go back to the
@@ -22,16 +20,13 @@ func (p *Conn) WaitReadable(idle bool) {
 	if rc == nil {
 		return
 	}
-	p.R.Reset(nil)
-	readerPool.Put(p.R)
+	putReader(p.R)
 	p.R = nil
 	if idle {
 		p.ParkWriter()
 	}
 	_ = rc.Read(readable)
-	r := readerPool.Get().(*bufio.Reader)
-	r.Reset(p.NetConn)
-	p.R = r
+	p.R = getReader(p.NetConn)
 	if idle {
 		p.UnparkWriter()
 	}
@@ -43,8 +38,7 @@ func (p *Conn) ParkWriter() {
 	if p.W == nil || p.W.Buffered() > 0 {
 		return
 	}
-	p.W.Reset(nil)
-	writerPool.Put(p.W)
+	putWriter(p.W)
 	p.W = nil
 	p.wParked = true
 }
@@ -55,7 +49,5 @@ func (p *Conn) UnparkWriter() {
 		return
 	}
 	p.wParked = false
-	w := writerPool.Get().(*bufio.Writer)
-	w.Reset(p.NetConn)
-	p.W = w
+	p.W = getWriter(p.NetConn)
 }
