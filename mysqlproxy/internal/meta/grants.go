@@ -32,6 +32,10 @@ type grantsFound struct {
 	until  time.Time
 }
 
+// grantsRetry is how long grant tables that could not be read count as
+// holding an address's grants before they are read again.
+const grantsRetry = 5 * time.Second
+
 // grantsByAddressSQL finds a grant below the global level to the user
 // name, or to the anonymous user, at another host than the account's.
 const grantsByAddressSQL = "SELECT 1 FROM mysql.db WHERE User IN (?, '') AND Host <> ? " +
@@ -62,7 +66,7 @@ func (m *Meta) GrantsByAddress(ctx context.Context, user, host string) bool {
 	if err != nil && f.byAddr {
 		// Unreadable (no SELECT on the grant tables, a server away): to
 		// the safe side, for a while.
-		f.until = now.Add(procTTL)
+		f.until = now.Add(grantsRetry)
 		if last := m.grantsLogged.Load(); now.UnixNano()-last >= int64(time.Minute) && m.grantsLogged.CompareAndSwap(last, now.UnixNano()) {
 			m.log.Warn("meta: the grant tables cannot be read; cached entries are kept apart by the address each session comes from",
 				"err", err)

@@ -45,29 +45,29 @@ func proxyHeader(client, local net.Addr) []byte {
 // it matches grants by: the client's, when a PROXY header named it, and
 // otherwise mycached's own end of the backend connection.
 func (s *Session) ServerAddr() string {
-	if s.serverAddr != "" {
-		return s.serverAddr
-	}
-	var a net.Addr
-	if s.opts.ProxyProtocol {
-		if c, ok := s.Client.NetConn.RemoteAddr().(*net.TCPAddr); ok {
-			if ip, ok := netip.AddrFromSlice(c.IP); ok {
-				s.serverAddr = ip.Unmap().String()
-				return s.serverAddr
-			}
+	if s.serverAddr == "" {
+		var a net.Addr
+		if s.Backend != nil {
+			a = s.Backend.NetConn.LocalAddr()
 		}
-	}
-	if s.Backend != nil {
-		a = s.Backend.NetConn.LocalAddr()
-	}
-	if t, ok := a.(*net.TCPAddr); ok {
-		if ip, ok := netip.AddrFromSlice(t.IP); ok {
-			s.serverAddr = ip.Unmap().String()
-			return s.serverAddr
+		if c, ok := s.Client.NetConn.RemoteAddr().(*net.TCPAddr); ok && s.opts.ProxyProtocol && c.IP != nil {
+			a = c
 		}
-	}
-	if a != nil {
-		s.serverAddr = a.String()
+		s.serverAddr = ipOf(a)
 	}
 	return s.serverAddr
+}
+
+// ipOf returns a TCP address's IP, as IPv4 when it is one, or the
+// address as it writes itself.
+func ipOf(a net.Addr) string {
+	if t, ok := a.(*net.TCPAddr); ok {
+		if ip, ok := netip.AddrFromSlice(t.IP); ok {
+			return ip.Unmap().String()
+		}
+	}
+	if a == nil {
+		return ""
+	}
+	return a.String()
 }
