@@ -180,7 +180,7 @@ func TestGrantsByAddress(t *testing.T) {
 		read(three, q)
 		return hits(t, admin) == before
 	})
-	// The anonymous user's grants count for every user name.
+	// The anonymous user's database grants count for every user name.
 	m.Exec(t, "CREATE USER ''@'%.0.0.7'")
 	m.Exec(t, "GRANT SELECT ON "+db9+".* TO ''@'%.0.0.7'")
 	for _, q := range []string{"SELECT v FROM t7 WHERE id = 7", "SELECT v FROM " + db9 + ".t9 WHERE id = 9", "SELECT v FROM pub"} {

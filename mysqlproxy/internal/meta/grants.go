@@ -37,16 +37,19 @@ type grantsFound struct {
 const grantsRetry = 5 * time.Second
 
 // grantsByAddressSQL finds a grant below the global level to the user
-// name, or to the anonymous user, at another host than the account's.
+// name at another host than the account's, or a database grant to the
+// anonymous user there (the server gives other user names the anonymous
+// user's database grants, and not its table, column or routine grants).
 const grantsByAddressSQL = "SELECT 1 FROM mysql.db WHERE User IN (?, '') AND Host <> ? " +
-	"UNION ALL SELECT 1 FROM mysql.tables_priv WHERE User IN (?, '') AND Host <> ? " +
-	"UNION ALL SELECT 1 FROM mysql.columns_priv WHERE User IN (?, '') AND Host <> ? " +
-	"UNION ALL SELECT 1 FROM mysql.procs_priv WHERE User IN (?, '') AND Host <> ? LIMIT 1"
+	"UNION ALL SELECT 1 FROM mysql.tables_priv WHERE User = ? AND Host <> ? " +
+	"UNION ALL SELECT 1 FROM mysql.columns_priv WHERE User = ? AND Host <> ? " +
+	"UNION ALL SELECT 1 FROM mysql.procs_priv WHERE User = ? AND Host <> ? LIMIT 1"
 
 // GrantsByAddress reports whether sessions of the account user@host may
 // hold different privileges by the address they connect from: the grant
 // tables hold a database, table, column or routine grant to the user
-// name or the anonymous user at another host, or cannot be read. What it
+// name, or a database grant to the anonymous user, at another host, or
+// cannot be read. What it
 // found is kept until ForgetGrants; GrantsGen tells when that was.
 func (m *Meta) GrantsByAddress(ctx context.Context, user, host string) bool {
 	key := user + "@" + host
