@@ -15,6 +15,17 @@ import (
 	"github.com/mycached/mycached/mysqlproxy/internal/testenv"
 )
 
+// dialFrom returns the name of a go-sql-driver network that dials from
+// the address src, which stands for a client on another host.
+func dialFrom(src string) string {
+	network := "from" + strings.ReplaceAll(src, ".", "_")
+	mysql.RegisterDialContext(network, func(ctx context.Context, addr string) (net.Conn, error) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+		return d.DialContext(ctx, "tcp", addr)
+	})
+	return network
+}
+
 // TestProxyProtocolClientAddress: with ProxyProtocol, the server matches
 // each client's account by the client's address, as it does directly:
 // an account of 127.0.0.3 logs in from there and not from 127.0.0.1, and
@@ -40,12 +51,7 @@ func TestProxyProtocolClientAddress(t *testing.T) {
 	without := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
 	// from opens a pool as user, dialing addr from the address src.
 	from := func(src, user, addr string) *sql.DB {
-		network := "from" + strings.ReplaceAll(src, ".", "_")
-		mysql.RegisterDialContext(network, func(ctx context.Context, addr string) (net.Conn, error) {
-			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
-			return d.DialContext(ctx, "tcp", addr)
-		})
-		return openDB(t, fmt.Sprintf("%s:pw@%s(%s)/%s", user, network, addr, db))
+		return openDB(t, fmt.Sprintf("%s:pw@%s(%s)/%s", user, dialFrom(src), addr, db))
 	}
 	// login returns CURRENT_USER() and the processlist's host of the
 	// session, or the error number of the login.
@@ -137,12 +143,7 @@ func TestGrantsByAddress(t *testing.T) {
 	}
 	p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr, ProxyProtocol: true}))
 	from := func(src, user, addr string) *sql.DB {
-		network := "grants" + strings.ReplaceAll(src, ".", "_")
-		mysql.RegisterDialContext(network, func(ctx context.Context, addr string) (net.Conn, error) {
-			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
-			return d.DialContext(ctx, "tcp", addr)
-		})
-		return openDB(t, fmt.Sprintf("%s:pw@%s(%s)/%s", user, network, addr, db))
+		return openDB(t, fmt.Sprintf("%s:pw@%s(%s)/%s", user, dialFrom(src), addr, db))
 	}
 	// read returns the rows of q, or the error number.
 	read := func(pool *sql.DB, q string) string {

@@ -34,10 +34,7 @@ func TestInsecureClientRefused(t *testing.T) {
 	m.Exec(t, "CREATE USER req@'%' IDENTIFIED BY 'pw' REQUIRE SSL")
 	m.Exec(t, "CREATE USER plain@'%' IDENTIFIED BY 'pw'")
 	// 127.0.0.2 stands for a client on another host.
-	mysql.RegisterDialContext("from2", func(ctx context.Context, addr string) (net.Conn, error) {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
-		return d.DialContext(ctx, "tcp", addr)
-	})
+	other := dialFrom("127.0.0.2")
 	ctx := context.Background()
 	login := func(user, proto, addr, params string) error {
 		db, err := sql.Open("mysql", user+":pw@"+proto+"("+addr+")/?readTimeout=10s&"+params)
@@ -62,16 +59,16 @@ func TestInsecureClientRefused(t *testing.T) {
 			t.Errorf("%s: %v, want Access denied (1045, 28000) as directly", what, err)
 		}
 	}
-	if err := login("req", "from2", m.Addr, "tls=false"); !denied(err, "req") {
+	if err := login("req", other, m.Addr, "tls=false"); !denied(err, "req") {
 		t.Fatalf("directly, REQUIRE SSL without TLS: %v, want Access denied", err)
 	}
-	check("REQUIRE SSL, no TLS, from outside the secure networks", login("req", "from2", p.addr, "tls=false"), false, "req")
+	check("REQUIRE SSL, no TLS, from outside the secure networks", login("req", other, p.addr, "tls=false"), false, "req")
 	waitFor(t, 5*time.Second, "a log line saying why the login was refused", func() bool {
 		return strings.Contains(p.logs.String(), "login refused: the client reached mycached without TLS from outside the secure networks: user 'req': its account requires TLS")
 	})
-	check("REQUIRE SSL, TLS to mycached", login("req", "from2", p.addr, "tls=skip-verify"), true, "req")
+	check("REQUIRE SSL, TLS to mycached", login("req", other, p.addr, "tls=skip-verify"), true, "req")
 	check("REQUIRE SSL, no TLS, from a secure network", login("req", "tcp", p.addr, "tls=false"), true, "req")
-	check("no requirement, no TLS, from outside", login("plain", "from2", p.addr, "tls=false"), true, "plain")
+	check("no requirement, no TLS, from outside", login("plain", other, p.addr, "tls=false"), true, "plain")
 
 	// A change of user to an account that requires TLS: the same answer.
 	m.Exec(t, "CREATE USER req2@'%' REQUIRE SSL") // no password
@@ -125,7 +122,7 @@ func TestInsecureClientRefused(t *testing.T) {
 	// counts no aborted client, and logs none.
 	aborted := m.GlobalStatus(t, "Aborted_clients")
 	for range 3 {
-		check("REQUIRE SSL, no TLS, from outside, again", login("req", "from2", p.addr, "tls=false"), false, "req")
+		check("REQUIRE SSL, no TLS, from outside, again", login("req", other, p.addr, "tls=false"), false, "req")
 	}
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if n := m.GlobalStatus(t, "Aborted_clients"); n != aborted {
@@ -138,7 +135,7 @@ func TestInsecureClientRefused(t *testing.T) {
 	// the server's error to its first statement, as directly.
 	m.Exec(t, "SET GLOBAL init_connect = 'SELECT * FROM nonexistent.nonexistent'")
 	for _, addr := range []string{m.Addr, p.addr} {
-		db, err := sql.Open("mysql", "plain:pw@from2("+addr+")/?tls=false&readTimeout=10s")
+		db, err := sql.Open("mysql", "plain:pw@"+other+"("+addr+")/?tls=false&readTimeout=10s")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,11 +155,11 @@ func TestInsecureClientRefused(t *testing.T) {
 
 	m.Exec(t, "SET GLOBAL require_secure_transport = ON")
 	defer m.Exec(t, "SET GLOBAL require_secure_transport = OFF")
-	if err := login("plain", "from2", m.Addr, "tls=false"); !denied(err, "plain") {
+	if err := login("plain", other, m.Addr, "tls=false"); !denied(err, "plain") {
 		t.Fatalf("directly, require_secure_transport without TLS: %v, want Access denied", err)
 	}
-	check("require_secure_transport, no TLS, from outside", login("plain", "from2", p.addr, "tls=false"), false, "plain")
-	check("require_secure_transport, TLS to mycached", login("plain", "from2", p.addr, "tls=skip-verify"), true, "plain")
+	check("require_secure_transport, no TLS, from outside", login("plain", other, p.addr, "tls=false"), false, "plain")
+	check("require_secure_transport, TLS to mycached", login("plain", other, p.addr, "tls=skip-verify"), true, "plain")
 	check("require_secure_transport, no TLS, from a secure network", login("plain", "tcp", p.addr, "tls=false"), true, "plain")
 }
 
