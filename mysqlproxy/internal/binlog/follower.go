@@ -996,12 +996,15 @@ func (s *startConns) streaming() {
 	s.mu.Unlock()
 }
 
+// SetReadDeadline holds the lock while it sets the deadline: a reader's
+// deadline set as the grace starts would otherwise land after the
+// grace's and cut it short.
 func (c *startConn) SetReadDeadline(t time.Time) error {
 	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
 	if u := c.s.until; !u.IsZero() && !t.IsZero() && t.Before(u) {
 		t = u
 	}
-	c.s.mu.Unlock()
 	return c.Conn.SetReadDeadline(t)
 }
 
