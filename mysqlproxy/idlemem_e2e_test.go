@@ -14,7 +14,8 @@ import (
 
 // TestIdleSessionsHoldNoBuffers: sessions that wait for their clients
 // give three of their four 64 KiB buffers back (the backend's reader
-// stays), so a pool's idle connections cost less memory; and each still answers at once when
+// stays), so a pool's idle connections cost less memory, after a pause
+// or after a burst of commands; and each still answers at once when
 // used, and is closed when the server ends it.
 func TestIdleSessionsHoldNoBuffers(t *testing.T) {
 	m := privateDB(t)
@@ -65,6 +66,40 @@ func TestIdleSessionsHoldNoBuffers(t *testing.T) {
 		var got int
 		if err := c.QueryRowContext(ctx, "SELECT ?", i).Scan(&got); err != nil || got != i {
 			t.Fatalf("session %d after its idle wait: %d, %v", i, got, err)
+		}
+	}
+	// A pool's connection after a burst: its last command came right
+	// after the one before, and its session waits for the next holding
+	// its buffers, until it has waited a second (and the server's sweep,
+	// once a second, comes by).
+	var lastID int64
+	if err := conns[n-1].QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&lastID); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range conns {
+		for range 4 {
+			if err := c.PingContext(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	busy := wire.BuffersHeld() - buffersBefore
+	waitFor(t, 10*time.Second, "the sessions idle after a burst to give their buffers back", func() bool {
+		return wire.BuffersHeld()-buffersBefore <= n+n/10
+	})
+	t.Logf("after a burst: %d buffers held at once, %d after a sweep", busy, wire.BuffersHeld()-buffersBefore)
+	// The server ends a session the sweep woke: its client's connection
+	// is closed.
+	m.Exec(t, "KILL "+strconv.FormatInt(lastID, 10))
+	waitFor(t, 5*time.Second, "the killed session's client to see it end, after a sweep", func() bool {
+		return conns[n-1].PingContext(ctx) != nil
+	})
+	_ = conns[n-1].Close()
+	conns = conns[:n-1]
+	for i, c := range conns {
+		var got int
+		if err := c.QueryRowContext(ctx, "SELECT ?", i).Scan(&got); err != nil || got != i {
+			t.Fatalf("session %d after its wait after a burst: %d, %v", i, got, err)
 		}
 	}
 	// The server ends an idle session: its client's connection is closed.

@@ -76,6 +76,10 @@ type Server struct {
 	wg        sync.WaitGroup // counts sessions
 	draining  atomic.Bool
 	nextID    atomic.Uint64
+	// sweepOnce starts sweepIdle with the first session; sweepStop,
+	// closed when the server stops accepting, ends it.
+	sweepOnce sync.Once
+	sweepStop chan struct{}
 	kvConns   atomic.Int64 // the kv-only listener's connections
 }
 
@@ -95,6 +99,7 @@ func NewServer(cfg Config) (*Server, error) {
 		log:       cfg.Logger,
 		listeners: make(map[net.Listener]struct{}),
 		sessions:  make(map[*relay.Session]struct{}),
+		sweepStop: make(chan struct{}),
 	}
 	bt, err := backendTLSConfig(cfg)
 	if err != nil {
@@ -307,6 +312,7 @@ func (s *Server) start(c net.Conn, listener string, run func(*relay.Session)) {
 	s.sessions[sess] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
+	s.sweepOnce.Do(func() { go s.sweepIdle() })
 	go func() {
 		defer s.forget(sess)
 		defer func() {
@@ -341,9 +347,32 @@ func (s *Server) forget(sess *relay.Session) {
 	s.wg.Done()
 }
 
+// sweepIdle has every session that has waited a while for its client
+// holding its buffers give them back (relay.Session.SweepIdle), once a
+// second, until the server stops accepting.
+func (s *Server) sweepIdle() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.sweepStop:
+			return
+		case now := <-t.C:
+			s.mu.Lock()
+			for sess := range s.sessions {
+				sess.SweepIdle(now)
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
 // stopAccepting closes the listeners and marks the server draining.
 func (s *Server) stopAccepting() {
 	s.mu.Lock()
+	if !s.draining.Load() {
+		close(s.sweepStop)
+	}
 	s.draining.Store(true)
 	for ln := range s.listeners {
 		_ = ln.Close()

@@ -243,7 +243,14 @@ type Session struct {
 	// waitedLong says the session waited at least peekAfter for the
 	// client's current command.
 	waitedLong bool
-	waited     bool   // it has read a command
+	waited     bool // it has read a command
+	// sweepMu protects the two fields below, which SweepIdle and the
+	// session's goroutine share: busySince is when the session began to
+	// wait for its client's next command holding its buffers (zero when
+	// it does not), and swept says SweepIdle woke that wait.
+	sweepMu    sync.Mutex
+	busySince  time.Time
+	swept      bool
 	serverAddr string // ServerAddr, once found
 	// authData says the client's last packet of its auth exchange had
 	// data: the server's "using password".
@@ -378,6 +385,56 @@ func (s *Session) BackendEnded() bool {
 	return connClosed(s.Backend.NetConn)
 }
 
+// errSwept is a wait for the client's next command that SweepIdle woke.
+var errSwept = errors.New("relay: the client is idle")
+
+// idleSweep is how long a session waits for its client's next command
+// holding its buffers before SweepIdle has it give them back.
+const idleSweep = time.Second
+
+// awaitBusy waits for the client's next command to begin, holding the
+// session's buffers: its client did not pause before its last command,
+// and a busy client's next command comes at once, with no system call
+// spent on parking. A client that stops after a burst (a pool's
+// connection) is found by SweepIdle, which wakes the wait: errSwept. Any
+// other error is the client read's.
+func (s *Session) awaitBusy(since time.Time) error {
+	if !s.Client.CanWaitReadable() {
+		return nil // read at once, as before
+	}
+	s.sweepMu.Lock()
+	s.busySince, s.swept = since, false
+	s.sweepMu.Unlock()
+	_, err := s.Client.R.Peek(1)
+	s.sweepMu.Lock()
+	swept := s.swept
+	s.busySince, s.swept = time.Time{}, false
+	s.sweepMu.Unlock()
+	if !swept {
+		return err
+	}
+	// The sweep's deadline is lifted. Another that came meanwhile (the
+	// backend's end, a drain) is found by Loop from the top, as each
+	// sets its flag before its deadline.
+	_ = s.Client.NetConn.SetReadDeadline(time.Time{})
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return errSwept
+	}
+	return err
+}
+
+// SweepIdle wakes the session if it has waited at least idleSweep for its
+// client's next command holding its buffers (awaitBusy), so that it waits
+// on without them. The server calls it now and then for every session.
+func (s *Session) SweepIdle(now time.Time) {
+	s.sweepMu.Lock()
+	defer s.sweepMu.Unlock()
+	if !s.busySince.IsZero() && !s.swept && now.Sub(s.busySince) >= idleSweep {
+		s.swept = true
+		_ = s.Client.NetConn.SetReadDeadline(now)
+	}
+}
+
 // peekAfter is how long a session waits for a command before
 // BackendEnded peeks at the backend's socket even while the watcher waits
 // on it.
@@ -503,6 +560,7 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 			s.backendWatch.arm()
 		}
 		waitStart := time.Now()
+		var err error
 		if s.waitedLong || !s.waited {
 			// A session whose client paused before its last command
 			// (or that has had none) may wait long (a pool's idle
@@ -516,8 +574,18 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 			if s.Backend != nil {
 				s.Backend.UnparkWriter()
 			}
+		} else if err = s.awaitBusy(waitStart); errors.Is(err, errSwept) {
+			// The client paused after all: wait again, from the top
+			// (the backend may have ended the session meanwhile, or
+			// the server begun to drain), without the buffers.
+			s.waitedLong = true
+			continue
 		}
-		p, seq, err := s.Client.ReadCommand(s.buf, s.packetLimit())
+		var p []byte
+		var seq byte
+		if err == nil {
+			p, seq, err = s.Client.ReadCommand(s.buf, s.packetLimit())
+		}
 		// The command's statement reaches the server after this.
 		s.sentAt = time.Now()
 		s.waitedLong = s.sentAt.Sub(waitStart) >= peekAfter

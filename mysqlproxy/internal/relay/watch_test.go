@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"errors"
 	"log/slog"
 	"net"
 	"runtime"
@@ -85,5 +86,54 @@ func TestRateLog(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "dropped=7") {
 		t.Errorf("the dropped lines are not counted: %q", b.String())
+	}
+}
+
+// TestSweepNeverCutsACommand: the sweep may wake a session's wait for its
+// client's next command just as the command comes. Whichever comes
+// first, the command is read whole, and the wait after it has no
+// deadline left behind.
+func TestSweepNeverCutsACommand(t *testing.T) {
+	client, server := tcpPair(t)
+	s := &Session{Client: wire.NewConn(server)}
+	cmd := []byte{5, 0, 0, 0, 0x03, 'S', 'E', 'L', '1'}
+	swept := 0
+	for i := range 300 {
+		pause := time.Duration(i%7) * 30 * time.Microsecond
+		done := make(chan struct{}, 2)
+		go func() {
+			time.Sleep(pause)
+			_, _ = client.Write(cmd)
+			done <- struct{}{}
+		}()
+		go func() {
+			time.Sleep(time.Duration(i%5) * 40 * time.Microsecond)
+			s.SweepIdle(time.Now())
+			done <- struct{}{}
+		}()
+		err := s.awaitBusy(time.Now().Add(-2 * idleSweep))
+		if errors.Is(err, errSwept) {
+			swept++
+			s.Client.WaitReadable(true)
+		} else if err != nil {
+			t.Fatalf("round %d: the wait failed: %v", i, err)
+		}
+		p, seq, err := s.Client.ReadCommand(nil, 1<<20)
+		if err != nil || seq != 0 || string(p) != "\x03SEL1" {
+			t.Fatalf("round %d: read %q (seq %d), %v; want the command whole", i, p, seq, err)
+		}
+		<-done
+		<-done
+	}
+	if swept == 0 {
+		t.Log("no wait was swept before its command came")
+	}
+	// Nothing is left to wake the next wait: it waits for the client.
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_, _ = client.Write(cmd)
+	}()
+	if err := s.awaitBusy(time.Now()); err != nil {
+		t.Fatalf("a wait after the sweeps: %v", err)
 	}
 }

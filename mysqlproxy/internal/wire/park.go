@@ -32,6 +32,11 @@ func (p *Conn) WaitReadable(idle bool) {
 	}
 }
 
+// CanWaitReadable reports whether WaitReadable waits on the connection
+// (a plain TCP or Unix socket, without the compressed protocol), when it
+// has nothing buffered.
+func (p *Conn) CanWaitReadable() bool { return p.comp == nil && canWait(p.NetConn) }
+
 // ParkWriter gives the write buffer back while nothing may write to the
 // connection, when it holds nothing; UnparkWriter takes one again.
 func (p *Conn) ParkWriter() {

@@ -7,6 +7,8 @@ import (
 	"syscall"
 )
 
+func canWait(net.Conn) bool { return false }
+
 // RawConn returns nil: the sockets are not waited on without reading.
 func RawConn(net.Conn) syscall.RawConn { return nil }
 

@@ -9,6 +9,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// canWait reports whether RawConn returns c's socket, without taking it.
+func canWait(c net.Conn) bool {
+	switch c.(type) {
+	case *net.TCPConn, *net.UnixConn:
+		return true
+	}
+	return false
+}
+
 // RawConn returns c's socket when c is a plain TCP or Unix connection,
 // which the runtime's poller can wait on without reading; nil otherwise.
 func RawConn(c net.Conn) syscall.RawConn {
