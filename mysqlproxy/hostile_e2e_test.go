@@ -1226,3 +1226,49 @@ func innerPackets(t *testing.T, read string) string {
 	}
 	return strings.Join(out, "\n") + fmt.Sprintf("\n(%d bytes left) %s", len(stream)+left, end)
 }
+
+// TestClosedWithBytesUnread: the server resets a connection it closes
+// with bytes the client sent still unread (the kernel does): commands a
+// client pipelined behind its COM_QUIT, or behind a command out of order
+// (which gets 1156). Through mycached the client reads the same bytes and
+// then the same reset, not an orderly close.
+func TestClosedWithBytesUnread(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	ping := []byte{1, 0, 0, 0, mysqlc.COM_PING}
+	for _, tc := range []struct {
+		name string
+		send []byte
+	}{
+		{"a COM_PING behind a COM_QUIT", append([]byte{1, 0, 0, 0, mysqlc.COM_QUIT}, ping...)},
+		{"a COM_PING behind a COM_PING out of order", append([]byte{1, 0, 0, 5, mysqlc.COM_PING}, ping...)},
+		{"a COM_QUIT alone", []byte{1, 0, 0, 0, mysqlc.COM_QUIT}},
+	} {
+		end := func(addr string) string {
+			conn := dialRaw(t, addr, "root", rootPass, "", false).Conn.Conn.Conn
+			if _, err := conn.Write(tc.send); err != nil {
+				t.Fatal(err)
+			}
+			var got []byte
+			buf := make([]byte, 4096)
+			for {
+				_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+				n, err := conn.Read(buf)
+				got = append(got, buf[:n]...)
+				switch {
+				case errors.Is(err, syscall.ECONNRESET):
+					return fmt.Sprintf("%x, then a reset", got)
+				case errors.Is(err, io.EOF):
+					return fmt.Sprintf("%x, then an orderly close", got)
+				case err != nil:
+					return fmt.Sprintf("%x, then %v", got, err)
+				}
+			}
+		}
+		want, got := end(m.Addr), end(p.addr)
+		if got != want {
+			t.Errorf("%s: through mycached the client read %s; directly %s", tc.name, got, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ package wire
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -105,8 +106,23 @@ func (p *Conn) Release() {
 	p.wParked = false
 }
 
-// Close closes the connection.
-func (p *Conn) Close() error { return p.NetConn.Close() }
+// Close closes the connection. One closed with bytes received and not
+// read is reset, as the kernel resets a socket closed with bytes unread
+// in it, the server's among them: a client that sent commands behind its
+// COM_QUIT, or more than the server read before it hung up, sees the
+// reset through mycached as it does directly.
+func (p *Conn) Close() error {
+	if p.R != nil && p.R.Buffered() > 0 {
+		t := Transport(p.NetConn)
+		if tc, ok := t.(*tls.Conn); ok {
+			t = tc.NetConn()
+		}
+		if tc, ok := t.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+	}
+	return p.NetConn.Close()
+}
 
 // Upgrade swaps the transport for a TLS connection built by wrap. Bytes that
 // the reader has already buffered (a client may send its TLS hello right
