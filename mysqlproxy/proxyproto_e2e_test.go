@@ -203,4 +203,47 @@ func TestGrantsByAddress(t *testing.T) {
 			t.Errorf("%s from .3 was a hit on .7's entry (%d)", q, n)
 		}
 	}
+	// A grant-table row deleted directly holds on the server until FLUSH
+	// PRIVILEGES: the tables no longer tell it, and until then the
+	// account's sessions from the two addresses stay apart. (The
+	// anonymous user's grant would keep them apart anyway: it goes.)
+	for _, s := range []string{
+		"DROP USER ''@'%.0.0.7'",
+		"CREATE USER w@'127.0.0.%' IDENTIFIED BY 'pw'",
+		"GRANT SELECT ON " + db + ".pub TO w@'127.0.0.%'",
+		"CREATE USER w@'%.0.0.7' IDENTIFIED BY 'other'",
+		"GRANT SELECT ON " + db + ".t7 TO w@'%.0.0.7'",
+		"DELETE FROM mysql.tables_priv WHERE User = 'w' AND Host = '%.0.0.7'",
+	} {
+		m.Exec(t, s)
+	}
+	if err := p.srv.WaitBinlog(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	seven, three = from("127.0.0.7", "w", p.addr), from("127.0.0.3", "w", p.addr)
+	direct3 := from("127.0.0.3", "w", m.Addr)
+	shared := func(q string) bool {
+		t.Helper()
+		waitFor(t, 10*time.Second, q+" from .7 cached", func() bool {
+			before := hits(t, admin)
+			read(seven, q)
+			return hits(t, admin) > before
+		})
+		before := hits(t, admin)
+		if got, want := read(three, q), read(direct3, q); got != want {
+			t.Errorf("%s from .3 after .7 read it: got %s, want %s", q, got, want)
+		}
+		return hits(t, admin) > before
+	}
+	if shared("SELECT v FROM t7 WHERE id = 7") {
+		t.Errorf("w from .3 was a hit on .7's entry of a table only .7 may read, until FLUSH PRIVILEGES")
+	}
+	// Loaded again, the tables tell the grants: the entries are shared.
+	m.Exec(t, "FLUSH PRIVILEGES")
+	if err := p.srv.WaitBinlog(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !shared("SELECT v FROM pub WHERE id = 1") {
+		t.Errorf("w from .3 did not share w from .7's entry after FLUSH PRIVILEGES")
+	}
 }

@@ -249,6 +249,7 @@ func (f *Follower) restarted() {
 		f.log.Error("binlog follower: " + g)
 	}
 	f.forgetTables()
+	f.opts.Meta.PrivilegesLoaded() // from the grant tables, at its start
 }
 
 // rows adds what a row event changed: its table, and the rows it names
@@ -261,7 +262,7 @@ func (f *Follower) rows(t *txn, typ replication.EventType, e *replication.RowsEv
 	if strings.EqualFold(db, "mysql") {
 		// The grant tables: any cached result may now be refused.
 		t.add(deps.Global)
-		f.forgetGrants()
+		f.mysqlWritten(name)
 		return
 	}
 	table := f.namer.Table(db, name)
@@ -727,7 +728,11 @@ func (f *Follower) statement(t *txn, schema, q, w1, w2 string, d sqlinfo.Dialect
 		((w1 == "CREATE" || w1 == "DROP" || w1 == "ALTER" || w1 == "RENAME") && (w2 == "USER" || w2 == "ROLE")) ||
 		(w1 == "SET" && (w2 == "PASSWORD" || w2 == "DEFAULT")) {
 		t.add(deps.Global)
-		f.forgetGrants()
+		if w1 == "FLUSH" && f.opts.Meta != nil {
+			f.opts.Meta.PrivilegesLoaded()
+		} else {
+			f.forgetGrants()
+		}
 		return
 	}
 	info := statementAnalyzer.AnalyzeIn(q, d)
@@ -738,6 +743,11 @@ func (f *Follower) statement(t *txn, schema, q, w1, w2 string, d sqlinfo.Dialect
 		// tables it writes, but not what its triggers, the functions it
 		// calls or its foreign keys wrote.
 		t.add(deps.Global)
+		for _, tb := range sqlinfo.Qualify(info.Writes, schema) {
+			if strings.EqualFold(tb.DB, "mysql") {
+				f.mysqlWritten(tb.Name)
+			}
+		}
 		return
 	}
 	if !info.MayWrite {
@@ -750,7 +760,7 @@ func (f *Follower) statement(t *txn, schema, q, w1, w2 string, d sqlinfo.Dialect
 	for _, tb := range written {
 		if strings.EqualFold(tb.DB, "mysql") {
 			t.add(deps.Global)
-			f.forgetGrants()
+			f.mysqlWritten(tb.Name)
 			continue
 		}
 		table := f.namer.Table(tb.DB, tb.Name)

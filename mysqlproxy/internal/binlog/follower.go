@@ -480,6 +480,19 @@ func (f *Follower) forgetGrants() {
 	}
 }
 
+// mysqlWritten notes rows written in the mysql schema: to a grant table,
+// they tell the server's grants only once it loads them again
+// (meta.GrantTablesEdited).
+func (f *Follower) mysqlWritten(table string) {
+	switch {
+	case f.opts.Meta == nil:
+	case meta.IsGrantTable(table):
+		f.opts.Meta.GrantTablesEdited()
+	default:
+		f.opts.Meta.ForgetGrants()
+	}
+}
+
 // forgetTables makes Meta learn every table again.
 func (f *Follower) forgetTables() {
 	if f.opts.Meta != nil {

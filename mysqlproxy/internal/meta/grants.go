@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 )
@@ -52,6 +53,9 @@ const grantsByAddressSQL = "SELECT 1 FROM mysql.db WHERE User IN (?, '') AND Hos
 // cannot be read. What it
 // found is kept until ForgetGrants; GrantsGen tells when that was.
 func (m *Meta) GrantsByAddress(ctx context.Context, user, host string) bool {
+	if m.unflushed.Load() {
+		return true
+	}
 	key := user + "@" + host
 	now := time.Now()
 	m.grants.mu.Lock()
@@ -94,6 +98,34 @@ func (m *Meta) ForgetGrants() {
 	m.grantsGen.Add(1)
 	clear(m.grants.m)
 	m.grants.mu.Unlock()
+}
+
+// GrantTablesEdited says a grant table was written directly (an INSERT,
+// UPDATE or DELETE, not GRANT, REVOKE or an account statement). The
+// server goes on applying the grants it loaded, which the tables no
+// longer tell, until FLUSH PRIVILEGES or a restart loads them again
+// (PrivilegesLoaded): meanwhile every account counts as holding grants
+// by address.
+func (m *Meta) GrantTablesEdited() {
+	m.unflushed.Store(true)
+	m.ForgetGrants()
+}
+
+// PrivilegesLoaded says the server loaded the grant tables again: FLUSH
+// PRIVILEGES, or a restart. They tell its grants again.
+func (m *Meta) PrivilegesLoaded() {
+	m.unflushed.Store(false)
+	m.ForgetGrants()
+}
+
+// IsGrantTable reports whether mysql.name holds accounts or grants,
+// which the server loads at start and at FLUSH PRIVILEGES.
+func IsGrantTable(name string) bool {
+	switch strings.ToLower(name) {
+	case "user", "global_priv", "db", "tables_priv", "columns_priv", "procs_priv", "proxies_priv", "roles_mapping":
+		return true
+	}
+	return false
 }
 
 // GrantsGen changes whenever the grants may have changed: a session

@@ -83,6 +83,9 @@ type Meta struct {
 	grants       grantsByAddress
 	grantsGen    atomic.Uint64
 	grantsLogged atomic.Int64 // when GrantsByAddress last logged a failure
+	// unflushed says the grant tables were written directly since the
+	// server last loaded them (GrantTablesEdited).
+	unflushed atomic.Bool
 }
 
 // entry is a learned table, or a failure to learn it, with its expiry.
