@@ -1229,9 +1229,10 @@ func innerPackets(t *testing.T, read string) string {
 
 // TestClosedWithBytesUnread: the server resets a connection it closes
 // with bytes the client sent still unread (the kernel does): commands a
-// client pipelined behind its COM_QUIT, or behind a command out of order
-// (which gets 1156). Through mycached the client reads the same bytes and
-// then the same reset, not an orderly close.
+// client pipelined behind its COM_QUIT, or the payload of a command out
+// of order (which gets 1156), and what follows it. Through mycached the
+// client reads the same bytes and then the same reset, not an orderly
+// close.
 func TestClosedWithBytesUnread(t *testing.T) {
 	t.Parallel()
 	m := testenvShared(t)
@@ -1243,6 +1244,9 @@ func TestClosedWithBytesUnread(t *testing.T) {
 	}{
 		{"a COM_PING behind a COM_QUIT", append([]byte{1, 0, 0, 0, mysqlc.COM_QUIT}, ping...)},
 		{"a COM_PING behind a COM_PING out of order", append([]byte{1, 0, 0, 5, mysqlc.COM_PING}, ping...)},
+		// The server reads the header, refuses it, and leaves the
+		// payload unread.
+		{"a COM_PING out of order alone", []byte{1, 0, 0, 5, mysqlc.COM_PING}},
 		{"a COM_QUIT alone", []byte{1, 0, 0, 0, mysqlc.COM_QUIT}},
 	} {
 		end := func(addr string) string {

@@ -616,8 +616,13 @@ func (s *Session) Loop(dispatch func(p []byte) error) {
 			return
 		}
 		if seq != 0 {
-			// The server's answer, and it hangs up too.
+			// The server's answer, and it hangs up too. It judges the
+			// packet by its header and leaves the payload unread, so
+			// its kernel resets the connection (wire.Conn.Close).
 			s.SendError(0, mysql.ER_NET_PACKETS_OUT_OF_ORDER, "08S01", "Got packets out of order", true)
+			if len(p) > 0 {
+				s.resetClient()
+			}
 			s.LogEnd("client read", wire.ErrOutOfOrder)
 			return
 		}
