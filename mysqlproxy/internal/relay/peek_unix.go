@@ -3,7 +3,6 @@
 package relay
 
 import (
-	"crypto/tls"
 	"net"
 	"syscall"
 
@@ -23,10 +22,7 @@ import (
 func connClosed(c net.Conn) bool {
 	// The compressed protocol's frames are bytes on the socket all the
 	// same.
-	c = wire.Transport(c)
-	if tc, ok := c.(*tls.Conn); ok {
-		c = tc.NetConn()
-	}
+	c, _ = wire.Socket(c)
 	raw := wire.RawConn(c)
 	if raw == nil {
 		return false

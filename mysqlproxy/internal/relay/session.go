@@ -469,13 +469,10 @@ func (s *Session) clientEvent(err error) {
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		return // a drain's deadline, not the client
 	}
-	c := wire.Transport(s.Backend.NetConn)
-	if tc, ok := c.(*tls.Conn); ok {
-		// Closed in order, TLS would first send a close_notify alert:
-		// bytes the server finds waiting on the socket, which tell it the
-		// client is still there. The socket beneath tells it the truth.
-		c = tc.NetConn()
-	}
+	// Closed in order, TLS would first send a close_notify alert: bytes
+	// the server finds waiting on the socket, which tell it the client
+	// is still there. The socket beneath tells it the truth.
+	c, _ := wire.Socket(s.Backend.NetConn)
 	if tc, ok := c.(*net.TCPConn); ok && errors.Is(err, io.EOF) {
 		// The client closed its side, and may still read (a shutdown
 		// for writing): the server sees the same, aborts what it would
@@ -519,13 +516,7 @@ func (s *Session) resetClient() {
 
 // clientSocket returns the socket under the client connection's
 // compression and TLS, and whether TLS was over it.
-func (s *Session) clientSocket() (net.Conn, bool) {
-	t := wire.Transport(s.Client.NetConn)
-	if tc, ok := t.(*tls.Conn); ok {
-		return tc.NetConn(), true
-	}
-	return t, false
-}
+func (s *Session) clientSocket() (net.Conn, bool) { return wire.Socket(s.Client.NetConn) }
 
 // StartHandshakeDeadline bounds the connection phase of a session that
 // runs its own (the kv-only listener); EndHandshakeDeadline lifts it.

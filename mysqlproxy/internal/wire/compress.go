@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/zlib"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -67,6 +68,16 @@ func Transport(c net.Conn) net.Conn {
 		return cc.Conn
 	}
 	return c
+}
+
+// Socket returns the socket beneath c's compression and TLS, and whether
+// TLS was over it.
+func Socket(c net.Conn) (net.Conn, bool) {
+	c = Transport(c)
+	if tc, ok := c.(*tls.Conn); ok {
+		return tc.NetConn(), true
+	}
+	return c, false
 }
 
 // frameEnd is where a frame read ends in the stream, and its sequence id.

@@ -6,7 +6,6 @@ package wire
 
 import (
 	"bufio"
-	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -113,11 +112,8 @@ func (p *Conn) Release() {
 // reset through mycached as it does directly.
 func (p *Conn) Close() error {
 	if p.R != nil && p.R.Buffered() > 0 {
-		t := Transport(p.NetConn)
-		if tc, ok := t.(*tls.Conn); ok {
-			t = tc.NetConn()
-		}
-		if tc, ok := t.(*net.TCPConn); ok {
+		sock, _ := Socket(p.NetConn)
+		if tc, ok := sock.(*net.TCPConn); ok {
 			_ = tc.SetLinger(0)
 		}
 	}
