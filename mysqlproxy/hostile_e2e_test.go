@@ -1276,3 +1276,44 @@ func TestClosedWithBytesUnread(t *testing.T) {
 		}
 	}
 }
+
+// TestStalledLargeHandshakeReply: a handshake response whose header
+// announces more than mycached accepts (over 1 MiB, or a continued
+// packet), and which stops before its end, is answered as the server
+// answers it: with nothing, until the handshake's 10 s are up, and then
+// a reset. mycached refused it at once with Bad handshake.
+func TestStalledLargeHandshakeReply(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	// stalled sends the header of a size-byte response and 64 KiB of it,
+	// and returns what comes back until the connection ends, and how it
+	// ends.
+	stalled := func(t *testing.T, addr string, size int) (string, error) {
+		nc := dialGreeted(t, addr)
+		hdr := []byte{byte(size), byte(size >> 8), byte(size >> 16), 1}
+		_ = nc.SetDeadline(time.Now().Add(30 * time.Second))
+		if _, err := nc.Write(append(hdr, make([]byte, 64<<10)...)); err != nil {
+			t.Fatal(err)
+		}
+		var out []byte
+		buf := make([]byte, 4096)
+		for {
+			n, err := nc.Read(buf)
+			out = append(out, buf[:n]...)
+			if err != nil {
+				return string(out), err
+			}
+		}
+	}
+	for _, size := range []int{2 << 20, 1<<24 - 1} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			t.Parallel()
+			for _, tc := range []struct{ name, addr string }{{"direct", m.Addr}, {"mycached", p.addr}} {
+				if got, err := stalled(t, tc.addr, size); got != "" || !errors.Is(err, syscall.ECONNRESET) {
+					t.Errorf("%s: a stalled response announcing %d bytes read %q, %v; want nothing, then a reset", tc.name, size, got, err)
+				}
+			}
+		})
+	}
+}

@@ -423,21 +423,24 @@ func (s *Session) readReplyAt(buf []byte, want int) ([]byte, byte, error) {
 
 // refuseLargeReply answers a handshake response larger than any client
 // sends (over 1 MiB of connection attributes) as the server answers a
-// malformed one: Bad handshake. The rest of it is read and dropped first,
-// as the server reads it (a connection closed with bytes unread is reset,
-// and the client would see the reset, not the error): the rest of the
-// wire packet whose header announced it, within the handshake's 10 s,
-// however the client paces it; and when that packet is continued (a
-// response of 16 MiB or more), what follows for as long as it keeps
-// coming (a second of silence ends it), 16 MiB in all.
+// malformed one: Bad handshake, once it has read the whole response, as
+// the server reads it before it answers (a connection closed with bytes
+// unread is reset, and the client would see the reset, not the error).
+// That is the rest of the wire packet whose header announced it, within
+// the handshake's 10 s, however the client paces it; and when that packet
+// is continued (a response of 16 MiB or more), what follows for as long
+// as it keeps coming (a second of silence ends it), 16 MiB in all. A
+// client that stops short of the packet's end hears nothing, and when the
+// 10 s are up its connection is reset, as the server resets it.
 func (s *Session) refuseLargeReply(cseq byte) error {
-	s.SendError(cseq+1, mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake", true)
 	end := time.Now().Add(clientHandshakeTimeout)
 	_ = s.Client.NetConn.SetReadDeadline(end)
 	rest := int64(s.Client.Unread)
 	if n, err := io.CopyN(io.Discard, s.Client.R, rest); err != nil {
+		s.resetClient()
 		return fmt.Errorf("%w: a response over 1 MiB refused; %d of its last %d bytes read: %v", errBadHandshake, n, rest, err)
 	} else if rest < wire.MaxPayload {
+		s.SendError(cseq+1, mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake", true)
 		return errBadHandshake
 	}
 	for left := int64(1<<24) - rest; left > 0 && time.Now().Before(end); {
@@ -452,6 +455,7 @@ func (s *Session) refuseLargeReply(cseq byte) error {
 			break
 		}
 	}
+	s.SendError(cseq+1, mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake", true)
 	return errBadHandshake
 }
 
