@@ -31,9 +31,19 @@ type fleet struct {
 // follower filled in) in front of m.
 func startFleet(t *testing.T, m *testenv.MariaDB, cfg mysqlproxy.Config) *fleet {
 	t.Helper()
+	return startFleetVia(t, m, cfg, nil)
+}
+
+// startFleetVia is startFleet with the sidecars reaching memcached at the
+// address via returns for its own (nil: directly).
+func startFleetVia(t *testing.T, m *testenv.MariaDB, cfg mysqlproxy.Config, via func(addr string) string) *fleet {
+	t.Helper()
 	f := &fleet{m: m, mc: privateMemcached(t)}
 	cfg.Backend = m.Addr
 	cfg.Memcached = []string{f.mc.Addr}
+	if via != nil {
+		cfg.Memcached = []string{via(f.mc.Addr)}
+	}
 	if cfg.MemcachedTimeout == 0 {
 		// On a loaded machine a 50 ms lookup may time out and fail open,
 		// which is right for the application and wrong for a test that

@@ -1,6 +1,7 @@
 package mysqlproxy_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -172,6 +173,45 @@ func TestFollowerSequenceWentBack(t *testing.T) {
 		if st := dump(t, db, "SHOW MYCACHED STATUS LIKE 'Binlog_follower'"); !strings.Contains(st, "running") {
 			t.Errorf("sidecar %c: %s", 'A'+i, st)
 		}
+	}
+}
+
+// TestFollowerSequenceWentBackWhileApplying: a poll of the server's
+// position that comes while the follower applies the transaction whose
+// number went back (5, then 3) finds the server behind what the follower
+// applied. The server's binlog still holds the follower's place, and no
+// RESET ran: nothing is invalidated for a lost position. The followers'
+// bumps are slowed (memcached behind a relay that holds each incr for a
+// second), so that the poll comes while they apply.
+func TestFollowerSequenceWentBackWhileApplying(t *testing.T) {
+	m := privateDB(t)
+	slowIncr := func(dst io.Writer, src io.Reader) {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				if bytes.HasPrefix(buf[:n], []byte("incr ")) {
+					time.Sleep(time.Second)
+				}
+				if _, err := dst.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	f := startFleetVia(t, m, mysqlproxy.Config{}, func(addr string) string { return newRelay(t, addr, slowIncr).addr() })
+	q := f.warmRow(t)
+	lost := func(db *sql.DB) int64 { return mycachedStatus(t, db)["Binlog_lost_positions"] }
+	lostA, lostB := lost(f.viaA), lost(f.viaB)
+	for _, seq := range []int{5, 3} {
+		mustExec(t, f.direct, fmt.Sprintf("SET SESSION gtid_domain_id = 7, gtid_seq_no = %d; UPDATE t SET v = v + 1 WHERE id = 1; SET SESSION gtid_domain_id = 0", seq))
+	}
+	f.syncFresh(t, q)
+	if a, b := lost(f.viaA), lost(f.viaB); a != lostA || b != lostB {
+		t.Errorf("Binlog_lost_positions went from %d, %d to %d, %d: the followers' place in the binlog was there", lostA, lostB, a, b)
 	}
 }
 

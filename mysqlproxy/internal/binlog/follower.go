@@ -1150,6 +1150,7 @@ func (f *Follower) pollServer() {
 	f.mu.Lock()
 	jumped := f.jumps != jumps
 	f.mu.Unlock()
+	numbersBack := false
 	switch {
 	case reset:
 		// RESET MASTER, followed by as many transactions as the
@@ -1164,10 +1165,14 @@ func (f *Follower) pollServer() {
 		// The follower took the server's position meanwhile, and said
 		// why: this poll's position is judged against it by the next.
 	case !resetting && wentBack(before, p):
-		f.serverWentBack(pos, "the server's binlog position went back to "+cmp.Or(pos, "its start")+" (RESET MASTER, or another server at its address)")
+		if numbersBack = f.binlogHoldsApplied(ctx, at); !numbersBack {
+			f.serverWentBack(pos, "the server's binlog position went back to "+cmp.Or(pos, "its start")+" (RESET MASTER, or another server at its address)")
+		}
 	}
 	f.mu.Lock()
-	if len(f.polls) < 1024 {
+	// A position behind the applied one says nothing of how far the
+	// follower has read: freshness waits for the next poll.
+	if len(f.polls) < 1024 && !numbersBack {
 		f.polls = append(f.polls, poll{at: at, pos: p})
 	}
 	f.advanceLocked()
@@ -1226,9 +1231,43 @@ func (f *Follower) checkStalled(where binlogAt, applied *mysql.MariadbGTIDSet, p
 		" at "+where.String()+", and the stream stopped short of the server's "+pos+" (RESET MASTER while following)")
 }
 
+// binlogHoldsApplied reports whether a server whose position is behind
+// the applied one in a domain is the same server, with the same binlog,
+// as when the follower applied it: no RESET statement ran since the last
+// count (which this read renews), and the binlog still holds the applied
+// position at the follower's place in it. Then a domain's numbers went
+// back in the binlog (gtid_seq_no set by hand), and the poll read the
+// server's position after a transaction numbered below the applied one,
+// which the follower had yet to apply. Otherwise, or when it cannot tell,
+// the server's binlog went back.
+func (f *Follower) binlogHoldsApplied(ctx context.Context, at time.Time) bool {
+	f.mu.Lock()
+	where, applied := f.at, f.applied.Clone().(*mysql.MariadbGTIDSet)
+	f.mu.Unlock()
+	if where.file == "" {
+		return false
+	}
+	n, started, err := f.opts.Meta.Resets(ctx)
+	if err != nil {
+		return false
+	}
+	cur := resetMark{n: n, started: started}
+	f.markRead = at
+	if prev := f.mark.Swap(&cur); prev == nil || !prev.sameRun(cur) || prev.n != cur.n {
+		return false
+	}
+	got, ok, err := f.opts.Meta.BinlogPosAt(ctx, where.file, where.end)
+	if err != nil || !ok {
+		return false
+	}
+	set, err := mysql.ParseMariadbGTIDSet(got)
+	return err == nil && samePos(set.(*mysql.MariadbGTIDSet), applied)
+}
+
 // wentBack reports whether the server's position is behind the applied
 // one in a domain: the applied position was read before the server's,
-// and the server logs nothing the follower could apply before it does.
+// and the server logs nothing the follower could apply before it does,
+// unless a domain's numbers went back (see binlogHoldsApplied).
 func wentBack(applied, server map[uint32]uint64) bool {
 	for d, s := range applied {
 		if server[d] < s {
