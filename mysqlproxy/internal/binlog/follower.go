@@ -664,12 +664,7 @@ func (f *Follower) resumable() (binlogAt, bool) {
 	if at.file == "" || born == 0 {
 		return binlogAt{}, false
 	}
-	got, ok, err := f.opts.Meta.BinlogPosAt(f.ctx, at.file, at.end)
-	if err != nil || !ok {
-		return binlogAt{}, false
-	}
-	set, err := mysql.ParseMariadbGTIDSet(got)
-	if err != nil || !samePos(set.(*mysql.MariadbGTIDSet), applied) {
+	if holds, err := f.holdsAt(f.ctx, at, applied); err != nil || !holds {
 		return binlogAt{}, false
 	}
 	if ts, err := f.readBorn(at.file); err != nil || ts != born {
@@ -1211,15 +1206,10 @@ const stallAfter = 2 * time.Second
 // again less and less often until a transaction arrives.
 func (f *Follower) checkStalled(where binlogAt, applied *mysql.MariadbGTIDSet, pos string) {
 	ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
-	got, ok, err := f.opts.Meta.BinlogPosAt(ctx, where.file, where.end)
+	holds, err := f.holdsAt(ctx, where, applied)
 	cancel()
-	if err != nil {
+	if err != nil || holds {
 		return
-	}
-	if ok {
-		if set, err := mysql.ParseMariadbGTIDSet(got); err == nil && samePos(set.(*mysql.MariadbGTIDSet), applied) {
-			return
-		}
 	}
 	f.mu.Lock()
 	moved := !samePos(f.applied, applied) || f.resetTo != nil
@@ -1256,12 +1246,19 @@ func (f *Follower) binlogHoldsApplied(ctx context.Context, at time.Time) bool {
 	if prev := f.mark.Swap(&cur); prev == nil || !prev.sameRun(cur) || prev.n != cur.n {
 		return false
 	}
+	holds, err := f.holdsAt(ctx, where, applied)
+	return err == nil && holds
+}
+
+// holdsAt reports whether the server's binlog holds the position applied
+// at where (BINLOG_GTID_POS); a place it does not know holds nothing.
+func (f *Follower) holdsAt(ctx context.Context, where binlogAt, applied *mysql.MariadbGTIDSet) (bool, error) {
 	got, ok, err := f.opts.Meta.BinlogPosAt(ctx, where.file, where.end)
 	if err != nil || !ok {
-		return false
+		return false, err
 	}
 	set, err := mysql.ParseMariadbGTIDSet(got)
-	return err == nil && samePos(set.(*mysql.MariadbGTIDSet), applied)
+	return err == nil && samePos(set.(*mysql.MariadbGTIDSet), applied), nil
 }
 
 // wentBack reports whether the server's position is behind the applied
