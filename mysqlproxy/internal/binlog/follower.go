@@ -1125,10 +1125,7 @@ func (f *Follower) pollServer() {
 	// position read after a RESET MASTER is the new binlog's.
 	reset := false
 	if at.Sub(f.markRead) >= markEvery {
-		f.markRead = at
-		if n, started, err := f.opts.Meta.Resets(ctx); err == nil {
-			cur := resetMark{n: n, started: started}
-			prev := f.mark.Swap(&cur)
+		if prev, cur, err := f.renewMark(ctx, at); err == nil {
 			reset = prev != nil && prev.sameRun(cur) && prev.n != cur.n
 		}
 	}
@@ -1237,17 +1234,23 @@ func (f *Follower) binlogHoldsApplied(ctx context.Context, at time.Time) bool {
 	if where.file == "" {
 		return false
 	}
-	n, started, err := f.opts.Meta.Resets(ctx)
-	if err != nil {
-		return false
-	}
-	cur := resetMark{n: n, started: started}
-	f.markRead = at
-	if prev := f.mark.Swap(&cur); prev == nil || !prev.sameRun(cur) || prev.n != cur.n {
+	if prev, cur, err := f.renewMark(ctx, at); err != nil || prev == nil || !prev.sameRun(cur) || prev.n != cur.n {
 		return false
 	}
 	holds, err := f.holdsAt(ctx, where, applied)
 	return err == nil && holds
+}
+
+// renewMark reads the server's count of RESET statements, at a poll at
+// at, and returns the mark it replaces (nil: none yet) and the new one.
+func (f *Follower) renewMark(ctx context.Context, at time.Time) (prev *resetMark, cur resetMark, err error) {
+	f.markRead = at
+	n, started, err := f.opts.Meta.Resets(ctx)
+	if err != nil {
+		return nil, resetMark{}, err
+	}
+	cur = resetMark{n: n, started: started}
+	return f.mark.Swap(&cur), cur, nil
 }
 
 // holdsAt reports whether the server's binlog holds the position applied

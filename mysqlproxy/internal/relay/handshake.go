@@ -439,11 +439,12 @@ func (s *Session) refuseLargeReply(cseq byte) error {
 	if n, err := io.CopyN(io.Discard, s.Client.R, rest); err != nil {
 		s.resetClient()
 		return fmt.Errorf("%w: a response over 1 MiB refused; %d of its last %d bytes read: %v", errBadHandshake, n, rest, err)
-	} else if rest < wire.MaxPayload {
-		s.SendError(cseq+1, mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake", true)
-		return errBadHandshake
 	}
-	for left := int64(1<<24) - rest; left > 0 && time.Now().Before(end); {
+	left := int64(0) // of a continued packet, what may follow
+	if rest >= wire.MaxPayload {
+		left = 1<<24 - rest
+	}
+	for left > 0 && time.Now().Before(end) {
 		d := time.Now().Add(time.Second)
 		if d.After(end) {
 			d = end
