@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -264,21 +263,7 @@ func TestWriteOKWaitsForASlowBump(t *testing.T) {
 	db := testenvShared(t)
 	mc := privateMemcached(t)
 	var delay atomic.Int64
-	link := newRelay(t, mc.Addr, func(dst io.Writer, src io.Reader) {
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := src.Read(buf)
-			if n > 0 {
-				time.Sleep(time.Duration(delay.Load()))
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	})
+	link := newRelay(t, mc.Addr, holdEach(func([]byte) time.Duration { return time.Duration(delay.Load()) }))
 	a := startProxy(t, mysqlproxy.Config{Backend: db.Addr, Memcached: []string{link.addr()}, MemcachedTimeout: 50 * time.Millisecond})
 	b := startProxy(t, mysqlproxy.Config{Backend: db.Addr, Memcached: []string{mc.Addr}, MemcachedTimeout: 5 * time.Second})
 	name := db.NewDatabase(t)

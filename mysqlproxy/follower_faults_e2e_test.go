@@ -48,6 +48,26 @@ func newRelay(t testing.TB, target string, up func(dst io.Writer, src io.Reader)
 	return c
 }
 
+// holdEach is a relay's upstream copy that holds each chunk it reads for
+// as long as hold says before it passes it on.
+func holdEach(hold func(chunk []byte) time.Duration) func(dst io.Writer, src io.Reader) {
+	return func(dst io.Writer, src io.Reader) {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				time.Sleep(hold(buf[:n]))
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+}
+
 func (c *cuttable) addr() string { return c.ln.Addr().String() }
 
 func (c *cuttable) serve() {
@@ -185,23 +205,12 @@ func TestFollowerSequenceWentBack(t *testing.T) {
 // second), so that the poll comes while they apply.
 func TestFollowerSequenceWentBackWhileApplying(t *testing.T) {
 	m := privateDB(t)
-	slowIncr := func(dst io.Writer, src io.Reader) {
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := src.Read(buf)
-			if n > 0 {
-				if bytes.HasPrefix(buf[:n], []byte("incr ")) {
-					time.Sleep(time.Second)
-				}
-				if _, err := dst.Write(buf[:n]); err != nil {
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
+	slowIncr := holdEach(func(chunk []byte) time.Duration {
+		if bytes.HasPrefix(chunk, []byte("incr ")) {
+			return time.Second
 		}
-	}
+		return 0
+	})
 	f := startFleetVia(t, m, mysqlproxy.Config{}, func(addr string) string { return newRelay(t, addr, slowIncr).addr() })
 	q := f.warmRow(t)
 	lost := func(db *sql.DB) int64 { return mycachedStatus(t, db)["Binlog_lost_positions"] }
