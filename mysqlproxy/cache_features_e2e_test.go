@@ -1988,6 +1988,55 @@ func TestRoutineWritesInRefusedReads(t *testing.T) {
 	}
 }
 
+// TestRoutineWritesWithoutBinlog: on a server that keeps no binlog, a
+// stored function called through mycached writes, and no GTID tells: what
+// it may have written is invalidated all the same, for a sidecar with no
+// follower and for one whose follower cannot run, as the startup warning
+// says it serves then. The second also knows views: one that calls the
+// function writes too.
+func TestRoutineWritesWithoutBinlog(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t, "--skip-log-bin")
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 0), (2, 0)")
+	m.Exec(t, "CREATE FUNCTION "+db+".f() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN UPDATE t SET v = v + 1 WHERE id = 1; RETURN 1; END")
+	m.Exec(t, "CREATE VIEW "+db+".vw AS SELECT id, "+db+".f() AS w FROM "+db+".t")
+	direct := openDB(t, rootDSN(m.Addr, db, ""))
+	for _, tc := range []struct {
+		name   string
+		cfg    mysqlproxy.Config
+		writes []string
+	}{
+		{"no follower", mysqlproxy.Config{Backend: m.Addr}, []string{"DO f()", "SELECT f()", "SELECT f() FROM t WHERE id = 2"}},
+		{"follower off", withBinlog(mysqlproxy.Config{Backend: m.Addr}), []string{"DO f()", "SELECT f()", "SELECT w FROM vw WHERE id = 2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startUnwaited(t, tc.cfg)
+			reader := openDB(t, rootDSN(p.addr, db, ""))
+			writer := openDB(t, rootDSN(p.addr, db, ""))
+			const q = "SELECT v FROM t WHERE id = 1"
+			for _, w := range tc.writes {
+				for range 2 {
+					waitFor(t, 10*time.Second, q+" cached", func() bool {
+						before := hits(t, reader)
+						dump(t, reader, q)
+						return hits(t, reader) > before
+					})
+					rows, err := writer.Query(w)
+					if err != nil {
+						t.Fatalf("%s: %v", w, err)
+					}
+					rows.Close()
+					if got, want := dump(t, reader, q), dump(t, direct, q); got != want {
+						t.Fatalf("after %s: %s gave %s, want %s (stale)", w, q, got, want)
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestRowCountsAfterAHitAndUse: USE leaves FOUND_ROWS() as the read
 // before it made it, and sets ROW_COUNT() to 0, whether that read was a
 // hit or not and whichever database USE names; so do SET, DO and BEGIN

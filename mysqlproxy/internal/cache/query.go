@@ -1635,16 +1635,25 @@ func (c *Session) unlogged(sql string, resp *relay.Response) bool {
 	return c.logBinOff()
 }
 
-// logBinOff reports whether the session's sql_log_bin may have been off
-// when its statement began: the server said so, or stored code or
-// EXECUTE may have set it unseen (relay.Session.MarkVarsStale), and it
-// could not be read since.
+// logBinOff reports whether the session's writes may have gone to no
+// binlog when its statement began: the server keeps none (log_bin), or
+// the session's sql_log_bin was off: the server said so, or stored code
+// or EXECUTE may have set it unseen (relay.Session.MarkVarsStale), and
+// it could not be read since.
 func (c *Session) logBinOff() bool {
-	if c.logBinStale {
+	if c.logBinStale || c.serverLogBinOff() {
 		return true
 	}
 	v, ok := c.s.Vars["sql_log_bin"]
 	return ok && !strings.EqualFold(v, "ON") && v != "1"
+}
+
+// serverLogBinOff reports a server that keeps no binlog (log_bin OFF),
+// or whose log_bin the session has not read: then no write changes the
+// session's @@last_gtid, which cannot tell whether stored code wrote.
+func (c *Session) serverLogBinOff() bool {
+	v, ok := c.s.Vars["log_bin"]
+	return !ok || !strings.EqualFold(v, "ON") && v != "1"
 }
 
 // callApplyWait bounds how long a CALL that wrote waits for the follower
@@ -1670,7 +1679,7 @@ func (c *Session) routineRan(prev string, unseen bool) {
 		}
 		return
 	}
-	if !c.s.Track || unseen || c.s.Vars["last_gtid"] != prev {
+	if !c.s.Track || unseen || c.s.Vars["last_gtid"] != prev || c.serverLogBinOff() {
 		c.e.Store.Bump(context.Background(), []string{deps.Global})
 		c.e.Stats.invalidations.Inc()
 	}

@@ -32,6 +32,8 @@ var digestFree = map[string]bool{
 	"init_connect": true,
 	// How COMMIT ends a transaction.
 	"completion_type": true,
+	// Whether the server keeps a binary log at all.
+	"log_bin": true,
 }
 
 // sessState is the part of a session's state that can change a read's
