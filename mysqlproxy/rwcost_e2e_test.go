@@ -537,3 +537,80 @@ func TestStalledClientCutOff(t *testing.T) {
 		t.Errorf("slow reader: %d rows, want 12", rows)
 	}
 }
+
+// TestRejectedShapeRunsCode: a rejected shape's reads are relayed at the
+// cost of a passthrough, but what they make the server do is followed as
+// for any read. Its view comes to call a function that writes: each read
+// then writes a row that another session has cached, and that entry
+// goes at once, whether the admission samples the read or not. The
+// server has no binlog, so this is the sidecar's own invalidation, on
+// which it relies for its own writes.
+func TestRejectedShapeRunsCode(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t, "--skip-log-bin")
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t SELECT seq, seq FROM "+db+".seq_1_to_3000")
+	m.Exec(t, "CREATE TABLE "+db+".cnt (id INT PRIMARY KEY, n INT)")
+	m.Exec(t, "INSERT INTO "+db+".cnt VALUES (1, 0)")
+	m.Exec(t, "CREATE VIEW "+db+".vw AS SELECT id, v FROM "+db+".t")
+	m.Exec(t, "CREATE FUNCTION "+db+".f() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN UPDATE cnt SET n = n + 1 WHERE id = 1; RETURN 0; END")
+	p := startUnwaited(t, withBinlog(mysqlproxy.Config{Backend: m.Addr, Memcached: []string{privateMemcached(t).Addr}}))
+	c := openDB(t, rootDSN(p.addr, db, ""))
+	c.SetMaxOpenConns(1)
+	other := openDB(t, rootDSN(p.addr, db, ""))
+	direct := openDB(t, rootDSN(m.Addr, db, ""))
+	read := func(id int) {
+		t.Helper()
+		var v int
+		if err := c.QueryRow(fmt.Sprintf("SELECT v FROM vw WHERE id = %d", id)).Scan(&v); err != nil || v != id {
+			t.Fatalf("read %d: got %d, %v", id, v, err)
+		}
+	}
+	id := 0
+	for state := ""; state != "rejected"; {
+		for range 128 {
+			id++
+			read(id)
+		}
+		if state, _ = queryAdmission(t, c, "from `vw` where `id`"); id >= 2048 {
+			t.Fatalf("after %d distinct reads the shape is %s, want rejected", id, state)
+		}
+	}
+	counter := func() int {
+		t.Helper()
+		var n, want int
+		if err := other.QueryRow("SELECT n FROM cnt WHERE id = 1").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if err := direct.QueryRow("SELECT n FROM cnt WHERE id = 1").Scan(&want); err != nil {
+			t.Fatal(err)
+		}
+		if n != want {
+			t.Fatalf("the counter read through mycached is %d, directly %d", n, want)
+		}
+		return n
+	}
+	cached := func() {
+		t.Helper()
+		waitFor(t, 10*time.Second, "the counter's read served from the cache", func() bool {
+			before := hits(t, other)
+			counter()
+			return hits(t, other) > before
+		})
+	}
+	cached()
+	// Through a third session: nothing the reading sessions ran tells
+	// them that stored code may run.
+	if _, err := openDB(t, rootDSN(p.addr, db, "")).Exec("CREATE OR REPLACE VIEW vw AS SELECT id, v + f() AS v FROM t"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 32 {
+		cached()
+		id++
+		read(id)
+		if n := counter(); n != i+1 {
+			t.Fatalf("after %d reads of the view the counter is %d", i+1, n)
+		}
+	}
+}

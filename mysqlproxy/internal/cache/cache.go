@@ -119,7 +119,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	// of a passthrough, unless the policy forces some of the shape's reads.
 	judged := !adm.rejected() || sampled(p, st) || adm.probe()
 	if !judged && !adm.policyForces.Load() {
-		return c.relayUnpaying(p, qs, adm)
+		return c.relayUnpaying(p, info, sql, qs, adm)
 	}
 	if why, err := c.checkTemps(info); err != nil {
 		return err
@@ -172,7 +172,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	if dec.Admit == cachepolicy.AdmitAlways {
 		adm.forced()
 	} else if !judged {
-		return c.relayUnpaying(p, qs, adm)
+		return c.relayUnpaying(p, info, sql, qs, adm)
 	}
 	all := deps.all
 	if len(dec.Depends) > 0 {
@@ -209,7 +209,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 		}
 		if !adm.admit(dec.Admit) {
 			adm.looked(false, false, ghost, 0)
-			return c.relayUnpaying(p, qs, adm)
+			return c.relayUnpaying(p, info, sql, qs, adm)
 		}
 	}
 	start := time.Now()
@@ -391,10 +391,16 @@ func (c *Session) relayRunningCode(p []byte, info *sqlinfo.Info, sql string) err
 }
 
 // relayUnpaying relays a read of a shape whose reads do not pay for
-// their lookups, and notes the backend time it took.
-func (c *Session) relayUnpaying(p []byte, qs *queryStat, adm *admission) error {
+// their lookups, and notes the backend time it took. One that runs
+// stored code, through a view that calls a function, or that follows a
+// hit whose diagnostics a view reads, is relayed as relayRunningCode
+// relays it: what the code wrote is invalidated.
+func (c *Session) relayUnpaying(p []byte, info *sqlinfo.Info, sql string, qs *queryStat, adm *admission) error {
 	c.e.Stats.bypass(whyNotPaying)
 	qs.note(whyNotPaying, 0)
+	if c.runsCode(info) || c.lastHit != nil && c.viewsReadDiagnostics(info) {
+		return c.relayRunningCode(p, info, sql)
+	}
 	sent := time.Now()
 	err := c.s.RelayMode(p, relay.ModeResult)
 	adm.relayed(time.Since(sent))
