@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/go-mysql-org/go-mysql/client"
 	mysqlc "github.com/go-mysql-org/go-mysql/mysql"
 
@@ -567,16 +568,7 @@ func TestRejectedShapeRunsCode(t *testing.T) {
 			t.Fatalf("read %d: got %d, %v", id, v, err)
 		}
 	}
-	id := 0
-	for state := ""; state != "rejected"; {
-		for range 128 {
-			id++
-			read(id)
-		}
-		if state, _ = queryAdmission(t, c, "from `vw` where `id`"); id >= 2048 {
-			t.Fatalf("after %d distinct reads the shape is %s, want rejected", id, state)
-		}
-	}
+	id := rejectShape(t, c, "from `vw` where `id`", read)
 	counter := func() int {
 		t.Helper()
 		var n, want int
@@ -612,5 +604,66 @@ func TestRejectedShapeRunsCode(t *testing.T) {
 		if n := counter(); n != i+1 {
 			t.Fatalf("after %d reads of the view the counter is %d", i+1, n)
 		}
+	}
+}
+
+// rejectShape reads ids 1, 2, ... with read until the shape whose digest
+// contains part is rejected, and returns the last id read.
+func rejectShape(t *testing.T, c *sql.DB, part string, read func(id int)) int {
+	t.Helper()
+	id := 0
+	for state := ""; state != "rejected"; {
+		for range 128 {
+			id++
+			read(id)
+		}
+		if state, _ = queryAdmission(t, c, part); id >= 2048 {
+			t.Fatalf("after %d distinct reads the shape is %s, want rejected", id, state)
+		}
+	}
+	return id
+}
+
+// TestAdmissionProbesOutsideTheSample: a rejected shape whose reads come
+// to repeat on keys its sample does not hold is seen to by its probes
+// (one read in sixteen of the others), and admitted again; its other
+// reads are relayed without being judged.
+func TestAdmissionProbesOutsideTheSample(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t SELECT seq, seq FROM "+db+".seq_1_to_3000")
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Memcached: []string{privateMemcached(t).Addr}})
+	c := openDB(t, rootDSN(p.addr, db, ""))
+	c.SetMaxOpenConns(1)
+	text := func(id int) string { return fmt.Sprintf("SELECT v FROM t WHERE id = %d", id) }
+	read := func(id int) {
+		t.Helper()
+		var v int
+		if err := c.QueryRow(text(id)).Scan(&v); err != nil || v != id {
+			t.Fatalf("read %d: got %d, %v", id, v, err)
+		}
+	}
+	rejectShape(t, c, "from `t` where `id`", read)
+	// Keys no read of the sample is of: the texts one in eight hash to
+	// (the sample) are left out.
+	var keys []int
+	for k := 2100; len(keys) < 8; k++ {
+		if xxhash.Sum64String(text(k))%8 != 0 {
+			keys = append(keys, k)
+		}
+	}
+	state, why, reads := "rejected", "", 0
+	for state != "admitted" && reads < 128*128 {
+		for i := range 128 {
+			read(keys[i%len(keys)])
+		}
+		reads += 128
+		state, why = queryAdmission(t, c, "from `t` where `id`")
+	}
+	t.Logf("after %d repeated reads outside the sample: %s (%s)", reads, state, why)
+	if state != "admitted" {
+		t.Fatalf("after %d repeated reads outside the sample the shape is %s (%s), want admitted", reads, state, why)
 	}
 }

@@ -85,6 +85,8 @@ const statusMask = mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_STATUS_AUTOCOMMIT
 // when st is set) from the cache, or relays it and stores the response.
 func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.Stmt) error {
 	e := c.e
+	probed := c.probed
+	c.probed = false
 	if c.s.Dead() {
 		// Nothing is answered on a session the server has closed.
 		return relay.ErrBackendGone
@@ -117,7 +119,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	// in the ghosts and counted) only when its text falls in the shape's
 	// sample, or now and then: the others are relayed at once, at the cost
 	// of a passthrough, unless the policy forces some of the shape's reads.
-	judged := !adm.rejected() || sampled(p, st) || adm.probe()
+	judged := !adm.rejected() || sampled(p, st) || probed || adm.probe()
 	if !judged && !adm.policyForces.Load() {
 		return c.relayUnpaying(p, info, sql, qs, adm)
 	}

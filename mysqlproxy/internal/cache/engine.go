@@ -365,6 +365,9 @@ type Session struct {
 	txSnapCurrent bool
 	// hitServed says the read being handled was answered from the cache.
 	hitServed bool
+	// probed says the read being handled is a rejected shape's probe
+	// (admission.probe), drawn before its text was analysed (unjudged).
+	probed bool
 	// lastHit is the command last answered from the cache: the backend
 	// did not run it, so what the session's previous statement left
 	// (ROW_COUNT(), warnings, FOUND_ROWS()) is not what it would be.

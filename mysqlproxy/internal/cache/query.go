@@ -35,6 +35,13 @@ func (c *Session) Query(p []byte, sql string) error {
 		// invalidated for the sidecars that cache.
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
+	if shape, qs, ok := c.unjudged(p, sql); ok {
+		before := c.s.Status
+		c.hitServed = false
+		err := c.relayUnpaying(p, shape, sql, qs, qs.admission())
+		c.relayedRead(before, shape, sql, nil)
+		return err
+	}
 	info := c.e.Analyzer.AnalyzeIn(sql, c.dialect())
 	if c.lexStale() && (info.Kind == sqlinfo.Select && info.Cacheable && !c.keepsConds(info) || mayWrite(info) && !relay.Inert(p)) {
 		// A SET @@sql_mode or @@character_set_client that no tracker
@@ -653,18 +660,54 @@ func (c *Session) read(p []byte, info *sqlinfo.Info, sql string, st *relay.Stmt)
 	c.hitServed = false
 	err := c.cacheRead(p, info, sql, st)
 	if !c.hitServed {
-		c.ran(before, info)
-		c.ranSinceHit(info, sql, &c.s.Last)
-		_, lqt := c.s.Last.Tracked.Vars["long_query_time"]
-		_, lsqt := c.s.Last.Tracked.Vars["log_slow_query_time"]
-		if (lqt || lsqt) && st == nil && sqlinfo.FirstKeyword(sql) == "SET" {
-			// SET STATEMENT long_query_time = ... FOR a read: the
-			// server reports the value the read ran with, not the
-			// session's, which is read again.
-			c.s.StaleVars = append(c.s.StaleVars, "long_query_time")
-		}
+		c.relayedRead(before, info, sql, st)
 	}
 	return err
+}
+
+// relayedRead follows what a cacheable read the server ran did to the
+// session, whose status was before before it.
+func (c *Session) relayedRead(before uint16, info *sqlinfo.Info, sql string, st *relay.Stmt) {
+	c.ran(before, info)
+	c.ranSinceHit(info, sql, &c.s.Last)
+	_, lqt := c.s.Last.Tracked.Vars["long_query_time"]
+	_, lsqt := c.s.Last.Tracked.Vars["log_slow_query_time"]
+	if (lqt || lsqt) && st == nil && sqlinfo.FirstKeyword(sql) == "SET" {
+		// SET STATEMENT long_query_time = ... FOR a read: the server
+		// reports the value the read ran with, not the session's,
+		// which is read again.
+		c.s.StaleVars = append(c.s.StaleVars, "long_query_time")
+	}
+}
+
+// unjudged returns the shape of a text that is a read of a rejected
+// shape its admission does not judge (see cacheRead), from the text's
+// skeleton alone: it is relayed at once, and pays no more than a
+// passthrough and a scan. Whatever else would change the read's path or
+// its count falls back to the full one: a hit to rerun, stored code the
+// read runs, a text read by a changed sql_mode, a state to read again,
+// any reason to bypass the cache. A probe it draws is kept for
+// cacheRead.
+func (c *Session) unjudged(p []byte, sql string) (*sqlinfo.Info, *queryStat, bool) {
+	c.probed = false
+	if c.lastHit != nil || c.s.Dead() || c.lexStale() {
+		return nil, nil, false
+	}
+	shape, ok := c.e.Analyzer.ShapeIn(sql, c.dialect())
+	if !ok || shape.Kind != sqlinfo.Select || !shape.Cacheable || c.runsCode(shape) ||
+		c.keepsConds(shape) || c.bypassReason(shape, nil, p) != "" {
+		return nil, nil, false
+	}
+	qs := c.e.Queries.stat(shape.Digest)
+	adm := qs.admission()
+	if !adm.rejected() || adm.policyForces.Load() || sampled(p, nil) {
+		return nil, nil, false
+	}
+	if adm.probe() {
+		c.probed = true
+		return nil, nil, false
+	}
+	return shape, qs, true
 }
 
 // ran follows the session's transaction across a read the server ran.

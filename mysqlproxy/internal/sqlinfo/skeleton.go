@@ -207,3 +207,35 @@ func skeletonDigestStable(sql string, sc *textScan, digest string) bool {
 	d, ok := normalize(b.String())
 	return ok && d == digest
 }
+
+// ShapeIn returns what AnalyzeIn would for sql in dialect d in every
+// field that all the texts of its shape share (Kind, Cacheable, Digest,
+// the tables read and written, the functions called), from the skeleton
+// memo, and false when the memo cannot tell. Its Point and Insert rows
+// are another text's: a caller that needs no more than the shape to
+// relay sql as it is pays a scan of it, and neither a probe of the exact
+// memo nor a template's instantiation.
+func (a *Analyzer) ShapeIn(sql string, d Dialect) (info *Info, ok bool) {
+	if !d.plainFor(sql) || d.NoSchema && strings.IndexByte(sql, '.') >= 0 ||
+		len(sql) > a.maxText || len(sql) > maxParseLen || hasExecComment(sql) {
+		return nil, false
+	}
+	defer func() {
+		if recover() != nil {
+			info, ok = nil, false
+		}
+	}()
+	sc := a.scans.Get().(*textScan)
+	defer a.scans.Put(sc)
+	if !scanText(sc, sql) || !skelKey(sc, sql) {
+		return nil, false
+	}
+	e, ok := a.skels.get(string(sc.key))
+	if !ok || e.refused || hasNoCacheHint(sql) != e.hint {
+		return nil, false
+	}
+	if t := e.tmpl; t != nil && (len(sc.toks) != t.nlits || string(sc.skel) != t.skel) {
+		return nil, false
+	}
+	return e.info, true
+}

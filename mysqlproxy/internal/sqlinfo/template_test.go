@@ -25,6 +25,31 @@ func sameAnalysis(a, b *Info) bool {
 	return reflect.DeepEqual(&x, &y)
 }
 
+// sameShape reports whether a and b agree in every field that ShapeIn
+// answers for: all but a text's own Point and Insert rows.
+func sameShape(a, b *Info) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	x, y := *a, *b
+	x.Point, y.Point, x.Insert, y.Insert = nil, nil, nil, nil
+	return sameAnalysis(&x, &y)
+}
+
+// checkShapeIn checks that what ShapeIn answers for sql, if anything,
+// agrees with want, sql's full analysis, and that it answers where the
+// skeleton memo does.
+func checkShapeIn(t *testing.T, a *Analyzer, sql string, want *Info) {
+	t.Helper()
+	shape, ok := a.ShapeIn(sql, DialectOf("", "utf8mb4"))
+	if hit, _ := viaSkeleton(a, sql); hit && !ok {
+		t.Errorf("%q: the skeleton memo answers it, ShapeIn does not", sql)
+	}
+	if ok && !sameShape(shape, want) {
+		t.Errorf("%q: ShapeIn gave %+v, want %+v", sql, *shape, *want)
+	}
+}
+
 // viaTemplate reports whether a's digest memo answers sql by substituting
 // its literals into a template, without parsing.
 func viaTemplate(a *Analyzer, sql string) bool {
@@ -265,7 +290,9 @@ func TestTemplateDifferential(t *testing.T) {
 				// memo parses (a float's exponent splits its shapes). An
 				// answer from a template must equal the full parse's.
 				tmpl = tmpl || skelTmpl
-				got, want := a.Analyze(q), fullParse(q)
+				want := fullParse(q)
+				checkShapeIn(t, a, q, want)
+				got := a.Analyze(q)
 				if got.Digest != want.Digest {
 					t.Fatalf("%q (template %v, skeleton %v): digest %q, want %q", q, tmpl, skelHit, got.Digest, want.Digest)
 				}
@@ -479,7 +506,9 @@ func TestSkeletonDigest(t *testing.T) {
 		if !p.fast && hit {
 			t.Errorf("%q answered from the skeleton memo of %q", p.y, p.x)
 		}
-		got, want := a.Analyze(p.y), fullParse(p.y)
+		want := fullParse(p.y)
+		checkShapeIn(t, a, p.y, want)
+		got := a.Analyze(p.y)
 		if got.Digest != want.Digest {
 			t.Errorf("%q after %q: digest %q, want %q", p.y, p.x, got.Digest, want.Digest)
 		}
