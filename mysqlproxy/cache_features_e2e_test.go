@@ -1988,52 +1988,87 @@ func TestRoutineWritesInRefusedReads(t *testing.T) {
 	}
 }
 
-// TestRoutineWritesWithoutBinlog: on a server that keeps no binlog, a
-// stored function called through mycached writes, and no GTID tells: what
-// it may have written is invalidated all the same, for a sidecar with no
-// follower and for one whose follower cannot run, as the startup warning
-// says it serves then. The second also knows views: one that calls the
-// function writes too.
-func TestRoutineWritesWithoutBinlog(t *testing.T) {
+// TestRoutineWritesSeenAtOnce: a stored function called through a
+// sidecar with no follower to apply what it wrote: what it may have
+// written is invalidated all the same, at once where others see it at
+// once. On a server that keeps no binlog no GTID tells whether it wrote,
+// for a sidecar with no follower or one whose follower cannot run, as
+// the startup warning says it serves then (the second also knows views:
+// one that calls the function writes too). Inside a transaction, a write
+// to a MyISAM table is seen by others at once, and is invalidated at
+// once, with or without a binlog; the rest when the transaction ends.
+func TestRoutineWritesSeenAtOnce(t *testing.T) {
 	t.Parallel()
-	m := privateDB(t, "--skip-log-bin")
-	db := m.NewDatabase(t)
-	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
-	m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 0), (2, 0)")
-	m.Exec(t, "CREATE FUNCTION "+db+".f() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN UPDATE t SET v = v + 1 WHERE id = 1; RETURN 1; END")
-	m.Exec(t, "CREATE VIEW "+db+".vw AS SELECT id, "+db+".f() AS w FROM "+db+".t")
-	direct := openDB(t, rootDSN(m.Addr, db, ""))
-	for _, tc := range []struct {
-		name   string
-		cfg    mysqlproxy.Config
-		writes []string
-	}{
-		{"no follower", mysqlproxy.Config{Backend: m.Addr}, []string{"DO f()", "SELECT f()", "SELECT f() FROM t WHERE id = 2"}},
-		{"follower off", withBinlog(mysqlproxy.Config{Backend: m.Addr}), []string{"DO f()", "SELECT f()", "SELECT w FROM vw WHERE id = 2"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := startUnwaited(t, tc.cfg)
-			reader := openDB(t, rootDSN(p.addr, db, ""))
-			writer := openDB(t, rootDSN(p.addr, db, ""))
-			const q = "SELECT v FROM t WHERE id = 1"
-			for _, w := range tc.writes {
-				for range 2 {
-					waitFor(t, 10*time.Second, q+" cached", func() bool {
-						before := hits(t, reader)
-						dump(t, reader, q)
-						return hits(t, reader) > before
-					})
-					rows, err := writer.Query(w)
-					if err != nil {
-						t.Fatalf("%s: %v", w, err)
-					}
-					rows.Close()
+	for _, server := range []struct {
+		name string
+		args []string
+	}{{"binlog", nil}, {"no binlog", []string{"--skip-log-bin"}}} {
+		t.Run(server.name, func(t *testing.T) {
+			t.Parallel()
+			m := privateDB(t, server.args...)
+			db := m.NewDatabase(t)
+			m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+			m.Exec(t, "INSERT INTO "+db+".t VALUES (1, 0), (2, 0)")
+			m.Exec(t, "CREATE TABLE "+db+".mt (id INT PRIMARY KEY, v INT) ENGINE=MyISAM")
+			m.Exec(t, "INSERT INTO "+db+".mt VALUES (1, 0)")
+			m.Exec(t, "CREATE FUNCTION "+db+".f() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN UPDATE t SET v = v + 1 WHERE id = 1; RETURN 1; END")
+			m.Exec(t, "CREATE FUNCTION "+db+".g() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN UPDATE mt SET v = v + 1 WHERE id = 1; RETURN 1; END")
+			m.Exec(t, "CREATE VIEW "+db+".vw AS SELECT id, "+db+".f() AS w FROM "+db+".t")
+			direct := openDB(t, rootDSN(m.Addr, db, ""))
+			sidecars := []struct {
+				name   string
+				cfg    mysqlproxy.Config
+				writes []string
+			}{{"no follower", mysqlproxy.Config{Backend: m.Addr}, []string{"DO f()", "SELECT f()", "SELECT f() FROM t WHERE id = 2",
+				"BEGIN; DO f(); COMMIT", "BEGIN; DO g(); COMMIT"}}}
+			if server.args != nil {
+				sidecars = append(sidecars, sidecars[0])
+				sidecars[1].name, sidecars[1].cfg = "follower off", withBinlog(sidecars[0].cfg)
+				sidecars[1].writes = []string{"DO f()", "SELECT f()", "SELECT w FROM vw WHERE id = 2",
+					"BEGIN; SELECT f(); COMMIT", "BEGIN; SELECT g(); COMMIT"}
+			}
+			for _, sc := range sidecars {
+				t.Run(sc.name, func(t *testing.T) { checkRoutineWrites(t, direct, startUnwaited(t, sc.cfg), db, sc.writes) })
+			}
+		})
+	}
+}
+
+// checkRoutineWrites runs each of writes (statements separated by "; ",
+// on one connection) through p twice, each time after the reads it may
+// change were served from p's cache, and checks those reads against
+// direct's after each statement.
+func checkRoutineWrites(t *testing.T, direct *sql.DB, p *proxy, db string, writes []string) {
+	reader := openDB(t, rootDSN(p.addr, db, ""))
+	writer := openDB(t, rootDSN(p.addr, db, ""))
+	reads := []string{"SELECT v FROM t WHERE id = 1", "SELECT v FROM mt WHERE id = 1"}
+	for _, w := range writes {
+		for range 2 {
+			for _, q := range reads {
+				waitFor(t, 10*time.Second, q+" cached", func() bool {
+					before := hits(t, reader)
+					dump(t, reader, q)
+					return hits(t, reader) > before
+				})
+			}
+			conn, err := writer.Conn(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range strings.Split(w, "; ") {
+				rows, err := conn.QueryContext(context.Background(), st)
+				if err != nil {
+					t.Fatalf("%s: %v", st, err)
+				}
+				rows.Close()
+				for _, q := range reads {
 					if got, want := dump(t, reader, q), dump(t, direct, q); got != want {
-						t.Fatalf("after %s: %s gave %s, want %s (stale)", w, q, got, want)
+						t.Fatalf("after %s of %s: %s gave %s, want %s (stale)", st, w, q, got, want)
 					}
 				}
 			}
-		})
+			conn.Close()
+		}
 	}
 }
 

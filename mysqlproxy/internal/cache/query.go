@@ -1160,10 +1160,11 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 			if c.s.InTransaction() {
 				c.txWrote = true
 				c.addTxDeps(ds)
-			} else {
-				c.e.Store.Bump(context.Background(), ds)
-				c.e.Stats.invalidations.Add(uint64(len(ds)))
 			}
+			// In a transaction too: what it wrote to tables that are
+			// not transactional, others see now.
+			c.e.Store.Bump(context.Background(), ds)
+			c.e.Stats.invalidations.Add(uint64(len(ds)))
 		} else if !ok && !c.refusedBeforeRunning(info, resp) {
 			// The follower could not say in time what it wrote (it is
 			// late, the state was not seen, or the writes are not
@@ -1174,7 +1175,7 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 				if !slices.Contains(c.txUnseen, deps.Global) {
 					c.txUnseen = append(c.txUnseen, deps.Global)
 				}
-				if resp.Tracked.Unseen || c.s.Vars["last_gtid"] != lastGTID {
+				if resp.Tracked.Unseen || c.s.Vars["last_gtid"] != lastGTID || c.serverLogBinOff() {
 					// It committed some of it already: writes to
 					// non-transactional tables, which others see now.
 					c.e.Store.Bump(context.Background(), []string{deps.Global})
@@ -1716,13 +1717,18 @@ const callApplyWait = 250 * time.Millisecond
 // nothing. With no trackers, or in a transaction (bumped when it ends,
 // if it committed anything), it is bumped all the same.
 func (c *Session) routineRan(prev string, unseen bool) {
+	now := !c.s.Track || unseen || c.s.Vars["last_gtid"] != prev || c.serverLogBinOff()
 	if c.s.InTransaction() {
 		if !c.txRoutine {
 			c.txRoutine, c.txRoutineGTID = true, prev
 		}
-		return
+		// Bumped when it ends; and now too where the server may have
+		// committed some of it already (writes to tables that are not
+		// transactional, which others see at once): it logged them,
+		// or it keeps no binlog to tell.
+		now = c.s.Track && (unseen || c.s.Vars["last_gtid"] != prev) || c.serverLogBinOff()
 	}
-	if !c.s.Track || unseen || c.s.Vars["last_gtid"] != prev || c.serverLogBinOff() {
+	if now {
 		c.e.Store.Bump(context.Background(), []string{deps.Global})
 		c.e.Stats.invalidations.Inc()
 	}
@@ -1787,7 +1793,7 @@ func (c *Session) unmappedDeps(ds []string, info *sqlinfo.Info) []string {
 func (c *Session) TxEnded() { c.endTransaction() }
 
 func (c *Session) endTransaction() {
-	if c.txRoutine && (!c.s.Track || c.s.Vars["last_gtid"] != c.txRoutineGTID) {
+	if c.txRoutine && (!c.s.Track || c.s.Vars["last_gtid"] != c.txRoutineGTID || c.serverLogBinOff()) {
 		// Its stored functions may have written anything (routineRan).
 		if c.txDeps == nil {
 			c.txDeps = make(map[string]struct{})
