@@ -184,11 +184,12 @@ func TestGrantsByAddress(t *testing.T) {
 	// The anonymous user's database grants count for every user name.
 	m.Exec(t, "CREATE USER ''@'%.0.0.7'")
 	m.Exec(t, "GRANT SELECT ON "+db9+".* TO ''@'%.0.0.7'")
-	// shared reads q as user from .7 until it is a hit, then from .3,
-	// each checked against the same read made directly; it reports
-	// whether the read from .3 was a hit on .7's entry.
-	shared := func(user, q string) bool {
+	// sharedVia reads q as user from .7 through p until it is a hit, then
+	// from .3, each checked against the same read made directly; it
+	// reports whether the read from .3 was a hit on .7's entry.
+	sharedVia := func(p *proxy, user, q string) bool {
 		t.Helper()
+		admin := openDB(t, testenv.DSNFor(p.addr, "root", m.RootPassword, "", ""))
 		seven, three := from("127.0.0.7", user, p.addr), from("127.0.0.3", user, p.addr)
 		direct7, direct3 := from("127.0.0.7", user, m.Addr), from("127.0.0.3", user, m.Addr)
 		want7 := read(direct7, q)
@@ -205,6 +206,7 @@ func TestGrantsByAddress(t *testing.T) {
 		}
 		return hits(t, admin) > before
 	}
+	shared := func(user, q string) bool { t.Helper(); return sharedVia(p, user, q) }
 	for _, q := range []string{"SELECT v FROM t7 WHERE id = 7", "SELECT v FROM " + db9 + ".t9 WHERE id = 9", "SELECT v FROM pub"} {
 		if shared("u", q) {
 			t.Errorf("%s from .3 was a hit on .7's entry", q)
@@ -229,6 +231,12 @@ func TestGrantsByAddress(t *testing.T) {
 	}
 	if shared("w", "SELECT v FROM t7 WHERE id = 7") {
 		t.Errorf("w from .3 was a hit on .7's entry of a table only .7 may read, until FLUSH PRIVILEGES")
+	}
+	// A sidecar started now saw no write to the tables: the grants the
+	// server holds in force keep the sessions apart.
+	late := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr, ProxyProtocol: true}))
+	if sharedVia(late, "w", "SELECT v FROM t7 WHERE id = 7") {
+		t.Errorf("through a sidecar started before FLUSH PRIVILEGES, w from .3 was a hit on .7's entry of a table only .7 may read")
 	}
 	// Loaded again, the tables tell the grants: the entries are shared.
 	m.Exec(t, "FLUSH PRIVILEGES")

@@ -41,10 +41,38 @@ const grantsRetry = 5 * time.Second
 // name at another host than the account's, or a database grant to the
 // anonymous user there (the server gives other user names the anonymous
 // user's database grants, and not its table, column or routine grants).
+//
+// It reads the grant tables, and the grants the server holds in force,
+// which information_schema's privilege tables show: the two differ after
+// a grant table is written directly, until FLUSH PRIVILEGES, and a
+// sidecar that starts meanwhile has seen no such write (the follower's
+// GrantTablesEdited). Their GRANTEE is 'user'@'host'; an account that
+// may not read the mysql database sees only its own there, and the
+// tables' rows then. Routine grants have no such table.
 const grantsByAddressSQL = "SELECT 1 FROM mysql.db WHERE User IN (?, '') AND Host <> ? " +
 	"UNION ALL SELECT 1 FROM mysql.tables_priv WHERE User = ? AND Host <> ? " +
 	"UNION ALL SELECT 1 FROM mysql.columns_priv WHERE User = ? AND Host <> ? " +
-	"UNION ALL SELECT 1 FROM mysql.procs_priv WHERE User = ? AND Host <> ? LIMIT 1"
+	"UNION ALL SELECT 1 FROM mysql.procs_priv WHERE User = ? AND Host <> ? " +
+	"UNION ALL SELECT 1 FROM information_schema.SCHEMA_PRIVILEGES WHERE " + grantedAtOtherHost + " OR " + anonymousAtOtherHost +
+	" UNION ALL SELECT 1 FROM information_schema.TABLE_PRIVILEGES WHERE " + grantedAtOtherHost +
+	" UNION ALL SELECT 1 FROM information_schema.COLUMN_PRIVILEGES WHERE " + grantedAtOtherHost + " LIMIT 1"
+
+// grantedAtOtherHost and anonymousAtOtherHost match a GRANTEE of the
+// user name at another host, and of the anonymous user at another host.
+// The arguments of each are the grantees' prefix, twice (the second
+// takes it once, for its fixed length), and the grantee at the
+// account's host.
+const (
+	grantedAtOtherHost   = "(LEFT(BINARY GRANTEE, LENGTH(?)) = BINARY ? AND BINARY GRANTEE <> BINARY ?)"
+	anonymousAtOtherHost = "(LEFT(BINARY GRANTEE, 4) = BINARY ? AND BINARY GRANTEE <> BINARY ?)"
+)
+
+// grantsByAddressArgs are grantsByAddressSQL's arguments for user@host.
+func grantsByAddressArgs(user, host string) []any {
+	pfx := "'" + user + "'@'"
+	own, anon := pfx+host+"'", "''@'"+host+"'"
+	return []any{user, host, user, host, user, host, user, host, pfx, pfx, own, "''@'", anon, pfx, pfx, own, pfx, pfx, own}
+}
 
 // GrantsByAddress reports whether sessions of the account user@host may
 // hold different privileges by the address they connect from: the grant
@@ -68,7 +96,7 @@ func (m *Meta) GrantsByAddress(ctx context.Context, user, host string) bool {
 	ctx, cancel := context.WithTimeout(ctx, m.opts.Timeout)
 	defer cancel()
 	var one int
-	err := m.db.QueryRowContext(ctx, grantsByAddressSQL, user, host, user, host, user, host, user, host).Scan(&one)
+	err := m.db.QueryRowContext(ctx, grantsByAddressSQL, grantsByAddressArgs(user, host)...).Scan(&one)
 	f = grantsFound{byAddr: !errors.Is(err, sql.ErrNoRows)}
 	if err != nil && f.byAddr {
 		// Unreadable (no SELECT on the grant tables, a server away): to
