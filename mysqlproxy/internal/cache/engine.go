@@ -368,6 +368,11 @@ type Session struct {
 	// probed says the read being handled is a rejected shape's probe
 	// (admission.probe), drawn before its text was analysed (unjudged).
 	probed bool
+	// unjudgedFn is c.unjudged, made once; unjudgedP is the command it
+	// judges, and unjudgedStat the counts of the shape it found enough.
+	unjudgedFn   func(*sqlinfo.Info) bool
+	unjudgedP    []byte
+	unjudgedStat *queryStat
 	// lastHit is the command last answered from the cache: the backend
 	// did not run it, so what the session's previous statement left
 	// (ROW_COUNT(), warnings, FOUND_ROWS()) is not what it would be.

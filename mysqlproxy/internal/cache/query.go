@@ -35,14 +35,16 @@ func (c *Session) Query(p []byte, sql string) error {
 		// invalidated for the sidecars that cache.
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
-	if shape, qs, ok := c.unjudged(p, sql); ok {
+	info, shapeOnly := c.e.Analyzer.AnalyzeShapeIn(sql, c.dialect(), c.unjudgedHook(p))
+	c.unjudgedP = nil
+	if shapeOnly {
+		// A rejected shape's read its admission does not judge.
 		before := c.s.Status
 		c.hitServed = false
-		err := c.relayUnpaying(p, shape, sql, qs, qs.admission())
-		c.relayedRead(before, shape, sql, nil)
+		err := c.relayUnpaying(p, info, sql, c.unjudgedStat, c.unjudgedStat.admission())
+		c.relayedRead(before, info, sql, nil)
 		return err
 	}
-	info := c.e.Analyzer.AnalyzeIn(sql, c.dialect())
 	if c.lexStale() && (info.Kind == sqlinfo.Select && info.Cacheable && !c.keepsConds(info) || mayWrite(info) && !relay.Inert(p)) {
 		// A SET @@sql_mode or @@character_set_client that no tracker
 		// reported: the server reads this text by the new value, which
@@ -680,34 +682,46 @@ func (c *Session) relayedRead(before uint16, info *sqlinfo.Info, sql string, st 
 	}
 }
 
-// unjudged returns the shape of a text that is a read of a rejected
-// shape its admission does not judge (see cacheRead), from the text's
-// skeleton alone: it is relayed at once, and pays no more than a
-// passthrough and a scan. Whatever else would change the read's path or
-// its count falls back to the full one: a hit to rerun, stored code the
-// read runs, a text read by a changed sql_mode, a state to read again,
-// any reason to bypass the cache. A probe it draws is kept for
-// cacheRead.
-func (c *Session) unjudged(p []byte, sql string) (*sqlinfo.Info, *queryStat, bool) {
-	c.probed = false
+// unjudgedHook returns what tells, of the shape of a text read whose
+// command is p, whether it is enough for its read: a read of a rejected
+// shape its admission does not judge (see cacheRead), which is relayed
+// at once, and pays no more than a passthrough and a scan of its text.
+// Whatever else would change the read's path or its count takes the full
+// analysis: a hit to rerun, stored code the read runs, a text read by a
+// changed sql_mode, a state to read again, any reason to bypass the
+// cache. A probe it draws is kept for cacheRead. It is nil when the
+// session's state already says the read takes the full path.
+func (c *Session) unjudgedHook(p []byte) func(*sqlinfo.Info) bool {
+	c.probed, c.unjudgedStat = false, nil
 	if c.lastHit != nil || c.s.Dead() || c.lexStale() {
-		return nil, nil, false
+		return nil
 	}
-	shape, ok := c.e.Analyzer.ShapeIn(sql, c.dialect())
-	if !ok || shape.Kind != sqlinfo.Select || !shape.Cacheable || c.runsCode(shape) ||
+	c.unjudgedP = p
+	if c.unjudgedFn == nil {
+		c.unjudgedFn = c.unjudged
+	}
+	return c.unjudgedFn
+}
+
+// unjudged is unjudgedHook's test of a shape, for the command
+// c.unjudgedP. It leaves the shape's counts in c.unjudgedStat.
+func (c *Session) unjudged(shape *sqlinfo.Info) bool {
+	p := c.unjudgedP
+	if shape.Kind != sqlinfo.Select || !shape.Cacheable || c.runsCode(shape) ||
 		c.keepsConds(shape) || c.bypassReason(shape, nil, p) != "" {
-		return nil, nil, false
+		return false
 	}
 	qs := c.e.Queries.stat(shape.Digest)
 	adm := qs.admission()
 	if !adm.rejected() || adm.policyForces.Load() || sampled(p, nil) {
-		return nil, nil, false
+		return false
 	}
 	if adm.probe() {
 		c.probed = true
-		return nil, nil, false
+		return false
 	}
-	return shape, qs, true
+	c.unjudgedStat = qs
+	return true
 }
 
 // ran follows the session's transaction across a read the server ran.

@@ -93,18 +93,28 @@ func NewAnalyzer(opts Options) *Analyzer {
 // answered from memory without allocating. sql is not retained, so it may
 // alias a buffer the caller reuses.
 func (a *Analyzer) Analyze(sql string) *Info {
+	info, _ := a.analyze(sql, nil)
+	return info
+}
+
+// analyze is Analyze, with a shape hook: see AnalyzeShapeIn.
+func (a *Analyzer) analyze(sql string, enough func(shape *Info) bool) (*Info, bool) {
 	if info, ok := a.exact.get(sql); ok {
-		return info
+		return info, false
 	}
-	info, cheap := a.analyzeMiss(sql)
+	info, cheap := a.analyzeMiss(sql, enough)
+	if cheap == shapeOnly {
+		// Not sql's analysis: not memoized as such.
+		return info, true
+	}
 	// A text answered cheaply, from its skeleton, is memoized by its
 	// exact text once it has been seen twice: texts that differ in a
 	// literal each time (reads of uniformly random keys) would only churn
 	// the memo.
-	if len(sql) <= a.maxText && (!cheap || a.door.again(sql)) {
+	if len(sql) <= a.maxText && (cheap == parsed || a.door.again(sql)) {
 		a.exact.put(cloneString(sql), info)
 	}
-	return info
+	return info, false
 }
 
 // bigParses bounds how many texts longer than bigText are analysed at
@@ -149,23 +159,33 @@ func cloneString(s string) string {
 	return string(append([]byte(nil), s...))
 }
 
-// analyzeMiss analyzes a text the exact memo does not hold, and reports
-// whether its skeleton answered it, cheaply.
-func (a *Analyzer) analyzeMiss(sql string) (info *Info, cheap bool) {
+// How analyzeMiss answered a text.
+type answered int
+
+const (
+	parsed    answered = iota // in full, or from its digest's shapes
+	skeleton                  // from its skeleton, cheaply
+	shapeOnly                 // with its skeleton's shape (see AnalyzeShapeIn)
+)
+
+// analyzeMiss analyzes a text the exact memo does not hold, and says how.
+// enough, when set, is asked of the shape a skeleton gives, before its
+// template is instantiated with the text's literals.
+func (a *Analyzer) analyzeMiss(sql string, enough func(shape *Info) bool) (info *Info, how answered) {
 	defer bigParse(sql)()
 	defer func() {
 		if recover() != nil {
-			info, cheap = unanalyzable(), false
+			info, how = unanalyzable(), parsed
 		}
 	}()
 	if len(sql) > maxParseLen {
-		return tooComplex(sql), false
+		return tooComplex(sql), parsed
 	}
 	if hasExecComment(sql) {
 		return analyzeExec(sql, true, func(view string) *Info {
 			info, _ := a.parse(view, "")
 			return info
-		}), false
+		}), parsed
 	}
 	sc := a.scans.Get().(*textScan)
 	defer a.scans.Put(sc)
@@ -173,8 +193,11 @@ func (a *Analyzer) analyzeMiss(sql string) (info *Info, cheap bool) {
 	keyed := scanned && len(sql) <= a.maxText && skelKey(sc, sql)
 	if keyed {
 		if e, ok := a.skels.get(string(sc.key)); ok {
+			if enough != nil && e.shapes(sql, sc) && enough(e.info) {
+				return e.info, shapeOnly
+			}
 			if info, ok := e.answer(sql, sc); ok {
-				return info, true
+				return info, skeleton
 			}
 		}
 	}
@@ -183,7 +206,7 @@ func (a *Analyzer) analyzeMiss(sql string) (info *Info, cheap bool) {
 		// An empty digest is shared by empty texts and some unparsable
 		// ones ("\""), which must not answer for each other.
 		info, _ := a.parse(sql, "")
-		return info, false
+		return info, parsed
 	}
 	hint := hasNoCacheHint(sql)
 	bp := a.bufs.Get().(*[]byte)
@@ -208,7 +231,7 @@ func (a *Analyzer) analyzeMiss(sql string) (info *Info, cheap bool) {
 			if keyed {
 				a.rememberSkeleton(sc, sql, digest, sh.infos[i], sh.tmpls[i], hint)
 			}
-			return info, false
+			return info, parsed
 		}
 	}
 	info, tmpl := a.parse(sql, digest)
@@ -230,7 +253,7 @@ func (a *Analyzer) analyzeMiss(sql string) (info *Info, cheap bool) {
 			a.rememberSkeleton(sc, sql, digest, info, tmpl, hint)
 		}
 	}
-	return info, false
+	return info, parsed
 }
 
 // rememberSkeleton memoizes under sc's skeleton key the analysis info of

@@ -309,6 +309,20 @@ func (a *Analyzer) AnalyzeIn(sql string, d Dialect) (info *Info) {
 	return a.parseIn(text, d)
 }
 
+// AnalyzeShapeIn is AnalyzeIn for a caller that may need no more than
+// the text's shape: the fields that all the texts of its skeleton share
+// (Kind, Cacheable, Digest, the tables read and written, the functions
+// called), which the skeleton memo holds. When it holds sql's shape and
+// enough says that will do, that is returned, with true: its Point and
+// Insert rows are another text's. The text's literals are then not read
+// into a template, nor is the result memoized as the text's.
+func (a *Analyzer) AnalyzeShapeIn(sql string, d Dialect, enough func(shape *Info) bool) (*Info, bool) {
+	if enough == nil || d.NoSchema && strings.IndexByte(sql, '.') >= 0 || !d.plainFor(sql) {
+		return a.AnalyzeIn(sql, d), false
+	}
+	return a.analyze(sql, enough)
+}
+
 // unreadable is the analysis of a text whose meaning to the server
 // mycached cannot know.
 func unreadable(sql, why string) *Info {

@@ -44,13 +44,24 @@ type skelEntry struct {
 
 // answer answers sql, whose scan sc gave e's key, from e.
 func (e *skelEntry) answer(sql string, sc *textScan) (*Info, bool) {
-	if e.refused || hasNoCacheHint(sql) != e.hint {
+	if !e.shapes(sql, sc) {
 		return nil, false
 	}
 	if e.tmpl == nil {
 		return e.info, true
 	}
 	return e.tmpl.instantiate(e.info, sql, sc)
+}
+
+// shapes reports whether e.info is the shape of sql, whose scan sc gave
+// e's key: its analysis in every field but a template's Point and Insert
+// rows, which are another text's.
+func (e *skelEntry) shapes(sql string, sc *textScan) bool {
+	if e.refused || hasNoCacheHint(sql) != e.hint {
+		return false
+	}
+	t := e.tmpl
+	return t == nil || len(sc.toks) == t.nlits && string(sc.skel) == t.skel
 }
 
 // skelKey appends to sc.key the skeleton-memo key of sql, whose scan is sc,
@@ -206,36 +217,4 @@ func skeletonDigestStable(sql string, sc *textScan, digest string) bool {
 	b.WriteString(sql[prev:])
 	d, ok := normalize(b.String())
 	return ok && d == digest
-}
-
-// ShapeIn returns what AnalyzeIn would for sql in dialect d in every
-// field that all the texts of its shape share (Kind, Cacheable, Digest,
-// the tables read and written, the functions called), from the skeleton
-// memo, and false when the memo cannot tell. Its Point and Insert rows
-// are another text's: a caller that needs no more than the shape to
-// relay sql as it is pays a scan of it, and neither a probe of the exact
-// memo nor a template's instantiation.
-func (a *Analyzer) ShapeIn(sql string, d Dialect) (info *Info, ok bool) {
-	if !d.plainFor(sql) || d.NoSchema && strings.IndexByte(sql, '.') >= 0 ||
-		len(sql) > a.maxText || len(sql) > maxParseLen || hasExecComment(sql) {
-		return nil, false
-	}
-	defer func() {
-		if recover() != nil {
-			info, ok = nil, false
-		}
-	}()
-	sc := a.scans.Get().(*textScan)
-	defer a.scans.Put(sc)
-	if !scanText(sc, sql) || !skelKey(sc, sql) {
-		return nil, false
-	}
-	e, ok := a.skels.get(string(sc.key))
-	if !ok || e.refused || hasNoCacheHint(sql) != e.hint {
-		return nil, false
-	}
-	if t := e.tmpl; t != nil && (len(sc.toks) != t.nlits || string(sc.skel) != t.skel) {
-		return nil, false
-	}
-	return e.info, true
 }
