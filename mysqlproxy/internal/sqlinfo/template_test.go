@@ -456,6 +456,7 @@ func FuzzTemplate(f *testing.F) {
 		y := fill(second)
 		a := NewAnalyzer(Options{ExactCap: 1})
 		a.Analyze(x)
+		checkShapeIn(t, a, y, fullParse(y))
 		if got, want := a.Analyze(y), fullParse(y); !sameAnalysis(got, want) {
 			t.Fatalf("%q after %q: got %+v point %s, want %+v point %s", y, x, *got, fmtPoint(got.Point), *want, fmtPoint(want.Point))
 		}
