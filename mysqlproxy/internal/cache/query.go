@@ -1706,12 +1706,12 @@ func (c *Session) logBinOff() bool {
 	return ok && !strings.EqualFold(v, "ON") && v != "1"
 }
 
-// serverLogBinOff reports a server that keeps no binlog (log_bin OFF),
-// or whose log_bin the session has not read: then no write changes the
-// session's @@last_gtid, which cannot tell whether stored code wrote.
+// serverLogBinOff reports a server that keeps no binlog, as the session
+// read when it began (log_bin OFF): then no write changes the session's
+// @@last_gtid, which cannot tell whether stored code wrote.
 func (c *Session) serverLogBinOff() bool {
 	v, ok := c.s.Vars["log_bin"]
-	return !ok || !strings.EqualFold(v, "ON") && v != "1"
+	return ok && !strings.EqualFold(v, "ON") && v != "1"
 }
 
 // callApplyWait bounds how long a CALL that wrote waits for the follower
