@@ -707,13 +707,15 @@ func (c *Session) unjudgedHook(p []byte) func(*sqlinfo.Info) bool {
 // c.unjudgedP. It leaves the shape's counts in c.unjudgedStat.
 func (c *Session) unjudged(shape *sqlinfo.Info) bool {
 	p := c.unjudgedP
-	if shape.Kind != sqlinfo.Select || !shape.Cacheable || c.runsCode(shape) ||
-		c.keepsConds(shape) || c.bypassReason(shape, nil, p) != "" {
+	if shape.Kind != sqlinfo.Select || !shape.Cacheable {
 		return false
 	}
+	// The shape's admission first: it is all an admitted shape's reads
+	// pay here.
 	qs := c.e.Queries.stat(shape.Digest)
 	adm := qs.admission()
-	if !adm.rejected() || adm.policyForces.Load() || sampled(p, nil) {
+	if !adm.rejected() || adm.policyForces.Load() || sampled(p, nil) ||
+		c.runsCode(shape) || c.keepsConds(shape) || c.bypassReason(shape, nil, p) != "" {
 		return false
 	}
 	if adm.probe() {
