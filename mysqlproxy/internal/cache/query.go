@@ -685,7 +685,8 @@ func (c *Session) relayedRead(before uint16, info *sqlinfo.Info, sql string, st 
 // unjudgedHook returns what tells, of the shape of a text read whose
 // command is p, whether it is enough for its read: a read of a rejected
 // shape its admission does not judge (see cacheRead), which is relayed
-// at once, and pays no more than a passthrough and a scan of its text.
+// at once, and pays no more than a passthrough, a probe of the exact
+// memo and a scan of its text.
 // Whatever else would change the read's path or its count takes the full
 // analysis: a hit to rerun, stored code the read runs, a text read by a
 // changed sql_mode, a state to read again, any reason to bypass the
@@ -1191,7 +1192,7 @@ func (c *Session) after(info *sqlinfo.Info, sql string, resp *relay.Response, be
 				if !slices.Contains(c.txUnseen, deps.Global) {
 					c.txUnseen = append(c.txUnseen, deps.Global)
 				}
-				if resp.Tracked.Unseen || c.s.Vars["last_gtid"] != lastGTID || c.serverLogBinOff() {
+				if resp.Tracked.Unseen || c.s.Vars["last_gtid"] != lastGTID {
 					// It committed some of it already: writes to
 					// non-transactional tables, which others see now.
 					c.e.Store.Bump(context.Background(), []string{deps.Global})
