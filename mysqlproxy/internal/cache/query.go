@@ -40,7 +40,6 @@ func (c *Session) Query(p []byte, sql string) error {
 	if shapeOnly {
 		// A rejected shape's read its admission does not judge.
 		before := c.s.Status
-		c.hitServed = false
 		err := c.relayUnpaying(p, info, sql, c.unjudgedStat, c.unjudgedStat.admission())
 		c.relayedRead(before, info, sql, nil)
 		return err

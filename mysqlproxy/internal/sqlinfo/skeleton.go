@@ -44,7 +44,7 @@ type skelEntry struct {
 
 // answer answers sql, whose scan sc gave e's key, from e.
 func (e *skelEntry) answer(sql string, sc *textScan) (*Info, bool) {
-	if !e.shapes(sql, sc) {
+	if !e.takes(sql) {
 		return nil, false
 	}
 	if e.tmpl == nil {
@@ -57,11 +57,12 @@ func (e *skelEntry) answer(sql string, sc *textScan) (*Info, bool) {
 // e's key: its analysis in every field but a template's Point and Insert
 // rows, which are another text's.
 func (e *skelEntry) shapes(sql string, sc *textScan) bool {
-	if e.refused || hasNoCacheHint(sql) != e.hint {
-		return false
-	}
-	t := e.tmpl
-	return t == nil || len(sc.toks) == t.nlits && string(sc.skel) == t.skel
+	return e.takes(sql) && (e.tmpl == nil || e.tmpl.matches(sc))
+}
+
+// takes reports whether e answers for sql, a text of its key.
+func (e *skelEntry) takes(sql string) bool {
+	return !e.refused && hasNoCacheHint(sql) == e.hint
 }
 
 // skelKey appends to sc.key the skeleton-memo key of sql, whose scan is sc,

@@ -408,7 +408,7 @@ func slotsOf(real, tagged [][]Value, g *tagger) ([]slot, bool) {
 // matched t's skeleton. It reports false when the new values would have
 // shaped the result differently (two IN items now equal).
 func (t *template) instantiate(shape *Info, sql string, sc *textScan) (*Info, bool) {
-	if len(sc.toks) != t.nlits || string(sc.skel) != t.skel {
+	if !t.matches(sc) {
 		return nil, false
 	}
 	n := *shape
@@ -432,6 +432,11 @@ func (t *template) instantiate(shape *Info, sql string, sc *textScan) (*Info, bo
 		n.Insert = &ins
 	}
 	return &n, true
+}
+
+// matches reports whether a text whose scan is sc has t's skeleton.
+func (t *template) matches(sc *textScan) bool {
+	return len(sc.toks) == t.nlits && string(sc.skel) == t.skel
 }
 
 // substitute returns a copy of rows with the values at slots read from toks.
