@@ -807,3 +807,53 @@ func TestIdleFollowerResetMaster(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionDDLMovesRows: DDL that moves rows between tables (a
+// partition exchanged with a table, a partition made a table, a table
+// made a partition) changes what reads of both tables return, by whole
+// tables and by primary key, whether it runs through a sidecar or
+// straight on the server.
+func TestPartitionDDLMovesRows(t *testing.T) {
+	m := testenvShared(t)
+	f := startFleet(t, m, mysqlproxy.Config{})
+	for i, tc := range []struct{ name, ddl string }{
+		{"exchange", "ALTER TABLE p%[1]d EXCHANGE PARTITION p0 WITH TABLE x%[1]d"},
+		{"partition to table", "ALTER TABLE p%[1]d CONVERT PARTITION p1 TO TABLE y%[1]d"},
+		{"table to partition", "ALTER TABLE p%[1]d CONVERT TABLE z%[1]d TO PARTITION p2 VALUES LESS THAN (30)"},
+	} {
+		for j, via := range []string{"direct", "sidecar"} {
+			t.Run(tc.name+"/"+via, func(t *testing.T) {
+				n := 2*i + j
+				for _, q := range []string{
+					"CREATE TABLE p%[1]d (id INT PRIMARY KEY, v INT) PARTITION BY RANGE (id) " +
+						"(PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN (20))",
+					"INSERT INTO p%[1]d VALUES (1, 1), (11, 11)",
+					"CREATE TABLE x%[1]d (id INT PRIMARY KEY, v INT)",
+					"INSERT INTO x%[1]d VALUES (1, 100), (2, 200)",
+					"CREATE TABLE z%[1]d (id INT PRIMARY KEY, v INT)",
+					"INSERT INTO z%[1]d VALUES (25, 250)",
+				} {
+					mustExec(t, f.direct, fmt.Sprintf(q, n))
+				}
+				f.sync(t)
+				var reads []string
+				for _, q := range []string{
+					"SELECT SUM(v) FROM p%[1]d", "SELECT v FROM p%[1]d WHERE id = 1", "SELECT v FROM p%[1]d WHERE id = 25",
+					"SELECT SUM(v) FROM x%[1]d", "SELECT v FROM x%[1]d WHERE id = 1", "SELECT v FROM x%[1]d WHERE id = 2",
+				} {
+					reads = append(reads, fmt.Sprintf(q, n))
+				}
+				f.warmAll(t, reads...)
+				if via == "direct" {
+					mustExec(t, f.direct, fmt.Sprintf(tc.ddl, n))
+					f.syncFresh(t, reads...)
+					return
+				}
+				mustExec(t, f.viaA, fmt.Sprintf(tc.ddl, n))
+				for _, q := range reads {
+					f.fresh(t, q) // strict: seen at once through both
+				}
+			})
+		}
+	}
+}
