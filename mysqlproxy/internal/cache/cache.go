@@ -398,11 +398,19 @@ func (c *Session) relayRunningCode(p []byte, info *sqlinfo.Info, sql string) err
 // hit whose diagnostics a view reads, is relayed as relayRunningCode
 // relays it: what the code wrote is invalidated.
 func (c *Session) relayUnpaying(p []byte, info *sqlinfo.Info, sql string, qs *queryStat, adm *admission) error {
-	c.e.Stats.bypass(whyNotPaying)
-	qs.note(whyNotPaying, 0)
 	if c.runsCode(info) || c.lastHit != nil && c.viewsReadDiagnostics(info) {
+		c.e.Stats.bypass(whyNotPaying)
+		qs.note(whyNotPaying, 0)
 		return c.relayRunningCode(p, info, sql)
 	}
+	return c.relayRejected(p, qs, adm)
+}
+
+// relayRejected is relayUnpaying for a read known to run no stored code
+// and to follow no hit (unjudged).
+func (c *Session) relayRejected(p []byte, qs *queryStat, adm *admission) error {
+	c.e.Stats.bypass(whyNotPaying)
+	qs.note(whyNotPaying, 0)
 	sent := time.Now()
 	err := c.s.RelayMode(p, relay.ModeResult)
 	adm.relayed(time.Since(sent))

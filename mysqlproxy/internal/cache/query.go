@@ -40,7 +40,7 @@ func (c *Session) Query(p []byte, sql string) error {
 	if shapeOnly {
 		// A rejected shape's read its admission does not judge.
 		before := c.s.Status
-		err := c.relayUnpaying(p, info, sql, c.unjudgedStat, c.unjudgedStat.admission())
+		err := c.relayRejected(p, c.unjudgedStat, c.unjudgedStat.admission())
 		c.relayedRead(before, info, sql, nil)
 		return err
 	}
@@ -1701,18 +1701,18 @@ func (c *Session) unlogged(sql string, resp *relay.Response) bool {
 // or EXECUTE may have set it unseen (relay.Session.MarkVarsStale), and
 // it could not be read since.
 func (c *Session) logBinOff() bool {
-	if c.logBinStale || c.serverLogBinOff() {
-		return true
-	}
-	v, ok := c.s.Vars["sql_log_bin"]
-	return ok && !strings.EqualFold(v, "ON") && v != "1"
+	return c.logBinStale || c.serverLogBinOff() || c.varOff("sql_log_bin")
 }
 
 // serverLogBinOff reports a server that keeps no binlog, as the session
 // read when it began (log_bin OFF): then no write changes the session's
 // @@last_gtid, which cannot tell whether stored code wrote.
-func (c *Session) serverLogBinOff() bool {
-	v, ok := c.s.Vars["log_bin"]
+func (c *Session) serverLogBinOff() bool { return c.varOff("log_bin") }
+
+// varOff reports whether the session read the boolean variable name,
+// and read it off.
+func (c *Session) varOff(name string) bool {
+	v, ok := c.s.Vars[name]
 	return ok && !strings.EqualFold(v, "ON") && v != "1"
 }
 
