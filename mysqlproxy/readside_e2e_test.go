@@ -2015,6 +2015,33 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// A session that has the server trace its statements, or profile
+		// them, reads what the server ran for it: a hit would leave the
+		// trace of the statement before it, and be missing from SHOW
+		// PROFILES.
+		class: "session", name: "traced-session",
+		setup: []string{
+			"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1), (2, 2)",
+			"CREATE TABLE u (id INT PRIMARY KEY)", "INSERT INTO u VALUES (1)",
+		},
+		body: func(x *rsRun) {
+			q, other := "SELECT v FROM t WHERE id = 1", "SELECT id FROM u WHERE id = 1"
+			for _, set := range []string{"SET optimizer_trace = 'enabled=on'", "SET profiling = 1"} {
+				s := x.rootVia(x.A())
+				s.warm(q)
+				s.warm(other)
+				s.exec(set)
+				for range 2 {
+					s.same(q)
+					s.same(other)
+					s.same(q)
+					s.same("SELECT QUERY FROM information_schema.OPTIMIZER_TRACE")
+				}
+				s.sameWith("SHOW PROFILES", profiledTexts)
+			}
+		},
+	},
+	{
 		class: "session", name: "column-default-is-evaluated",
 		setup: []string{"CREATE TABLE t (id INT PRIMARY KEY, ts TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), u VARCHAR(40) DEFAULT (UUID()))", "INSERT INTO t (id) VALUES (1)"},
 		body: func(x *rsRun) {
@@ -3344,5 +3371,67 @@ func TestTimeReadAsDateAfterMidnight(t *testing.T) {
 		if got, want := connDump(cv, q), connDump(cd, q); got != want {
 			t.Errorf("%s after midnight: got %s, want %s (yesterday's date)", q, got, want)
 		}
+	}
+}
+
+// profiledTexts renders the statements SHOW PROFILES lists.
+func profiledTexts(c *sql.Conn) string {
+	rows, err := c.QueryContext(context.Background(), "SHOW PROFILES")
+	if err != nil {
+		return "error " + err.Error()
+	}
+	defer rows.Close()
+	out := ""
+	for rows.Next() {
+		var id int
+		var took float64
+		var text string
+		if err := rows.Scan(&id, &took, &text); err != nil {
+			return "error " + err.Error()
+		}
+		out += text + "\n"
+	}
+	if err := rows.Err(); err != nil {
+		return out + outcome(nil, err)
+	}
+	return out
+}
+
+// TestTracedSessionStart: a session that starts with the server tracing
+// or profiling its statements (their global defaults changed) reads
+// what the server ran for it, as one that turned them on does
+// ("traced-session" in TestReadSide, whose server other cases share).
+func TestTracedSessionStart(t *testing.T) {
+	t.Parallel()
+	m := privateDB(t)
+	db := m.NewDatabase(t)
+	root := openDB(t, rootDSN(m.Addr, db, ""))
+	for _, s := range []string{
+		"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1), (2, 2)",
+		"CREATE TABLE u (id INT PRIMARY KEY)", "INSERT INTO u VALUES (1)",
+	} {
+		mustExec(t, root, s)
+	}
+	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr})
+	q, other := "SELECT v FROM t WHERE id = 1", "SELECT id FROM u WHERE id = 1"
+	trace := "SELECT QUERY FROM information_schema.OPTIMIZER_TRACE"
+	for _, v := range []string{"optimizer_trace", "profiling"} {
+		t.Run(v, func(t *testing.T) {
+			mustExec(t, root, "SET GLOBAL "+v+" = "+map[string]string{"optimizer_trace": "'enabled=on'", "profiling": "1"}[v])
+			defer mustExec(t, root, "SET GLOBAL "+v+" = DEFAULT")
+			via, direct := conn(t, openDB(t, rootDSN(p.addr, db, ""))), conn(t, openDB(t, rootDSN(m.Addr, db, "")))
+			for range 3 {
+				for _, r := range []string{q, other, q, trace} {
+					if got, want := query(via, "text", r), query(direct, "text", r); got != want {
+						t.Errorf("%s through the sidecar:\ngot  %swant %s", r, got, want)
+					}
+				}
+			}
+			// The statements mycached runs to set the session up come
+			// first (README).
+			if got, want := profiledTexts(via), profiledTexts(direct); !strings.HasSuffix(got, want) {
+				t.Errorf("SHOW PROFILES through the sidecar:\ngot  %swant what ends in %s", got, want)
+			}
+		})
 	}
 }

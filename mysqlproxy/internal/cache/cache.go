@@ -59,6 +59,7 @@ const (
 	whyMetaStale         = "schema-may-have-changed"
 	whySnapshotOlder     = "snapshot-predates-change"
 	whyTypesBehind       = "types-behind"
+	whyTraced            = "session-traced"
 )
 
 // bypassReasons returns the reasons above, which NewStats shows on
@@ -70,7 +71,7 @@ func bypassReasons() []string {
 		whyTainted, whyNotStored, whyUnknownTable, whyNoMetadata, whyFollowerBehind,
 		whyNotPaying, whyTxStart, whyTxSnapshot, whyTxTracked, whyUncommitted, whyIsolationUnknown, whyOwnWrite, whyWriteInFlight,
 		whyLockingRead, whyStmtUnsure, whyFillMemory, whySharedUnproven, whyHitDiagnostics, whyPreparedBeforeDDL,
-		whyMetaStale, whySnapshotOlder, whyTypesBehind,
+		whyMetaStale, whySnapshotOlder, whyTypesBehind, whyTraced,
 	}
 }
 
@@ -899,6 +900,9 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 		// session, in the text or in a view it reads.
 		return "sql_auto_is_null"
 	}
+	if c.traced() {
+		return whyTraced
+	}
 	// A client that tracks its transactions' state sees each read's; and
 	// after-first-read has the server begin every transaction.
 	firstRead := c.e.cfg.CacheInTransactions == AfterFirstRead
@@ -1032,4 +1036,15 @@ func flightKey(key string, gens store.Snap) string {
 	}
 	binary.LittleEndian.PutUint64(b[:], d.Sum64())
 	return key + string(b[:])
+}
+
+// traced reports whether the session has the server trace or profile
+// the statements it runs (optimizer_trace, profiling): the server does
+// not run a hit, so the session's optimizer trace would then be an
+// earlier statement's, and SHOW PROFILES would leave the hit out.
+func (c *Session) traced() bool {
+	if v := c.s.Vars["profiling"]; v == "ON" || v == "1" {
+		return true
+	}
+	return sqlinfo.ContainsFold(c.s.Vars["optimizer_trace"], "enabled=on")
 }

@@ -32,7 +32,7 @@ var selfSettable = strings.Fields("tx_isolation transaction_isolation sql_mode t
 	"sql_select_limit sql_auto_is_null explicit_defaults_for_timestamp old_mode default_regex_flags " +
 	"auto_increment_increment auto_increment_offset optimizer_switch in_predicate_conversion_threshold " +
 	"max_recursive_iterations standard_compliant_cte max_join_size sql_big_selects old_passwords " +
-	"sql_notes completion_type long_query_time net_write_timeout note_verbosity")
+	"sql_notes completion_type long_query_time net_write_timeout note_verbosity optimizer_trace profiling")
 
 // snapMust are the values a snapshot must hold: a server that does not
 // show them all is not one the check was written for.

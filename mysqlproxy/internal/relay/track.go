@@ -818,7 +818,8 @@ const (
 		"'character_set_collations', 'standard_compliant_cte', 'max_join_size', " +
 		"'sql_big_selects', 'old_passwords', 'sql_notes', 'init_connect', " +
 		"'sql_log_bin', 'timestamp', 'completion_type', 'long_query_time', " +
-		"'hostname', 'port', 'datadir', 'server_id', 'net_write_timeout', 'note_verbosity', 'log_bin'"
+		"'hostname', 'port', 'datadir', 'server_id', 'net_write_timeout', 'note_verbosity', 'log_bin', " +
+		"'optimizer_trace', 'profiling'"
 )
 
 // ServerIdentity are the variables that tell the server a session reached
