@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -970,5 +971,29 @@ func TestFollowerThatCannotLogInAtStart(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "strict reads go to the server") {
 		t.Errorf("the log does not say why nothing is cached:\n%s", logs.String())
+	}
+}
+
+// TestServerLogsAdvice: a sidecar in front of a server that logs the
+// statements it runs, in its general log or its audit plugin, says that
+// the reads its cache answers are not in those logs.
+func TestServerLogsAdvice(t *testing.T) {
+	t.Parallel()
+	args := []string{"--general-log=1"}
+	_, err := os.Stat("/usr/lib/mysql/plugin/server_audit.so")
+	audit := err == nil
+	if audit {
+		args = append(args, "--plugin-load-add=server_audit", "--server-audit-logging=ON")
+	}
+	m := privateDB(t, args...)
+	p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr}))
+	want := []string{"general_log is ON: a read answered from the cache never reaches the server"}
+	if audit {
+		want = append(want, "the server_audit plugin logs reads")
+	} else {
+		t.Log("no server_audit plugin here: the general log alone is checked")
+	}
+	for _, w := range want {
+		waitFor(t, 30*time.Second, "the sidecar's log to say "+w, func() bool { return strings.Contains(p.logs.String(), w) })
 	}
 }

@@ -30,6 +30,11 @@ type Facts struct {
 	LogSlaveUpdates bool
 	// Galera says the server is a Galera node (wsrep_on).
 	Galera bool
+	// GeneralLog says the server keeps its general query log
+	// (general_log), and AuditReads that its server_audit plugin logs
+	// reads (server_audit_logging, with events that include them):
+	// neither sees a read the cache answers.
+	GeneralLog, AuditReads bool
 	// SlavePos is gtid_slave_pos when the facts were read: not empty
 	// once the server has applied anything as a replica.
 	SlavePos string
@@ -80,7 +85,7 @@ func SettleDelayFor(v map[string]string) time.Duration {
 const semiSyncGlobals = "'rpl_semi_sync_master_enabled', 'rpl_semi_sync_master_wait_point', 'rpl_semi_sync_master_timeout'"
 
 func (m *Meta) readFacts(ctx context.Context) error {
-	rows, err := m.query(ctx, "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('version', 'log_bin', 'binlog_format', 'binlog_row_image', 'binlog_row_metadata', 'lower_case_table_names', 'server_id', 'rpl_semi_sync_master_enabled', 'rpl_semi_sync_master_wait_point', 'rpl_semi_sync_master_timeout', 'auto_increment_increment', 'innodb_autoinc_lock_mode', 'have_ssl', 'log_slave_updates', 'wsrep_on', 'gtid_slave_pos')")
+	rows, err := m.query(ctx, "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('version', 'log_bin', 'binlog_format', 'binlog_row_image', 'binlog_row_metadata', 'lower_case_table_names', 'server_id', 'rpl_semi_sync_master_enabled', 'rpl_semi_sync_master_wait_point', 'rpl_semi_sync_master_timeout', 'auto_increment_increment', 'innodb_autoinc_lock_mode', 'have_ssl', 'log_slave_updates', 'wsrep_on', 'gtid_slave_pos', 'general_log', 'server_audit_logging', 'server_audit_events')")
 	if err != nil {
 		return fmt.Errorf("meta: reading the server's settings as %s: %w", m.opts.User, err)
 	}
@@ -101,6 +106,8 @@ func (m *Meta) readFacts(ctx context.Context) error {
 	f.HaveSSL = strings.EqualFold(v["have_ssl"], "YES")
 	f.LogSlaveUpdates = isOn(v["log_slave_updates"])
 	f.Galera = isOn(v["wsrep_on"])
+	f.GeneralLog = isOn(v["general_log"])
+	f.AuditReads = isOn(v["server_audit_logging"]) && auditsReads(v["server_audit_events"])
 	f.SlavePos = v["gtid_slave_pos"]
 	f.AutoIncIncrement, _ = strconv.ParseUint(v["auto_increment_increment"], 10, 64)
 	f.AutoIncLockMode = -1
@@ -229,6 +236,12 @@ func (f Facts) Advice() []string {
 	}
 	if !all && !f.Grants["BINLOG MONITOR"] && !f.Grants["REPLICATION CLIENT"] && !f.Grants["SUPER"] {
 		out = append(out, "the account lacks BINLOG MONITOR: GRANT BINLOG MONITOR ON *.* TO it")
+	}
+	if f.GeneralLog {
+		out = append(out, "general_log is ON: a read answered from the cache never reaches the server, so the general log (and the slow log) does not have it")
+	}
+	if f.AuditReads {
+		out = append(out, "the server_audit plugin logs reads: a read answered from the cache never reaches the server, so the audit log does not have it; a policy that caches nothing for the audited accounts keeps all their reads in it")
 	}
 	if f.FiltersUnknown {
 		out = append(out, "SHOW MASTER STATUS failed, so the binlog's filters (binlog_do_db, binlog_ignore_db) are unknown: writes to databases they leave out would not be seen; GRANT BINLOG MONITOR ON *.* TO the account")
@@ -399,4 +412,19 @@ func (m *Meta) BinlogPosAndGlobals(ctx context.Context) (string, string, error) 
 	}
 	slices.Sort(globals)
 	return pos, strings.Join(globals, "\n"), nil
+}
+
+// auditsReads reports whether server_audit_events has the plugin log
+// reads: all events when empty, or QUERY, QUERY_DML or TABLE among them.
+func auditsReads(events string) bool {
+	if strings.TrimSpace(events) == "" {
+		return true
+	}
+	for e := range strings.SplitSeq(events, ",") {
+		switch strings.ToUpper(strings.TrimSpace(e)) {
+		case "QUERY", "QUERY_DML", "TABLE":
+			return true
+		}
+	}
+	return false
 }

@@ -120,3 +120,36 @@ func TestAdviceNamesTheMissingGrant(t *testing.T) {
 		t.Errorf("no grants: %q lacks the GRANT of both", a)
 	}
 }
+
+// TestAdviceOnServerLogs: a server that logs every statement it runs,
+// in its general log or its audit plugin, is told to miss the reads the
+// cache answers; an audit of connections or of writes alone is not.
+func TestAdviceOnServerLogs(t *testing.T) {
+	for _, tt := range []struct {
+		general, audit bool
+		events         string
+		want           []string
+	}{
+		{want: nil},
+		{general: true, want: []string{"general_log is ON"}},
+		{audit: true, events: "", want: []string{"the server_audit plugin logs reads"}},
+		{audit: true, events: "CONNECT,QUERY_DML", want: []string{"the server_audit plugin logs reads"}},
+		{audit: true, events: "connect, table", want: []string{"the server_audit plugin logs reads"}},
+		{audit: true, events: "CONNECT,QUERY_DDL,QUERY_DML_NO_SELECT,QUERY_DCL", want: nil},
+		{audit: false, events: "QUERY", want: nil},
+		{general: true, audit: true, events: "QUERY", want: []string{"general_log is ON", "the server_audit plugin logs reads"}},
+	} {
+		f := Facts{BinlogRowMetadata: "FULL", Grants: map[string]bool{"ALL PRIVILEGES": true}, GeneralLog: tt.general,
+			AuditReads: tt.audit && auditsReads(tt.events)}
+		got := f.Advice()
+		if len(got) != len(tt.want) {
+			t.Errorf("general %t, audit %t of %q: advice %q, want %d lines", tt.general, tt.audit, tt.events, got, len(tt.want))
+			continue
+		}
+		for i, w := range tt.want {
+			if !strings.HasPrefix(got[i], w) {
+				t.Errorf("general %t, audit %t of %q: advice %q, want one beginning %q", tt.general, tt.audit, tt.events, got[i], w)
+			}
+		}
+	}
+}
