@@ -238,7 +238,7 @@ func (f Facts) Advice() []string {
 		out = append(out, "the account lacks BINLOG MONITOR: GRANT BINLOG MONITOR ON *.* TO it")
 	}
 	if f.GeneralLog {
-		out = append(out, "general_log is ON: a read answered from the cache never reaches the server, so the general log (and the slow log) does not have it")
+		out = append(out, "general_log is ON: a read answered from the cache never reaches the server, so the general log does not have it")
 	}
 	if f.AuditReads {
 		out = append(out, "the server_audit plugin logs reads: a read answered from the cache never reaches the server, so the audit log does not have it; a policy that caches nothing for the audited accounts keeps all their reads in it")
