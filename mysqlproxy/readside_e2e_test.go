@@ -2015,6 +2015,35 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// A plain comment before a statement or after it (a trace id a
+		// client library adds) changes nothing the server answers, and
+		// shares the statement's entry; one within it may name a column,
+		// and does not.
+		class: "text", name: "edge-comments",
+		setup: rsOneRow,
+		body: func(x *rsRun) {
+			s := x.rootVia(x.A())
+			q := "SELECT v FROM t WHERE id = 1"
+			s.warm(q)
+			for _, v := range []string{
+				"/* trace_id=4bf92f35 */ " + q, q + " /* traceparent='00-4bf92f35-01' */",
+				q + " -- app:checkout\n", "# app:cart\n" + q, "/* a */ /* b */ " + q + " /* c */",
+			} {
+				before := s.executed()
+				s.same(v)
+				if s.executed() != before {
+					x.t.Errorf("%s (%s) went to the server: want a hit of %s's entry", v, x.proto, q)
+				}
+			}
+			// Named by the text of its expression, comment included.
+			s.warm("SELECT 1 + id FROM t WHERE id = 1")
+			s.same("SELECT 1 /* one */ + id FROM t WHERE id = 1")
+			s.same("/* a */ SELECT 1 /* one */ + id FROM t WHERE id = 1 /* b */")
+			// A comment after a ';' is a statement of its own there.
+			s.same(q + "; /* c */")
+		},
+	},
+	{
 		// A session that has the server trace its statements, or profile
 		// them, reads what the server ran for it: a hit would leave the
 		// trace of the statement before it, and be missing from SHOW

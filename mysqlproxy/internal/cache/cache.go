@@ -120,7 +120,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	// in the ghosts and counted) only when its text falls in the shape's
 	// sample, or now and then: the others are relayed at once, at the cost
 	// of a passthrough, unless the policy forces some of the shape's reads.
-	judged := !adm.rejected() || sampled(p, st) || probed || adm.probe()
+	judged := !adm.rejected() || c.sampled(p, st) || probed || adm.probe()
 	if !judged && !adm.policyForces.Load() {
 		return c.relayUnpaying(p, info, sql, qs, adm)
 	}
@@ -184,7 +184,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 			all = append(all, e.policyTable(t))
 		}
 	}
-	check := c.checkBytes(dec.Scope, p, st)
+	check := c.checkBytes(dec.Scope, p, sql, st)
 	kh := xxhash.Sum64(check)
 	key := cacheKey(kh)
 
@@ -422,7 +422,7 @@ func (c *Session) relayRejected(p []byte, qs *queryStat, adm *admission) error {
 // (or set of parameters) in admSample, the same ones in every session
 // and sidecar, so that a sampled read's ghost sees the sampled reads of
 // the same key before it.
-func sampled(p []byte, st *relay.Stmt) bool {
+func (c *Session) sampled(p []byte, st *relay.Stmt) bool {
 	b := p[1:]
 	if st != nil {
 		// COM_STMT_EXECUTE: the statement id, flags and iteration count
@@ -431,6 +431,10 @@ func sampled(p []byte, st *relay.Stmt) bool {
 			return true
 		}
 		b = p[10:]
+	} else if bytes.Contains(b, []byte("/*")) || bytes.IndexByte(b, '#') >= 0 || bytes.Contains(b, []byte("--")) {
+		// By its key's text: a read with a trace id in a comment is in
+		// the sample when the read without it is.
+		return xxhash.Sum64String(sqlinfo.KeyText(string(b), c.dialect()))%admSample == 0
 	}
 	return xxhash.Sum64(b)%admSample == 0
 }
@@ -962,7 +966,7 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 // session state, wire format and statement. It is hashed into the key and
 // stored in the entry, where a hit compares it whole, so a hash collision
 // can never serve another statement's rows.
-func (c *Session) checkBytes(scope cachepolicy.Scope, p []byte, st *relay.Stmt) []byte {
+func (c *Session) checkBytes(scope cachepolicy.Scope, p []byte, sql string, st *relay.Stmt) []byte {
 	b := c.checkBuf[:0]
 	if scope == cachepolicy.ScopeShared {
 		b = append(b, 0)
@@ -1000,12 +1004,19 @@ func (c *Session) checkBytes(scope cachepolicy.Scope, p []byte, st *relay.Stmt) 
 	}
 	b = append(b, format)
 	if st == nil {
-		b = append(b, p[1:]...)
+		if sqlinfo.HasComment(sql) && string(p[1:]) == sql {
+			// Without the comments before and after the statement.
+			b = append(b, sqlinfo.KeyText(sql, c.dialect())...)
+		} else {
+			b = append(b, p[1:]...)
+		}
 	} else {
+		text := st.SQL
 		if note, ok := st.Ext.(*stmtNote); ok {
 			b = binary.LittleEndian.AppendUint64(b, note.state)
+			text = note.keyText
 		}
-		b = append(b, st.SQL...)
+		b = append(b, text...)
 		b = append(b, 0)
 		b = append(b, st.Types...)
 		b = append(b, 0)

@@ -455,6 +455,9 @@ type stmtNote struct {
 	// diag is what of the diagnostics the statement may read
 	// (diagnosticsRead of its text), read once at PREPARE.
 	diag diagnostics
+	// keyText is the statement's text as its entries are keyed
+	// (sqlinfo.KeyText), as the server parsed it at PREPARE.
+	keyText string
 }
 
 // user is the session's user name as policies see it: the account's.

@@ -36,7 +36,7 @@ func BenchmarkHitPathAnalysisAndKey(b *testing.B) {
 		deps := srv.deps(info, s.s.Hello.DB)
 		s.q = cachepolicy.Query{SQL: sql, Digest: info.Digest, Tables: deps.tables, DB: s.s.Hello.DB, User: s.s.Hello.User, Cacheable: info.Cacheable}
 		dec, _ := srv.Policy.Cache(&s.q)
-		check := s.checkBytes(dec.Scope, p, nil)
+		check := s.checkBytes(dec.Scope, p, sql, nil)
 		_ = cacheKey(xxhash.Sum64(check))
 	}
 }
@@ -59,7 +59,7 @@ func BenchmarkHitPathNewLiterals(b *testing.B) {
 		deps := srv.deps(info, s.s.Hello.DB)
 		s.q = cachepolicy.Query{SQL: sql, Digest: info.Digest, Tables: deps.tables, DB: s.s.Hello.DB, User: s.s.Hello.User, Cacheable: info.Cacheable}
 		dec, _ := srv.Policy.Cache(&s.q)
-		check := s.checkBytes(dec.Scope, p, nil)
+		check := s.checkBytes(dec.Scope, p, sql, nil)
 		_ = cacheKey(xxhash.Sum64(check))
 	}
 }

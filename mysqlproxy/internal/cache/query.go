@@ -547,7 +547,7 @@ func (c *Session) Prepare(p []byte) (*relay.Stmt, error) {
 		st.Ext = &stmtNote{
 			info: c.e.Analyzer.AnalyzeIn(st.SQL, c.dialect()), db: c.s.Hello.DB,
 			state: c.state.digestOf(c.s), known: known, schema: c.e.schemaGen(),
-			diag: diagnosticsRead(st.SQL),
+			diag: diagnosticsRead(st.SQL), keyText: sqlinfo.KeyText(st.SQL, c.dialect()),
 		}
 	}
 	return st, err
@@ -714,7 +714,7 @@ func (c *Session) unjudged(shape *sqlinfo.Info) bool {
 	// pay here.
 	qs := c.e.Queries.stat(shape.Digest)
 	adm := qs.admission()
-	if !adm.rejected() || adm.policyForces.Load() || sampled(p, nil) ||
+	if !adm.rejected() || adm.policyForces.Load() || c.sampled(p, nil) ||
 		c.runsCode(shape) || c.keepsConds(shape) || c.bypassReason(shape, nil, p) != "" {
 		return false
 	}

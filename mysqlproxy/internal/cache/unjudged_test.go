@@ -28,7 +28,7 @@ func TestUnjudgedProbes(t *testing.T) {
 			p := append([]byte{mysql.COM_QUERY}, sql...)
 			_, only := e.Analyzer.AnalyzeShapeIn(sql, c.dialect(), hook(p))
 			switch {
-			case sampled(p, nil):
+			case c.sampled(p, nil):
 				if only || c.probed {
 					t.Fatalf("%q of the sample: relayed with its shape %v, probe drawn %v", sql, only, c.probed)
 				}
@@ -53,5 +53,28 @@ func TestUnjudgedProbes(t *testing.T) {
 	r, p, s := check("rejected")
 	if n := r + p; p != n/admProbe || s == 0 || r == 0 {
 		t.Errorf("%d reads relayed with their shape, %d probes, %d of the sample: want one probe in %d outside it", r, p, s, admProbe)
+	}
+}
+
+// TestSampleByKeyText: a read with a trace id in a comment before or
+// after it falls in its shape's sample exactly when the read without it
+// does, so that their ghosts see each other.
+func TestSampleByKeyText(t *testing.T) {
+	_, c := benchSession()
+	in := 0
+	for i := range 400 {
+		sql := "SELECT c FROM sbtest1 WHERE id=" + strconv.Itoa(i)
+		want := c.sampled(append([]byte{mysql.COM_QUERY}, sql...), nil)
+		if want {
+			in++
+		}
+		for _, v := range []string{"/* trace_id=" + strconv.Itoa(7*i) + " */ " + sql, sql + " -- " + strconv.Itoa(i*i)} {
+			if got := c.sampled(append([]byte{mysql.COM_QUERY}, v...), nil); got != want {
+				t.Errorf("%q in the sample: %v, want %v as %q", v, got, want, sql)
+			}
+		}
+	}
+	if in == 0 || in == 400 {
+		t.Errorf("%d of 400 texts in the sample", in)
 	}
 }
