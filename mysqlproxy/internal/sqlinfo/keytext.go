@@ -32,7 +32,9 @@ func KeyText(sql string, d Dialect) string {
 		}
 		end = l.pos
 	}
-	if start < 0 {
+	if start < 0 || strings.HasSuffix(sql[:end], "--") {
+		// Two minus signs before a comment would begin one at the end
+		// of the text.
 		return sql
 	}
 	return sql[start:end]

@@ -1,6 +1,11 @@
 package sqlinfo
 
-import "testing"
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
 
 func TestKeyText(t *testing.T) {
 	plain := Dialect{}
@@ -26,6 +31,8 @@ func TestKeyText(t *testing.T) {
 		// "--" without a space after it is two minus signs.
 		{sql: "SELECT 1 --1", want: "SELECT 1 --1"},
 		{sql: "SELECT 1 --1 /* c */", want: "SELECT 1 --1"},
+		{sql: "SELECT 1 --# c", want: "SELECT 1 --# c"},
+		{sql: "SELECT 1 --/* c */", want: "SELECT 1 --/* c */"},
 		// Left as they are: a ';', an unterminated comment, a dialect
 		// that may read the text otherwise.
 		{sql: "SELECT 1; /* c */", want: "SELECT 1; /* c */"},
@@ -44,5 +51,49 @@ func TestKeyText(t *testing.T) {
 		if got := KeyText(tt.sql, d); got != tt.want {
 			t.Errorf("KeyText(%q) = %q, want %q", tt.sql, got, tt.want)
 		}
+	}
+}
+
+// FuzzKeyText: KeyText leaves out only what the server skips. The text it
+// returns, when it returns another, is a part of the text it was given,
+// which holds no ';', and lexes to the same tokens.
+func FuzzKeyText(f *testing.F) {
+	for _, s := range []string{
+		"/* a */ SELECT 1 /* b */", "SELECT 1 -- c\n", "# x\nSELECT 'a'", "SELECT 1 --1", "/*! SELECT */ 1",
+		"SELECT `a#` /* */", "/*+ h */ SELECT x.1e5 FROM x -- y", "SELECT _latin1 'a' # z", "/* */ SELECT \"a\" /* */",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := KeyText(s, Dialect{})
+		if got == s {
+			return
+		}
+		if strings.IndexByte(s, ';') >= 0 || !strings.Contains(s, got) {
+			t.Fatalf("KeyText(%q) = %q", s, got)
+		}
+		want, err := tokenTexts(s)
+		if err != nil {
+			t.Fatalf("KeyText(%q) = %q, of a text that does not lex: %v", s, got, err)
+		}
+		if kept, err := tokenTexts(got); err != nil || !slices.Equal(kept, want) {
+			t.Fatalf("KeyText(%q) = %q, whose tokens are %q (%v), want %q", s, got, kept, err, want)
+		}
+	})
+}
+
+// tokenTexts returns the kinds and texts of the tokens of s.
+func tokenTexts(s string) ([]string, error) {
+	l := NewLexer(s, LexOptions{})
+	var out []string
+	for {
+		t, err := l.Next()
+		if err != nil {
+			return nil, err
+		}
+		if t.Kind == TokEOF {
+			return out, nil
+		}
+		out = append(out, fmt.Sprintf("%d:%s", t.Kind, t.Text))
 	}
 }
