@@ -432,8 +432,9 @@ func (c *Session) sampled(p []byte, st *relay.Stmt) bool {
 		}
 		b = p[10:]
 	} else if bytes.Contains(b, []byte("/*")) || bytes.IndexByte(b, '#') >= 0 || bytes.Contains(b, []byte("--")) {
-		// By its key's text: a read with a trace id in a comment is in
-		// the sample when the read without it is.
+		// sqlinfo.HasComment, on the command's bytes. By its key's
+		// text: a read with a trace id in a comment is in the sample
+		// when the read without it is.
 		return xxhash.Sum64String(sqlinfo.KeyText(string(b), c.dialect()))%admSample == 0
 	}
 	return xxhash.Sum64(b)%admSample == 0
