@@ -120,7 +120,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	// in the ghosts and counted) only when its text falls in the shape's
 	// sample, or now and then: the others are relayed at once, at the cost
 	// of a passthrough, unless the policy forces some of the shape's reads.
-	judged := !adm.rejected() || c.sampled(p, st) || probed || adm.probe()
+	judged := !adm.rejected() || c.sampled(p, sql, st) || probed || adm.probe()
 	if !judged && !adm.policyForces.Load() {
 		return c.relayUnpaying(p, info, sql, qs, adm)
 	}
@@ -422,7 +422,7 @@ func (c *Session) relayRejected(p []byte, qs *queryStat, adm *admission) error {
 // (or set of parameters) in admSample, the same ones in every session
 // and sidecar, so that a sampled read's ghost sees the sampled reads of
 // the same key before it.
-func (c *Session) sampled(p []byte, st *relay.Stmt) bool {
+func (c *Session) sampled(p []byte, sql string, st *relay.Stmt) bool {
 	b := p[1:]
 	if st != nil {
 		// COM_STMT_EXECUTE: the statement id, flags and iteration count
@@ -431,11 +431,10 @@ func (c *Session) sampled(p []byte, st *relay.Stmt) bool {
 			return true
 		}
 		b = p[10:]
-	} else if bytes.Contains(b, []byte("/*")) || bytes.IndexByte(b, '#') >= 0 || bytes.Contains(b, []byte("--")) {
-		// sqlinfo.HasComment, on the command's bytes. By its key's
-		// text: a read with a trace id in a comment is in the sample
-		// when the read without it is.
-		return xxhash.Sum64String(sqlinfo.KeyText(string(b), c.dialect()))%admSample == 0
+	} else if sqlinfo.HasComment(sql) && string(b) == sql {
+		// By its key's text: a read with a trace id in a comment is in
+		// the sample when the read without it is.
+		return xxhash.Sum64String(sqlinfo.KeyText(sql, c.dialect()))%admSample == 0
 	}
 	return xxhash.Sum64(b)%admSample == 0
 }
@@ -900,7 +899,7 @@ func (c *Session) bypassReason(info *sqlinfo.Info, st *relay.Stmt, p []byte) str
 		// and wait for other sessions' uncommitted writes.
 		return whyLockingRead
 	}
-	if v := c.s.Vars["sql_auto_is_null"]; v == "ON" || v == "1" {
+	if c.varOn("sql_auto_is_null") {
 		// WHERE id IS NULL then finds the row last inserted by the
 		// session, in the text or in a view it reads.
 		return "sql_auto_is_null"
@@ -1055,8 +1054,5 @@ func flightKey(key string, gens store.Snap) string {
 // not run a hit, so the session's optimizer trace would then be an
 // earlier statement's, and SHOW PROFILES would leave the hit out.
 func (c *Session) traced() bool {
-	if v := c.s.Vars["profiling"]; v == "ON" || v == "1" {
-		return true
-	}
-	return sqlinfo.ContainsFold(c.s.Vars["optimizer_trace"], "enabled=on")
+	return c.varOn("profiling") || sqlinfo.ContainsFold(c.s.Vars["optimizer_trace"], "enabled=on")
 }

@@ -369,9 +369,11 @@ type Session struct {
 	// (admission.probe), drawn before its text was analysed (unjudged).
 	probed bool
 	// unjudgedFn is c.unjudged, made once; unjudgedP is the command it
-	// judges, and unjudgedStat the counts of the shape it found enough.
+	// judges, unjudgedSQL its text, and unjudgedStat the counts of the
+	// shape it found enough.
 	unjudgedFn   func(*sqlinfo.Info) bool
 	unjudgedP    []byte
+	unjudgedSQL  string
 	unjudgedStat *queryStat
 	// lastHit is the command last answered from the cache: the backend
 	// did not run it, so what the session's previous statement left

@@ -35,8 +35,8 @@ func (c *Session) Query(p []byte, sql string) error {
 		// invalidated for the sidecars that cache.
 		return c.s.RelayMode(p, relay.ModeResult)
 	}
-	info, shapeOnly := c.e.Analyzer.AnalyzeShapeIn(sql, c.dialect(), c.unjudgedHook(p))
-	c.unjudgedP = nil
+	info, shapeOnly := c.e.Analyzer.AnalyzeShapeIn(sql, c.dialect(), c.unjudgedHook(p, sql))
+	c.unjudgedP, c.unjudgedSQL = nil, ""
 	if shapeOnly {
 		// A rejected shape's read its admission does not judge.
 		before := c.s.Status
@@ -682,7 +682,7 @@ func (c *Session) relayedRead(before uint16, info *sqlinfo.Info, sql string, st 
 }
 
 // unjudgedHook returns what tells, of the shape of a text read whose
-// command is p, whether it is enough for its read: a read of a rejected
+// command is p (of text sql), whether it is enough for its read: a read of a rejected
 // shape its admission does not judge (see cacheRead), which is relayed
 // at once, and pays no more than a passthrough, a probe of the exact
 // memo and a scan of its text.
@@ -691,12 +691,12 @@ func (c *Session) relayedRead(before uint16, info *sqlinfo.Info, sql string, st 
 // changed sql_mode, a state to read again, any reason to bypass the
 // cache. A probe it draws is kept for cacheRead. It is nil when the
 // session's state already says the read takes the full path.
-func (c *Session) unjudgedHook(p []byte) func(*sqlinfo.Info) bool {
+func (c *Session) unjudgedHook(p []byte, sql string) func(*sqlinfo.Info) bool {
 	c.probed, c.unjudgedStat = false, nil
 	if c.lastHit != nil || c.s.Dead() || c.lexStale() {
 		return nil
 	}
-	c.unjudgedP = p
+	c.unjudgedP, c.unjudgedSQL = p, sql
 	if c.unjudgedFn == nil {
 		c.unjudgedFn = c.unjudged
 	}
@@ -714,7 +714,7 @@ func (c *Session) unjudged(shape *sqlinfo.Info) bool {
 	// pay here.
 	qs := c.e.Queries.stat(shape.Digest)
 	adm := qs.admission()
-	if !adm.rejected() || adm.policyForces.Load() || c.sampled(p, nil) ||
+	if !adm.rejected() || adm.policyForces.Load() || c.sampled(p, c.unjudgedSQL, nil) ||
 		c.runsCode(shape) || c.keepsConds(shape) || c.bypassReason(shape, nil, p) != "" {
 		return false
 	}
@@ -1714,6 +1714,12 @@ func (c *Session) serverLogBinOff() bool { return c.varOff("log_bin") }
 func (c *Session) varOff(name string) bool {
 	v, ok := c.s.Vars[name]
 	return ok && !strings.EqualFold(v, "ON") && v != "1"
+}
+
+// varOn reports whether the session read the boolean variable name on.
+func (c *Session) varOn(name string) bool {
+	v := c.s.Vars[name]
+	return strings.EqualFold(v, "ON") || v == "1"
 }
 
 // callApplyWait bounds how long a CALL that wrote waits for the follower

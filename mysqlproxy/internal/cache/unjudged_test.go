@@ -20,15 +20,15 @@ func TestUnjudgedProbes(t *testing.T) {
 	c.s.Vars = map[string]string{"tx_isolation": "REPEATABLE-READ", "transaction_isolation": "REPEATABLE-READ"}
 	shape := e.Analyzer.Analyze("SELECT c FROM sbtest1 WHERE id=1")
 	qs := e.Queries.stat(shape.Digest)
-	hook := func(p []byte) func(*sqlinfo.Info) bool { return c.unjudgedHook(p) }
+	hook := func(p []byte, sql string) func(*sqlinfo.Info) bool { return c.unjudgedHook(p, sql) }
 	check := func(want string) (relayed, probes, inSample int) {
 		t.Helper()
 		for i := 2; i < 2002; i++ {
 			sql := "SELECT c FROM sbtest1 WHERE id=" + strconv.Itoa(i)
 			p := append([]byte{mysql.COM_QUERY}, sql...)
-			_, only := e.Analyzer.AnalyzeShapeIn(sql, c.dialect(), hook(p))
+			_, only := e.Analyzer.AnalyzeShapeIn(sql, c.dialect(), hook(p, sql))
 			switch {
-			case c.sampled(p, nil):
+			case c.sampled(p, sql, nil):
 				if only || c.probed {
 					t.Fatalf("%q of the sample: relayed with its shape %v, probe drawn %v", sql, only, c.probed)
 				}
@@ -64,12 +64,12 @@ func TestSampleByKeyText(t *testing.T) {
 	in := 0
 	for i := range 400 {
 		sql := "SELECT c FROM sbtest1 WHERE id=" + strconv.Itoa(i)
-		want := c.sampled(append([]byte{mysql.COM_QUERY}, sql...), nil)
+		want := c.sampled(append([]byte{mysql.COM_QUERY}, sql...), sql, nil)
 		if want {
 			in++
 		}
 		for _, v := range []string{"/* trace_id=" + strconv.Itoa(7*i) + " */ " + sql, sql + " -- " + strconv.Itoa(i*i)} {
-			if got := c.sampled(append([]byte{mysql.COM_QUERY}, v...), nil); got != want {
+			if got := c.sampled(append([]byte{mysql.COM_QUERY}, v...), v, nil); got != want {
 				t.Errorf("%q in the sample: %v, want %v as %q", v, got, want, sql)
 			}
 		}
