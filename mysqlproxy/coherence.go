@@ -351,6 +351,7 @@ func (c *coherence) statusRows() [][2]string {
 		[2]string{"Binlog_reconnects", u(st.Reconnects)},
 		[2]string{"Binlog_lost_positions", u(st.LostPosition)},
 		[2]string{"Binlog_unlogged_changes", u(st.Unlogged)},
+		[2]string{"Binlog_position_reads", u(st.PositionReads)},
 	)
 }
 

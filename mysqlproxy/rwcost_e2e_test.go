@@ -669,3 +669,79 @@ func TestAdmissionProbesOutsideTheSample(t *testing.T) {
 		t.Fatalf("after %d repeated reads outside the sample the shape is %s (%s), want admitted", reads, state, why)
 	}
 }
+
+// TestRejectedReadsLeaveTheFollowerIdle: the reads of a shape its
+// admission relays serve nothing from the cache, so they do not have the
+// follower read the server's position at the pace a hit needs (every
+// tenth of --max-staleness): while they are all the sidecar reads, it
+// reads the position every half of the bound, as when it is idle. Hits
+// have it read at the faster pace.
+func TestRejectedReadsLeaveTheFollowerIdle(t *testing.T) {
+	t.Parallel()
+	m := testenvShared(t)
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".t SELECT seq, seq FROM "+db+".seq_1_to_40000")
+	mc := privateMemcached(t)
+	p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}}))
+	c := openDB(t, rootDSN(p.addr, db, ""))
+	c.SetMaxOpenConns(1)
+	read := func(id int) {
+		var v int
+		if err := c.QueryRow(fmt.Sprintf("SELECT v FROM t WHERE id = %d", id)).Scan(&v); err != nil || v != id {
+			t.Fatalf("read %d: got %d, %v", id, v, err)
+		}
+	}
+	waitFor(t, 20*time.Second, "the follower running", func() bool {
+		return strings.HasPrefix(statusValue(t, c, "Binlog_follower"), "running")
+	})
+	// Reads that never repeat, until the shape is rejected.
+	id, state := 0, ""
+	for id < 8192 && state != "rejected" {
+		for range 128 {
+			id++
+			read(id)
+		}
+		state, _ = queryAdmission(t, c, "from `t` where `id`")
+	}
+	if state != "rejected" {
+		t.Fatalf("after %d distinct reads the shape is %s, want rejected", id, state)
+	}
+	// What the probation's lookups asked for lapses after half the bound.
+	time.Sleep(time.Second)
+	const span = 2 * time.Second
+	positionReads := func(what string, next func()) int64 {
+		before := mycachedStatus(t, c)["Binlog_position_reads"]
+		for start := time.Now(); time.Since(start) < span; {
+			next()
+		}
+		n := mycachedStatus(t, c)["Binlog_position_reads"] - before
+		t.Logf("%s: the follower read the server's position %d times in %v", what, n, span)
+		return n
+	}
+	rejected := positionReads("reads of a rejected shape", func() {
+		if id < 40000 {
+			id++
+		}
+		read(id)
+	})
+	if state, why := queryAdmission(t, c, "from `t` where `id`"); state != "rejected" {
+		t.Fatalf("after the reads measured the shape is %s (%s), want rejected", state, why)
+	}
+	// Half of the 1 s bound: 4 reads in 2 s, and the one a read
+	// measured asked for as it began (a tenth of the bound would be 20).
+	if rejected > 7 {
+		t.Errorf("reads of a rejected shape: the follower read the server's position %d times in %v, want at most 7", rejected, span)
+	}
+	m.Exec(t, "CREATE TABLE "+db+".u (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, "INSERT INTO "+db+".u VALUES (1, 1)")
+	hit := positionReads("hits", func() {
+		var v int
+		if err := c.QueryRow("SELECT v FROM u WHERE id = 1").Scan(&v); err != nil || v != 1 {
+			t.Fatalf("read u: got %d, %v", v, err)
+		}
+	})
+	if hit <= rejected {
+		t.Errorf("hits: the follower read the server's position %d times in %v, no more than for a rejected shape's reads (%d)", hit, span, rejected)
+	}
+}

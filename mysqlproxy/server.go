@@ -587,5 +587,6 @@ func (s *Server) followerMetrics() {
 	s.reg.GaugeFunc("mycached_binlog_transactions", "Binlog transactions applied.", st(func(v binlog.Status) float64 { return float64(v.Transactions) }))
 	s.reg.GaugeFunc("mycached_binlog_reconnects", "Times the follower connected again.", st(func(v binlog.Status) float64 { return float64(v.Reconnects) }))
 	s.reg.GaugeFunc("mycached_binlog_lost_positions", "Global invalidations for a position the follower lost.", st(func(v binlog.Status) float64 { return float64(v.LostPosition) }))
+	s.reg.GaugeFunc("mycached_binlog_position_reads", "Times the follower read the server's binlog position, to tell how current it is.", st(func(v binlog.Status) float64 { return float64(v.PositionReads) }))
 	s.reg.GaugeFunc("mycached_binlog_unlogged_changes", "Global invalidations for changes the binlog does not show (a global variable that changes results, rows replicated unlogged, a server restart, which empties MEMORY tables).", st(func(v binlog.Status) float64 { return float64(v.Unlogged) }))
 }

@@ -285,6 +285,8 @@ type Follower struct {
 	demand *demand
 
 	events, txns, bumps, reconnects, lost, unlogged atomic.Uint64
+	// positionReads counts the reads of the server's position (pollServer).
+	positionReads atomic.Uint64
 	// earlyBumps counts bumps made before a long transaction's end (see
 	// earlyBump).
 	earlyBumps atomic.Uint64
@@ -1129,6 +1131,7 @@ func (f *Follower) pollServer() {
 			reset = prev != nil && prev.sameRun(cur) && prev.n != cur.n
 		}
 	}
+	f.positionReads.Add(1)
 	pos, globals, err := f.opts.Meta.BinlogPosAndGlobals(ctx)
 	if err != nil {
 		return
@@ -1763,6 +1766,9 @@ type Status struct {
 	// Unlogged counts global bumps for changes the binlog does not show: a
 	// global variable that changes results, rows replicated unlogged.
 	Unlogged uint64
+	// PositionReads counts the reads of the server's position: every Poll
+	// while reads look up the cache, every IdlePoll otherwise.
+	PositionReads uint64
 }
 
 // Status returns the follower's state.
@@ -1774,6 +1780,7 @@ func (f *Follower) Status() Status {
 		LastMessage: f.lastMsg, FreshAsOf: f.fresh,
 		Events: f.events.Load(), Transactions: f.txns.Load(), Bumps: f.bumps.Load(), EarlyBumps: f.earlyBumps.Load(),
 		Reconnects: f.reconnects.Load(), LostPosition: f.lost.Load(), Unlogged: f.unlogged.Load(),
+		PositionReads: f.positionReads.Load(),
 	}
 	if f.lastTS != 0 {
 		st.LastEvent = time.Unix(int64(f.lastTS), 0)

@@ -188,11 +188,18 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 	kh := xxhash.Sum64(check)
 	key := cacheKey(kh)
 
-	mode, ok := e.mode(Consistency(dec.Consistency))
-	if !ok {
-		e.Stats.bypass(whyFollowerBehind)
-		qs.note(whyFollowerBehind, 0)
-		return c.s.RelayMode(p, relay.ModeResult)
+	// A read its admission relays serves nothing from the cache: it
+	// does not ask how current the follower is, which has the follower
+	// read the server's position every Poll while it is asked.
+	relayed := dec.Admit != cachepolicy.AdmitAlways && !adm.admit(dec.Admit)
+	var mode store.Mode
+	if !relayed {
+		var ok bool
+		if mode, ok = e.mode(Consistency(dec.Consistency)); !ok {
+			e.Stats.bypass(whyFollowerBehind)
+			qs.note(whyFollowerBehind, 0)
+			return c.s.RelayMode(p, relay.ModeResult)
+		}
 	}
 	ghost := false
 	if dec.Admit == cachepolicy.AdmitAlways {
@@ -210,7 +217,7 @@ func (c *Session) cacheRead(p []byte, info *sqlinfo.Info, sql string, st *relay.
 			}
 			adm.gens(gens)
 		}
-		if !adm.admit(dec.Admit) {
+		if relayed {
 			adm.looked(false, false, ghost, 0)
 			return c.relayUnpaying(p, info, sql, qs, adm)
 		}
