@@ -2071,6 +2071,27 @@ var rsCases = []rsCase{
 		},
 	},
 	{
+		// The server does not run a hit: the cost of the session's last
+		// statement is the one before it, unless the hit runs again
+		// for the read of it.
+		class: "session", name: "last-query-cost-after-hit",
+		setup: []string{"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t SELECT seq, seq FROM seq_1_to_50"},
+		body: func(x *rsRun) {
+			s := x.rootVia(x.A())
+			point := "SELECT v FROM t WHERE id = 1"
+			s.warm(point)
+			for _, show := range []string{
+				"SHOW SESSION STATUS LIKE 'Last_query_cost'", "SHOW STATUS WHERE Variable_name = 'last_query_cost'",
+			} {
+				for _, before := range []string{"SELECT SQL_NO_CACHE * FROM t WHERE v > 3 LIMIT 2", "SELECT SQL_NO_CACHE COUNT(*) FROM t"} {
+					s.same(before)
+					s.same(point)
+					s.same(show)
+				}
+			}
+		},
+	},
+	{
 		class: "session", name: "column-default-is-evaluated",
 		setup: []string{"CREATE TABLE t (id INT PRIMARY KEY, ts TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), u VARCHAR(40) DEFAULT (UUID()))", "INSERT INTO t (id) VALUES (1)"},
 		body: func(x *rsRun) {

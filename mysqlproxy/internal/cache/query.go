@@ -322,7 +322,13 @@ const (
 	// @@warning_count), which a statement replaces when it uses a table
 	// or has a message of its own.
 	diagWarnings
-	diagAll = diagRowCount | diagFoundRows | diagWarnings
+	// diagStatus is the cost of the session's last statement (SHOW
+	// STATUS LIKE 'Last_query_cost'), which any statement the server runs
+	// replaces. The counters that add up every statement of the session
+	// (Com_select, Handler_read_key) leave its hits out, as the server's
+	// other counters do: a read of them does not run the hit.
+	diagStatus
+	diagAll = diagRowCount | diagFoundRows | diagWarnings | diagStatus
 )
 
 // diagnosticsRead returns what of the diagnostics a statement may read.
@@ -342,6 +348,7 @@ var diagnosticWords = []struct {
 }{
 	{"row_count", diagRowCount}, {"found_rows", diagFoundRows},
 	{"warning", diagWarnings}, {"error", diagWarnings}, {"diagnostics", diagAll},
+	{"last_query_cost", diagStatus},
 }
 
 // ranSinceHit notes a statement the backend ran after the session's last
@@ -357,7 +364,7 @@ func (c *Session) ranSinceHit(info *sqlinfo.Info, sql string, resp *relay.Respon
 		return
 	}
 	hidden := runsHiddenStatements(info, sql) || c.runsCode(info)
-	c.hitDiag &^= diagRowCount
+	c.hitDiag &^= diagRowCount | diagStatus
 	c.zeroedRowCount = resp.Kind == relay.RespOK && resp.Results <= 1 && resp.Affected == 0 && !hidden
 	switch {
 	case info.Kind == sqlinfo.Use:
