@@ -304,6 +304,15 @@ func shapeRow(t *testing.T, db *sql.DB, part string) shape {
 	return shape{}
 }
 
+// readID reads v of the row id of table, whose v is its id.
+func readID(t *testing.T, c *sql.DB, table string, id int) {
+	t.Helper()
+	var v int
+	if err := c.QueryRow(fmt.Sprintf("SELECT v FROM %s WHERE id = %d", table, id)).Scan(&v); err != nil || v != id {
+		t.Fatalf("read %d of %s: got %d, %v", id, table, v, err)
+	}
+}
+
 // TestAdmissionRejectsShapesThatDoNotPay: a shape whose reads never
 // repeat is rejected after a window, and then costs no lookup and no
 // store; once its reads repeat it is admitted again; a policy's admit =
@@ -328,12 +337,7 @@ func TestAdmissionRejectsShapesThatDoNotPay(t *testing.T) {
 			p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}, Policy: tc.policy})
 			c := openDB(t, rootDSN(p.addr, db, ""))
 			c.SetMaxOpenConns(1)
-			read := func(id int) {
-				var v int
-				if err := c.QueryRow(fmt.Sprintf("SELECT v FROM t WHERE id = %d", id)).Scan(&v); err != nil || v != id {
-					t.Fatalf("read %d: got %d, %v", id, v, err)
-				}
-			}
+			read := func(id int) { readID(t, c, "t", id) }
 			// Through its probation and beyond, reads that never repeat.
 			// (Reads that found a pending bump are not judged, so the
 			// count of reads a verdict takes varies.)
@@ -686,12 +690,7 @@ func TestRejectedReadsLeaveTheFollowerIdle(t *testing.T) {
 	p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}}))
 	c := openDB(t, rootDSN(p.addr, db, ""))
 	c.SetMaxOpenConns(1)
-	read := func(id int) {
-		var v int
-		if err := c.QueryRow(fmt.Sprintf("SELECT v FROM t WHERE id = %d", id)).Scan(&v); err != nil || v != id {
-			t.Fatalf("read %d: got %d, %v", id, v, err)
-		}
-	}
+	read := func(id int) { readID(t, c, "t", id) }
 	waitFor(t, 20*time.Second, "the follower running", func() bool {
 		return strings.HasPrefix(statusValue(t, c, "Binlog_follower"), "running")
 	})
@@ -736,10 +735,7 @@ func TestRejectedReadsLeaveTheFollowerIdle(t *testing.T) {
 	m.Exec(t, "CREATE TABLE "+db+".u (id INT PRIMARY KEY, v INT)")
 	m.Exec(t, "INSERT INTO "+db+".u VALUES (1, 1)")
 	hit := positionReads("hits", func() {
-		var v int
-		if err := c.QueryRow("SELECT v FROM u WHERE id = 1").Scan(&v); err != nil || v != 1 {
-			t.Fatalf("read u: got %d, %v", v, err)
-		}
+		readID(t, c, "u", 1)
 	})
 	if hit <= rejected {
 		t.Errorf("hits: the follower read the server's position %d times in %v, no more than for a rejected shape's reads (%d)", hit, span, rejected)

@@ -285,7 +285,8 @@ type Follower struct {
 	demand *demand
 
 	events, txns, bumps, reconnects, lost, unlogged atomic.Uint64
-	// positionReads counts the reads of the server's position (pollServer).
+	// positionReads counts the reads of the server's position (pollServer,
+	// readDemand, Wait).
 	positionReads atomic.Uint64
 	// earlyBumps counts bumps made before a long transaction's end (see
 	// earlyBump).
@@ -1587,6 +1588,7 @@ func (f *Follower) readDemand(d *demand) {
 	defer close(d.done)
 	ctx, cancel := context.WithTimeout(f.ctx, time.Second)
 	defer cancel()
+	f.positionReads.Add(1)
 	pos, err := f.opts.Meta.GTIDBinlogPos(ctx)
 	if err == nil {
 		d.pos, err = parsePos(pos)
@@ -1766,8 +1768,10 @@ type Status struct {
 	// Unlogged counts global bumps for changes the binlog does not show: a
 	// global variable that changes results, rows replicated unlogged.
 	Unlogged uint64
-	// PositionReads counts the reads of the server's position: every Poll
-	// while reads look up the cache, every IdlePoll otherwise.
+	// PositionReads counts the reads of the server's position: its polls
+	// (every Poll while reads look up the cache, every IdlePoll
+	// otherwise), and those a snapshot's hit or a wait for a write to be
+	// applied asks for.
 	PositionReads uint64
 }
 
@@ -1830,6 +1834,7 @@ func reached(applied, pos map[uint32]uint64) bool {
 // and the follower is known to be current as of then (FreshAsOf).
 func (f *Follower) Wait(ctx context.Context) error {
 	start := time.Now()
+	f.positionReads.Add(1)
 	pos, err := f.opts.Meta.BinlogPos(ctx)
 	if err != nil {
 		return err
