@@ -304,6 +304,16 @@ func shapeRow(t *testing.T, db *sql.DB, part string) shape {
 	return shape{}
 }
 
+// idRows creates a database whose table t holds the rows 1 to n, each
+// with v its id, and returns the database's name.
+func idRows(t *testing.T, m *testenv.MariaDB, n int) string {
+	t.Helper()
+	db := m.NewDatabase(t)
+	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
+	m.Exec(t, fmt.Sprintf("INSERT INTO %s.t SELECT seq, seq FROM %s.seq_1_to_%d", db, db, n))
+	return db
+}
+
 // readID reads v of the row id of table, whose v is its id.
 func readID(t *testing.T, c *sql.DB, table string, id int) {
 	t.Helper()
@@ -320,9 +330,7 @@ func readID(t *testing.T, c *sql.DB, table string, id int) {
 func TestAdmissionRejectsShapesThatDoNotPay(t *testing.T) {
 	t.Parallel()
 	m := testenvShared(t)
-	db := m.NewDatabase(t)
-	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
-	m.Exec(t, "INSERT INTO "+db+".t SELECT seq, seq FROM "+db+".seq_1_to_6000")
+	db := idRows(t, m, 6000)
 	mc := privateMemcached(t)
 	always := writePolicy(t, t.TempDir(), "always.lua", "function cache(q)\n  if q.kind == \"select\" then return { ttl = 60, admit = \"always\" } end\nend\n")
 	for _, tc := range []struct {
@@ -553,9 +561,7 @@ func TestStalledClientCutOff(t *testing.T) {
 func TestRejectedShapeRunsCode(t *testing.T) {
 	t.Parallel()
 	m := privateDB(t, "--skip-log-bin")
-	db := m.NewDatabase(t)
-	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
-	m.Exec(t, "INSERT INTO "+db+".t SELECT seq, seq FROM "+db+".seq_1_to_6000")
+	db := idRows(t, m, 6000)
 	m.Exec(t, "CREATE TABLE "+db+".cnt (id INT PRIMARY KEY, n INT)")
 	m.Exec(t, "INSERT INTO "+db+".cnt VALUES (1, 0)")
 	m.Exec(t, "CREATE VIEW "+db+".vw AS SELECT id, v FROM "+db+".t")
@@ -637,9 +643,7 @@ func rejectShape(t *testing.T, c *sql.DB, part string, read func(id int)) int {
 func TestAdmissionProbesOutsideTheSample(t *testing.T) {
 	t.Parallel()
 	m := testenvShared(t)
-	db := m.NewDatabase(t)
-	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
-	m.Exec(t, "INSERT INTO "+db+".t SELECT seq, seq FROM "+db+".seq_1_to_6000")
+	db := idRows(t, m, 6000)
 	p := startProxy(t, mysqlproxy.Config{Backend: m.Addr, Memcached: []string{privateMemcached(t).Addr}})
 	c := openDB(t, rootDSN(p.addr, db, ""))
 	c.SetMaxOpenConns(1)
@@ -683,9 +687,7 @@ func TestAdmissionProbesOutsideTheSample(t *testing.T) {
 func TestRejectedReadsLeaveTheFollowerIdle(t *testing.T) {
 	t.Parallel()
 	m := testenvShared(t)
-	db := m.NewDatabase(t)
-	m.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)")
-	m.Exec(t, "INSERT INTO "+db+".t SELECT seq, seq FROM "+db+".seq_1_to_40000")
+	db := idRows(t, m, 40000)
 	mc := privateMemcached(t)
 	p := startProxy(t, withBinlog(mysqlproxy.Config{Backend: m.Addr, Memcached: []string{mc.Addr}}))
 	c := openDB(t, rootDSN(p.addr, db, ""))
